@@ -1,0 +1,5 @@
+"""Sonality: long-term personality and memory for LLM agents."""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
