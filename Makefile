@@ -1,0 +1,67 @@
+# Sonality: one-command setup, demo and test. Needs Python 3.11+, and for the Neo4j tests
+# OpenJDK 17 + Maven (the dev server is built from Maven Central; no Docker needed).
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+DEVSERVER := tools/neo4j-devserver
+NEO4J_BOLT_PORT ?= 7687
+NEO4J_HTTP_PORT ?= 7474
+export LITELLM_LOCAL_MODEL_COST_MAP := True
+
+.PHONY: help install demo devserver neo4j neo4j-stop lint typecheck pytest wheel-check test bench clean
+
+help:
+	@echo "make demo        set up and run the main job on the embedded SQLite store"
+	@echo "make test        set up everything and run lint, type-check and the whole test suite"
+	@echo "make neo4j       start a persistent Neo4j dev server on $(NEO4J_BOLT_PORT)/$(NEO4J_HTTP_PORT)"
+	@echo "make neo4j-stop  stop it"
+	@echo "make bench       run the benchmarks (prints tables)"
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+install: $(VENV)/.installed
+
+demo: install
+	$(BIN)/sonality demo
+
+$(DEVSERVER)/target/neo4j-devserver.jar: $(DEVSERVER)/pom.xml $(wildcard $(DEVSERVER)/src/main/java/*/*/*/*.java)
+	$(PYTHON) $(DEVSERVER)/devserver.py build
+
+devserver: $(DEVSERVER)/target/neo4j-devserver.jar
+
+neo4j: devserver
+	$(PYTHON) $(DEVSERVER)/devserver.py start --detach --bolt-port $(NEO4J_BOLT_PORT) \
+	  --http-port $(NEO4J_HTTP_PORT) --data-dir .neo4j-data --pid-file .neo4j-dev.pid
+
+neo4j-stop:
+	$(PYTHON) $(DEVSERVER)/devserver.py stop --pid-file .neo4j-dev.pid
+
+lint: install
+	$(BIN)/ruff check sonality tests tools
+	$(BIN)/ruff format --check sonality tests tools
+
+typecheck: install
+	$(BIN)/mypy sonality
+
+pytest: install devserver
+	@rc=0; $(BIN)/pytest -q --durations=15 || rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: that is a failure here" >&2; exit 1; fi; \
+	exit $$rc
+
+wheel-check: install
+	$(BIN)/python tools/check_wheel.py
+
+test: lint typecheck wheel-check pytest
+
+bench: install devserver
+	$(BIN)/python tools/bench_interaction.py
+
+clean:
+	rm -rf $(VENV) dist build .pytest_cache .mypy_cache .ruff_cache $(DEVSERVER)/target $(DEVSERVER)/lib

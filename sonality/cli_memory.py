@@ -1,0 +1,357 @@
+"""CLI commands of the memory backend: personas, record, ingest, context, reads, enrich,
+and ``demo`` (the main job on the embedded default)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from sonality.cli import CliState, emit, json_option, persona_option, run, with_app
+
+if TYPE_CHECKING:
+    from sonality.models import Belief, Episode, Persona, UserFact
+    from sonality.service import Sonality
+
+__all__ = ["register"]
+
+
+def _persona_text(p: Persona) -> str:
+    return (
+        f"{p.id}  {p.name}  interactions={p.interaction_count} "
+        f"last_reflection_at={p.last_reflection_at} "
+        f"disagreement_rate={p.disagreement_rate:.2f}"
+    )
+
+
+def _belief_text(b: Belief) -> str:
+    retired = "  (retired)" if b.status.value == "retired" else ""
+    return (
+        f"{b.topic:<28} {b.position:+.3f}  confidence {b.confidence:.3f}  "
+        f"evidence {b.evidence_count}{retired}"
+    )
+
+
+def _fact_text(f: UserFact) -> str:
+    return f"[{f.kind.value}, severity {f.severity}] {f.text}"
+
+
+def _episode_text(e: Episode) -> str:
+    flat = " ".join(e.user_message.split())
+    return (
+        f"{e.created_at:%Y-%m-%d %H:%M} {e.conversation_id}#{e.turn} "
+        f"[{e.enrichment_status.value}] {flat[:70]}"
+    )
+
+
+@click.group()
+def persona() -> None:
+    """Create and inspect personas."""
+
+
+@persona.command("create")
+@click.argument("persona_id")
+@click.option("--name", required=True)
+@click.option("--identity", help="Core identity text.")
+@click.option(
+    "--identity-file", type=click.Path(exists=True, dir_okay=False, path_type=Path)
+)
+@json_option
+@click.pass_obj
+@run
+async def persona_create(
+    state: CliState,
+    persona_id: str,
+    name: str,
+    identity: str | None,
+    identity_file: Path | None,
+    as_json: bool,
+) -> None:
+    """Create persona PERSONA_ID with a core identity (immutable)."""
+    if (identity is None) == (identity_file is None):
+        raise click.UsageError("give exactly one of --identity or --identity-file")
+    text = identity if identity is not None else identity_file.read_text("utf-8")  # type: ignore[union-attr]
+    created = await with_app(
+        state, lambda app: app.create_persona(persona_id, name=name, core_identity=text)
+    )
+    emit(created, as_json, lambda: click.echo(f"created {_persona_text(created)}"))
+
+
+@persona.command("list")
+@json_option
+@click.pass_obj
+@run
+async def persona_list(state: CliState, as_json: bool) -> None:
+    """List personas."""
+    personas = await with_app(state, lambda app: app.personas())
+    emit(personas, as_json, lambda: [click.echo(_persona_text(p)) for p in personas])
+
+
+@persona.command("show")
+@click.argument("persona_id")
+@json_option
+@click.pass_obj
+@run
+async def persona_show(state: CliState, persona_id: str, as_json: bool) -> None:
+    """Show one persona with its current snapshot."""
+
+    async def body(app: Sonality) -> dict[str, Any]:
+        return {
+            "persona": await app.persona(persona_id),
+            "snapshot": await app.snapshot(persona_id),
+        }
+
+    data = await with_app(state, body)
+
+    def text() -> None:
+        click.echo(_persona_text(data["persona"]))
+        click.echo(f"core identity: {data['persona'].core_identity}")
+        click.echo(f"snapshot v{data['snapshot'].version}: {data['snapshot'].text}")
+
+    emit(data, as_json, text)
+
+
+@click.command()
+@persona_option
+@click.option("--user", "user_id", required=True)
+@click.option("--conversation", "conversation_id", default="default", show_default=True)
+@click.option("--message", required=True)
+@click.option("--response", required=True)
+@click.option("--id", "episode_id", help="Idempotency key: a repeated id is not stored twice.")
+@json_option
+@click.pass_obj
+@run
+async def record(
+    state: CliState,
+    persona_id: str,
+    user_id: str,
+    conversation_id: str,
+    message: str,
+    response: str,
+    episode_id: str | None,
+    as_json: bool,
+) -> None:
+    """Record one exchange (and enrich it when a model is configured)."""
+    recorded = await with_app(
+        state,
+        lambda app: app.record(
+            persona_id,
+            user_id=user_id,
+            conversation_id=conversation_id,
+            message=message,
+            response=response,
+            episode_id=episode_id,
+        ),
+    )
+    ep = recorded.episode
+    emit(
+        recorded,
+        as_json,
+        lambda: click.echo(
+            f"{'stored' if recorded.created else 'already stored'} {ep.id} "
+            f"({ep.conversation_id}#{ep.turn}), enrichment {ep.enrichment_status.value}"
+        ),
+    )
+
+
+def _line_id(persona_id: str, path: Path, line_no: int, raw: str) -> str:
+    digest = hashlib.sha256(f"{persona_id}\n{path.name}\n{line_no}\n{raw}".encode()).hexdigest()
+    return f"ing_{digest[:32]}"
+
+
+@click.command()
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@persona_option
+@click.option("--user", "default_user", default="user", show_default=True)
+@click.option("--conversation", "default_conversation", default="default", show_default=True)
+@click.option("--no-enrich", is_flag=True, help="Only store; run `sonality enrich` later.")
+@json_option
+@click.pass_obj
+@run
+async def ingest(
+    state: CliState,
+    file: Path,
+    persona_id: str,
+    default_user: str,
+    default_conversation: str,
+    no_enrich: bool,
+    as_json: bool,
+) -> None:
+    """Record a JSONL file of exchanges, one per line.
+
+    Each line: {"message": ..., "response": ..., "user_id"?: ..., "conversation_id"?: ...,
+    "id"?: ...}. Lines without an id get one derived from the file name, line number and
+    content, so re-running the same file is a no-op (resumable). Bad lines are reported
+    with their number; good ones are kept.
+    """
+    from sonality.errors import SonalityError
+
+    lines = file.read_text("utf-8").splitlines()
+
+    async def body(app: Sonality) -> dict[str, Any]:
+        await app.persona(persona_id)
+        stored = skipped = 0
+        bad: list[dict[str, Any]] = []
+        with click.progressbar(
+            list(enumerate(lines, 1)), label="ingesting", file=click.get_text_stream("stderr")
+        ) as bar:
+            for line_no, raw in bar:
+                if not raw.strip():
+                    continue
+                try:
+                    row = json.loads(raw)
+                    if not isinstance(row, dict):
+                        raise ValueError("a line must be a JSON object")
+                    recorded = await app.record(
+                        persona_id,
+                        user_id=str(row.get("user_id", default_user)),
+                        conversation_id=str(row.get("conversation_id", default_conversation)),
+                        message=row["message"],
+                        response=row.get("response", ""),
+                        episode_id=row.get("id") or _line_id(persona_id, file, line_no, raw),
+                        enrich=False,
+                    )
+                except (ValueError, KeyError, TypeError, SonalityError) as exc:
+                    reason = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
+                    bad.append({"line": line_no, "error": reason})
+                    continue
+                if recorded.created:
+                    stored += 1
+                else:
+                    skipped += 1
+        report = None if no_enrich else await app.enrich_pending(persona_id)
+        return {"stored": stored, "already_stored": skipped, "bad_lines": bad, "enrichment": report}
+
+    result = await with_app(state, body)
+
+    def text() -> None:
+        for item in result["bad_lines"]:
+            click.echo(f"line {item['line']}: {item['error']}", err=True)
+        click.echo(
+            f"stored {result['stored']}, already stored {result['already_stored']}, "
+            f"bad lines {len(result['bad_lines'])}"
+        )
+        if result["enrichment"] is not None:
+            _echo_enrichment(result["enrichment"])
+
+    emit(result, as_json, text)
+    if result["bad_lines"]:
+        raise SystemExit(2)
+
+
+def _echo_enrichment(report: Any) -> None:
+    line = f"enriched {report.enriched}, failed {report.failed}, pending {report.remaining}"
+    if report.stopped_by == "no_model":
+        line += " (no model configured: set SONALITY_MODEL to enrich)"
+    elif report.stopped_by:
+        line += f" (stopped: {report.stopped_by})"
+    click.echo(line)
+
+
+@click.command()
+@persona_option
+@click.option("--user", "user_id", required=True)
+@click.option("--message", required=True)
+@json_option
+@click.pass_obj
+@run
+async def context(
+    state: CliState, persona_id: str, user_id: str, message: str, as_json: bool
+) -> None:
+    """Print the context block an application would inject before answering MESSAGE."""
+    ctx = await with_app(state, lambda app: app.context(persona_id, user_id=user_id, message=message))
+    emit(ctx, as_json, lambda: click.echo(ctx.as_prompt()))
+
+
+@click.command()
+@persona_option
+@click.option("--all", "include_retired", is_flag=True, help="Include retired beliefs.")
+@json_option
+@click.pass_obj
+@run
+async def beliefs(state: CliState, persona_id: str, include_retired: bool, as_json: bool) -> None:
+    """List a persona's beliefs."""
+    found = await with_app(
+        state, lambda app: app.beliefs(persona_id, include_retired=include_retired)
+    )
+    emit(
+        found,
+        as_json,
+        lambda: [click.echo(_belief_text(b)) for b in found] or click.echo("no beliefs yet"),
+    )
+
+
+@click.command()
+@persona_option
+@click.option("--user", "user_id", required=True)
+@json_option
+@click.pass_obj
+@run
+async def facts(state: CliState, persona_id: str, user_id: str, as_json: bool) -> None:
+    """List what a user disclosed that must not be forgotten."""
+    found = await with_app(state, lambda app: app.facts(persona_id, user_id=user_id))
+    emit(
+        found,
+        as_json,
+        lambda: [click.echo(_fact_text(f)) for f in found] or click.echo("no facts yet"),
+    )
+
+
+@click.command()
+@persona_option
+@click.option("--user", "user_id")
+@click.option("--conversation", "conversation_id")
+@click.option("--limit", default=20, show_default=True, type=click.IntRange(1, 10_000))
+@json_option
+@click.pass_obj
+@run
+async def episodes(
+    state: CliState,
+    persona_id: str,
+    user_id: str | None,
+    conversation_id: str | None,
+    limit: int,
+    as_json: bool,
+) -> None:
+    """List recent episodes, newest first."""
+    found = await with_app(
+        state,
+        lambda app: app.episodes(
+            persona_id, user_id=user_id, conversation_id=conversation_id, limit=limit
+        ),
+    )
+    emit(found, as_json, lambda: [click.echo(_episode_text(e)) for e in found])
+
+
+@click.command()
+@click.option("--persona", "persona_id", help="Only this persona (default: all).")
+@json_option
+@click.pass_obj
+@run
+async def enrich(state: CliState, persona_id: str | None, as_json: bool) -> None:
+    """Enrich pending episodes, oldest first, per persona."""
+
+    async def body(app: Sonality) -> list[Any]:
+        ids = [persona_id] if persona_id else [p.id for p in await app.personas()]
+        return [await app.enrich_pending(pid) for pid in ids]
+
+    reports = await with_app(state, body)
+
+    def text() -> None:
+        for report in reports:
+            click.echo(f"{report.persona_id}: ", nl=False)
+            _echo_enrichment(report)
+
+    emit(reports, as_json, text)
+    if any(r.stopped_by not in (None, "no_model") for r in reports):
+        raise SystemExit(8)
+
+
+def register(group: click.Group) -> None:
+    from sonality.cli_demo import demo
+
+    for command in (persona, record, ingest, context, beliefs, facts, episodes, enrich, demo):
+        group.add_command(command)

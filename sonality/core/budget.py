@@ -1,0 +1,161 @@
+"""Token budgets: keep every prompt and every history bounded, whatever the conversation length.
+
+The token counter is injected (``count: Callable[[str], int]``) so the rules stay pure
+and testable; the LLM adapter passes the model's tokenizer, tests pass ``len`` or
+``estimate_tokens``. Counters are assumed to grow with the text (a longer prefix never
+counts fewer tokens).
+
+- ``fit_items``: greedy packing of ranked items into a budget.
+- ``conversation_window``: MIRROR's window, system + first user message + the newest
+  10, 6, 4 or 2 messages, whichever fits first (20k tokens by default).
+- ``truncate_history``: MIRROR's monologue cap, drop the oldest entries back to 80% of the
+  budget once the total passes 90% (10k tokens by default).
+- ``clip_text``: cut one text to a token budget.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Literal
+
+from sonality.models import Frozen
+
+__all__ = [
+    "Message",
+    "Role",
+    "TokenCounter",
+    "clip_text",
+    "conversation_window",
+    "estimate_tokens",
+    "fit_items",
+    "truncate_history",
+]
+
+Role = Literal["system", "user", "assistant"]
+TokenCounter = Callable[[str], int]
+
+_WINDOW_SIZES = (10, 6, 4, 2)
+
+
+class Message(Frozen):
+    """One chat message, as sent to a model."""
+
+    role: Role
+    content: str
+
+
+def estimate_tokens(text: str) -> int:
+    """Rough token count, about four characters a token (rounded up)."""
+    return math.ceil(len(text) / 4)
+
+
+def fit_items(items: Sequence[str], budget: int, count: TokenCounter) -> list[str]:
+    """Items in their given order, skipping any that would overflow ``budget``.
+
+    Greedy: an item too big for what is left is skipped and later, smaller items may
+    still fit. The result's total never exceeds ``budget``.
+    """
+    kept: list[str] = []
+    used = 0
+    for item in items:
+        cost = count(item)
+        if used + cost <= budget:
+            kept.append(item)
+            used += cost
+    return kept
+
+
+def _total(messages: Sequence[Message], count: TokenCounter) -> int:
+    return sum(count(m.content) for m in messages)
+
+
+def conversation_window(
+    system: str,
+    messages: Sequence[Message],
+    *,
+    count: TokenCounter,
+    budget: int = 20_000,
+) -> list[Message]:
+    """The messages to send: system prompt, first user message and the newest few.
+
+    ``messages`` is the conversation in order, without the system prompt. Tries the
+    newest 10, 6, 4 and 2 messages, each time with the system prompt and the first
+    user message (which often states who the user is and what must not be forgotten),
+    and returns the first window within ``budget``; order is preserved and nothing is
+    duplicated. If none fits, the first user message is given up: the newest 2, then the
+    newest 1. If even that does not fit, the system prompt and the last message are
+    returned over budget; clipping them is the caller's call. An empty ``system`` adds no
+    system message.
+    """
+    head = [Message(role="system", content=system)] if system else []
+    if not messages:
+        return head
+    first_user = next((i for i, m in enumerate(messages) if m.role == "user"), None)
+
+    def window(n: int, *, keep_first: bool) -> list[Message]:
+        chosen = set(range(max(0, len(messages) - n), len(messages)))
+        if keep_first and first_user is not None:
+            chosen.add(first_user)
+        return head + [messages[i] for i in sorted(chosen)]
+
+    ladder = [(n, True) for n in _WINDOW_SIZES] + [(2, False), (1, False)]
+    for n, keep_first in ladder:
+        candidate = window(n, keep_first=keep_first)
+        if _total(candidate, count) <= budget:
+            return candidate
+    return [*head, messages[-1]]
+
+
+def truncate_history(
+    entries: Sequence[str],
+    *,
+    count: TokenCounter,
+    budget: int = 10_000,
+    high: float = 0.9,
+    low: float = 0.8,
+) -> list[str]:
+    """Keep a growing history bounded, oldest entries first to go.
+
+    Untouched while the total is at most ``high × budget``. Past that, the oldest entries
+    are dropped until the total is at most ``low × budget`` (possibly all of them, if the
+    newest alone is too big). The gap between the marks means truncation happens in
+    occasional steps rather than on every append.
+    """
+    if not 0.0 <= low <= high:
+        raise ValueError(f"need 0 <= low <= high, got low={low}, high={high}")
+    costs = [count(entry) for entry in entries]
+    total = sum(costs)
+    if total <= high * budget:
+        return list(entries)
+    start = 0
+    while start < len(costs) and total > low * budget:
+        total -= costs[start]
+        start += 1
+    return list(entries[start:])
+
+
+def clip_text(text: str, max_tokens: int, count: TokenCounter, *, marker: str = "…") -> str:
+    """``text`` if it fits in ``max_tokens``, else its longest fitting prefix plus ``marker``.
+
+    The cut prefers a word boundary in the second half of the kept prefix. Returns ``""``
+    when not even the marker fits.
+    """
+    if count(text) <= max_tokens:
+        return text
+    if count(marker) > max_tokens:
+        return ""
+    low, high = 0, len(text)  # text[:low] + marker fits; text[:high] + marker does not
+    while high - low > 1:
+        middle = (low + high) // 2
+        if count(text[:middle] + marker) <= max_tokens:
+            low = middle
+        else:
+            high = middle
+    prefix = text[:low]
+    space = prefix.rfind(" ")
+    if space >= len(prefix) // 2 and space > 0:
+        trimmed = prefix[:space].rstrip()
+        if count(trimmed + marker) <= max_tokens:
+            prefix = trimmed
+    return prefix.rstrip() + marker

@@ -1,0 +1,97 @@
+"""Retrieval scoring: which past episodes are worth putting in front of the model.
+
+An episode's score blends three terms, each in ``[0, 1]``:
+
+- similarity: the cosine between the query and the episode embedding, mapped from
+  ``[-1, 1]`` to ``[0, 1]``;
+- recency: ``decay_per_hour ** hours_since_created`` (0.995 per hour by default, so an
+  episode a week old counts about 0.43);
+- importance: the enrichment's 1-10 rating divided by 10, 0.5 when unknown.
+
+With the default weights ``(0.5, 0.3, 0.2)`` the score is in ``[0, 1]`` too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from sonality.models import Episode, ScoredEpisode
+
+__all__ = ["DEFAULT_WEIGHTS", "rank_episodes", "recency", "retrieval_score"]
+
+DEFAULT_WEIGHTS: tuple[float, float, float] = (0.5, 0.3, 0.2)
+"""Weights of similarity, recency and importance."""
+
+
+def _unit(value: float) -> float:
+    return max(0.0, min(1.0, value))
+
+
+def recency(created_at: datetime, now: datetime, *, decay_per_hour: float = 0.995) -> float:
+    """``decay_per_hour ** hours`` since ``created_at``, in ``[0, 1]``; 1.0 for the future."""
+    if not 0.0 < decay_per_hour <= 1.0:
+        raise ValueError(f"decay_per_hour must be in (0, 1], got {decay_per_hour}")
+    hours = (now - created_at).total_seconds() / 3600.0
+    if hours <= 0.0:
+        return 1.0
+    return _unit(decay_per_hour**hours)
+
+
+def _importance_term(importance: float | None) -> float:
+    return 0.5 if importance is None else _unit(importance / 10.0)
+
+
+def retrieval_score(
+    similarity: float,
+    recency: float,
+    importance: float | None,
+    weights: tuple[float, float, float] = DEFAULT_WEIGHTS,
+) -> float:
+    """Weighted blend of cosine ``similarity`` (``[-1, 1]``), ``recency`` (``[0, 1]``) and
+    ``importance`` (1-10, ``None`` = unknown)."""
+    w_similarity, w_recency, w_importance = weights
+    return (
+        w_similarity * _unit((similarity + 1.0) / 2.0)
+        + w_recency * _unit(recency)
+        + w_importance * _importance_term(importance)
+    )
+
+
+def rank_episodes(
+    candidates: Sequence[tuple[Episode, float]],
+    now: datetime,
+    k: int,
+    *,
+    weights: tuple[float, float, float] = DEFAULT_WEIGHTS,
+    decay_per_hour: float = 0.995,
+) -> list[ScoredEpisode]:
+    """The best ``k`` of ``(episode, cosine similarity)`` candidates, highest score first.
+
+    The ``similarity``, ``recency`` and ``importance`` fields of each result hold the three
+    terms as they entered the score (each in ``[0, 1]``). An episode listed twice keeps
+    its best similarity. Ties go to the newer episode, then to the smaller id.
+    """
+    if k <= 0:
+        return []
+    best: dict[str, tuple[Episode, float]] = {}
+    for episode, similarity in candidates:
+        seen = best.get(episode.id)
+        if seen is None or similarity > seen[1]:
+            best[episode.id] = (episode, similarity)
+
+    scored: list[ScoredEpisode] = []
+    for episode, similarity in best.values():
+        fresh = recency(episode.created_at, now, decay_per_hour=decay_per_hour)
+        scored.append(
+            ScoredEpisode(
+                episode=episode,
+                similarity=_unit((similarity + 1.0) / 2.0),
+                recency=fresh,
+                importance=_importance_term(episode.importance),
+                score=retrieval_score(similarity, fresh, episode.importance, weights),
+            )
+        )
+    scored.sort(key=lambda s: s.episode.id)
+    scored.sort(key=lambda s: (s.score, s.episode.created_at), reverse=True)
+    return scored[:k]

@@ -1,0 +1,106 @@
+"""Snapshot validation: the guard between an LLM rewrite and the persona's identity.
+
+A reflection rewrites the whole first-person narrative, and one bad rewrite can erase
+months of development. ``validate_snapshot`` rejects the shapes of failure that can be
+seen without a model: a stub, a collapse (the new text keeps too little of the old
+length), and a runaway (too long, or grown too much in one go). Lengths are counted in
+characters after stripping surrounding whitespace.
+
+``word_diff`` shows what a rewrite changed, word by word, for the CLI.
+"""
+
+from __future__ import annotations
+
+import difflib
+from enum import StrEnum
+
+from sonality.models import Frozen
+
+__all__ = ["SnapshotRejection", "SnapshotVerdict", "validate_snapshot", "word_diff"]
+
+
+class SnapshotRejection(StrEnum):
+    """Why a new snapshot was refused (stored on the ``Reflection`` node)."""
+
+    TOO_SHORT = "too_short"
+    SHRUNK = "shrunk"
+    TOO_LONG = "too_long"
+    GREW_TOO_MUCH = "grew_too_much"
+
+
+class SnapshotVerdict(Frozen):
+    ok: bool
+    reason: SnapshotRejection | None = None
+    """``None`` when ``ok``; a ``SnapshotRejection`` (a ``str``) otherwise."""
+    detail: str | None = None
+    """The numbers behind a rejection, for logs and the CLI."""
+    retention_ratio: float
+    """``len(new) / len(old)``; 1.0 when there was no old text to retain."""
+
+
+def validate_snapshot(
+    old: str,
+    new: str,
+    *,
+    min_chars: int = 30,
+    min_retention: float = 0.6,
+    max_growth: float = 3.0,
+    max_chars: int = 8_000,
+) -> SnapshotVerdict:
+    """Accept or reject ``new`` as the successor of ``old``.
+
+    Checked in order: shorter than ``min_chars`` → ``too_short``; longer than
+    ``max_chars`` → ``too_long``; ``len(new) / len(old) < min_retention`` → ``shrunk``;
+    ratio above ``max_growth`` → ``grew_too_much``. The two ratio checks apply only when
+    ``old`` is non-trivial (at least ``min_chars`` long): a placeholder seed snapshot may
+    grow freely and cannot be "shrunk".
+    """
+    old_len = len(old.strip())
+    new_len = len(new.strip())
+    ratio = new_len / old_len if old_len else 1.0
+    old_is_real = old_len >= min_chars
+
+    if new_len < min_chars:
+        return _reject(
+            SnapshotRejection.TOO_SHORT, f"{new_len} chars, need at least {min_chars}", ratio
+        )
+    if new_len > max_chars:
+        return _reject(SnapshotRejection.TOO_LONG, f"{new_len} chars, limit {max_chars}", ratio)
+    if old_is_real and ratio < min_retention:
+        return _reject(
+            SnapshotRejection.SHRUNK,
+            f"kept {ratio:.2f} of the old length ({new_len}/{old_len}), need {min_retention}",
+            ratio,
+        )
+    if old_is_real and ratio > max_growth:
+        return _reject(
+            SnapshotRejection.GREW_TOO_MUCH,
+            f"grew {ratio:.2f}x ({new_len}/{old_len}), limit {max_growth}x",
+            ratio,
+        )
+    return SnapshotVerdict(ok=True, retention_ratio=ratio)
+
+
+def _reject(reason: SnapshotRejection, detail: str, ratio: float) -> SnapshotVerdict:
+    return SnapshotVerdict(ok=False, reason=reason, detail=detail, retention_ratio=ratio)
+
+
+def word_diff(old: str, new: str) -> list[tuple[str, str]]:
+    """Word-level diff as ``(op, text)`` runs: ``=`` kept, ``-`` removed, ``+`` added.
+
+    Each run joins consecutive words with single spaces; a replacement is a ``-`` run
+    followed by a ``+`` run. Joining the ``=`` and ``+`` runs rebuilds ``new``'s words.
+    """
+    old_words = old.split()
+    new_words = new.split()
+    matcher = difflib.SequenceMatcher(a=old_words, b=new_words, autojunk=False)
+    runs: list[tuple[str, str]] = []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            runs.append(("=", " ".join(old_words[i1:i2])))
+            continue
+        if i2 > i1:
+            runs.append(("-", " ".join(old_words[i1:i2])))
+        if j2 > j1:
+            runs.append(("+", " ".join(new_words[j1:j2])))
+    return runs

@@ -1,0 +1,200 @@
+"""What an application injects into its own prompt before it answers a user.
+
+``build_context`` gathers, scoped to the persona (and to the user for facts and
+episodes): the core identity, the current snapshot, **every** active fact of the user
+(never ranked away; constraints first, by severity), the beliefs most relevant to the
+message, and the best past episodes by ``0.5·similarity + 0.3·recency + 0.2·importance``.
+Everything but the identity and the facts shares a token budget.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from sonality.core.budget import fit_items
+from sonality.core.retrieval import rank_episodes
+from sonality.models import Belief, Episode, FactKind, Frozen, ScoredEpisode, UserFact
+from sonality.ports import Clock, Embedder, Store
+
+__all__ = ["Context", "build_context", "order_facts", "relevant_beliefs"]
+
+T = TypeVar("T")
+
+_WORD = re.compile(r"[a-z0-9]+")
+_EXCERPT_CHARS = 400
+_MAX_BELIEFS = 8
+
+
+class Context(Frozen):
+    """A structured context block; ``as_prompt()`` renders it as text."""
+
+    persona_id: str
+    user_id: str
+    persona_name: str
+    core_identity: str
+    snapshot: str
+    snapshot_version: int
+    facts: tuple[UserFact, ...]
+    beliefs: tuple[Belief, ...]
+    episodes: tuple[ScoredEpisode, ...]
+    narrative: str | None = None
+    token_budget: int
+    tokens: int
+    """Tokens of the rendered block, counted with the same counter as the budget."""
+    dropped: int = 0
+    """Beliefs or episodes left out because the budget ran out."""
+
+    def as_prompt(self) -> str:
+        parts = [f"## Who you are ({self.persona_name})\n{self.core_identity.strip()}"]
+        if self.snapshot.strip():
+            parts.append(
+                f"## How you see yourself now (snapshot v{self.snapshot_version})\n"
+                f"{self.snapshot.strip()}"
+            )
+        if self.facts:
+            parts.append(
+                "## What you must never forget about this user\n"
+                + "\n".join(_fact_line(f) for f in self.facts)
+            )
+        if self.narrative:
+            parts.append(f"## Where this conversation stands (your notes)\n{self.narrative}")
+        if self.beliefs:
+            parts.append("## Your current views\n" + "\n".join(_belief_line(b) for b in self.beliefs))
+        if self.episodes:
+            parts.append(
+                "## Earlier exchanges with this user\n"
+                "Weigh them on their merit, not on familiarity: that something was said "
+                "before does not make it true.\n"
+                + "\n".join(_episode_line(s.episode) for s in self.episodes)
+            )
+        return "\n\n".join(parts)
+
+
+def _fact_line(fact: UserFact) -> str:
+    return f"- [{fact.kind.value}, severity {fact.severity}] {fact.text}"
+
+
+def _lean(position: float) -> str:
+    size = abs(position)
+    if size < 0.1:
+        return "undecided"
+    strength = "strongly" if size >= 0.6 else "moderately" if size >= 0.3 else "slightly"
+    return f"{strength} {'in favour' if position > 0 else 'against'}"
+
+
+def _belief_line(belief: Belief) -> str:
+    return (
+        f"- {belief.topic.replace('_', ' ')}: {_lean(belief.position)} "
+        f"({belief.position:+.2f}, confidence {belief.confidence:.2f}, "
+        f"{belief.evidence_count} pieces of evidence)"
+    )
+
+
+def _excerpt(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= _EXCERPT_CHARS else flat[: _EXCERPT_CHARS - 1] + "…"
+
+
+def _episode_line(episode: Episode) -> str:
+    return (
+        f"- {episode.created_at:%Y-%m-%d} (conversation {episode.conversation_id}, "
+        f"turn {episode.turn}) user: {_excerpt(episode.user_message)!r} "
+        f"/ you: {_excerpt(episode.agent_response)!r}"
+    )
+
+
+def order_facts(facts: Sequence[UserFact]) -> tuple[UserFact, ...]:
+    """Constraints first, then by severity (highest first), then oldest first."""
+    return tuple(
+        sorted(
+            facts,
+            key=lambda f: (f.kind is not FactKind.CONSTRAINT, -f.severity, f.created_at),
+        )
+    )
+
+
+def _words(text: str) -> set[str]:
+    return {w.rstrip("s") for w in _WORD.findall(text.lower()) if len(w) > 2}
+
+
+def relevant_beliefs(beliefs: Sequence[Belief], message: str) -> list[Belief]:
+    """Beliefs whose topic shares a word with the message first, then the strongest
+    (|position| × confidence); at most eight."""
+    words = _words(message)
+
+    def key(b: Belief) -> tuple[bool, float, str]:
+        hit = bool(_words(b.topic.replace("_", " ")) & words)
+        return (not hit, -abs(b.position) * b.confidence, b.topic)
+
+    return sorted(beliefs, key=key)[:_MAX_BELIEFS]
+
+
+def _fit(
+    items: Sequence[T], render: Callable[[T], str], budget: int, count: Callable[[str], int]
+) -> list[T]:
+    """The items whose rendered lines ``fit_items`` keeps within ``budget``, in order."""
+    lines = [render(item) for item in items]
+    kept = fit_items(lines, max(budget, 0), count)
+    out: list[T] = []
+    cursor = 0
+    for line in kept:  # fit_items keeps order and only skips, so a forward walk matches
+        while lines[cursor] is not line:
+            cursor += 1
+        out.append(items[cursor])
+        cursor += 1
+    return out
+
+
+async def build_context(
+    *,
+    store: Store,
+    embedder: Embedder,
+    clock: Clock,
+    count_tokens: Callable[[str], int],
+    persona_id: str,
+    user_id: str,
+    message: str,
+    token_budget: int,
+    max_episodes: int,
+    narrative: str | None = None,
+) -> Context:
+    """Assemble the context for ``message`` (see the module docstring)."""
+    persona = await store.get_persona(persona_id)
+    snapshot = await store.current_snapshot(persona_id)
+    facts = order_facts(await store.list_facts(persona_id, user_id))
+    beliefs = relevant_beliefs(await store.list_beliefs(persona_id), message)
+
+    scored: list[ScoredEpisode] = []
+    if max_episodes:
+        [vector] = await embedder.embed([message])
+        similar = await store.similar_episodes(persona_id, user_id, vector, k=max_episodes * 4)
+        seen = {e.id for e, _ in similar}
+        recent = await store.list_episodes(persona_id, user_id=user_id, limit=max_episodes * 2)
+        candidates = [*similar, *((e, 0.0) for e in recent if e.id not in seen)]
+        scored = rank_episodes(candidates, clock.now(), len(candidates))
+
+    # the budget covers snapshot, narrative, beliefs and episodes; identity and facts are
+    # always present whatever it costs
+    remaining = token_budget - count_tokens(snapshot.text) - count_tokens(narrative or "")
+    kept_beliefs = _fit(beliefs, _belief_line, remaining, count_tokens)
+    remaining -= sum(count_tokens(_belief_line(b)) for b in kept_beliefs)
+    kept_episodes = _fit(scored[:max_episodes], lambda s: _episode_line(s.episode), remaining, count_tokens)
+    context = Context(
+        persona_id=persona_id,
+        user_id=user_id,
+        persona_name=persona.name,
+        core_identity=persona.core_identity,
+        snapshot=snapshot.text,
+        snapshot_version=snapshot.version,
+        facts=facts,
+        beliefs=tuple(kept_beliefs),
+        episodes=tuple(kept_episodes),
+        narrative=narrative,
+        token_budget=token_budget,
+        tokens=0,
+        dropped=(len(beliefs) - len(kept_beliefs))
+        + (min(len(scored), max_episodes) - len(kept_episodes)),
+    )
+    return context.model_copy(update={"tokens": count_tokens(context.as_prompt())})

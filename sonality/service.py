@@ -1,0 +1,380 @@
+"""The public async facade: ``Sonality``.
+
+    async with Sonality.from_settings(Settings()) as s:
+        await s.create_persona("ada", name="Ada", core_identity="…")
+        episode = await s.record("ada", user_id="u1", conversation_id="c1",
+                                 message="…", response="…")
+        ctx = await s.context("ada", user_id="u1", message="…")
+
+Library code takes explicit objects (``Sonality(store=…, llm=…, embedder=…, clock=…)``);
+only ``from_settings`` reads configuration. ``record`` writes the raw episode durably
+before any model call, then enriches pending episodes in order; with no model, or a
+failing one, the episode stays ``pending`` and nothing else changes.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import Self
+
+import structlog
+from pydantic import BaseModel, ConfigDict, Field
+
+from sonality.core.opinion import OpinionParams
+from sonality.errors import ValidationError
+from sonality.mind.context import Context, build_context
+from sonality.mind.interaction import EnrichReport, Enricher
+from sonality.models import (
+    Belief,
+    EpisodeDraft,
+    Episode,
+    Insight,
+    InsightStatus,
+    Persona,
+    ProvenanceEdge,
+    Snapshot,
+    UserFact,
+    validate_identifier,
+)
+from sonality.ports import LLM, Clock, Embedder, Store
+
+__all__ = ["Limits", "Recorded", "Sonality", "SystemClock"]
+
+log = structlog.get_logger("sonality")
+
+
+class SystemClock:
+    """The real clock (UTC)."""
+
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+
+class Limits(BaseModel):
+    """Boundary limits and tunables of the interaction pipeline."""
+
+    model_config = ConfigDict(frozen=True)
+
+    max_message_chars: int = Field(default=20_000, ge=1)
+    max_response_chars: int = Field(default=20_000, ge=1)
+    max_name_chars: int = 200
+    max_identity_chars: int = 20_000
+    context_token_budget: int = 2_000
+    context_episodes: int = 5
+    enrichment_max_attempts: int = 5
+    disagreement_window: int = 50
+    enrich_on_record: bool = True
+    """Enrich right after ``record`` (memory-backend mode); the dual-process runtime
+    turns this off and enriches in its Thinker instead."""
+
+
+class Recorded(BaseModel):
+    """What ``record`` returns: the stored episode (re-read after enrichment) and whether
+    this call created it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    episode: Episode
+    created: bool
+    enrichment: EnrichReport | None = None
+
+    @property
+    def status(self) -> str:
+        return self.episode.enrichment_status.value
+
+
+def _check_text(value: str, *, field: str, limit: int, allow_empty: bool = False) -> str:
+    if not isinstance(value, str):
+        raise ValidationError(f"{field} must be text", field=field)
+    if not allow_empty and not value.strip():
+        raise ValidationError(f"{field} must not be empty", field=field)
+    if len(value) > limit:
+        raise ValidationError(
+            f"{field} is too long: {len(value)} characters, the limit is {limit}",
+            field=field,
+            length=len(value),
+            limit=limit,
+        )
+    if "\x00" in value:
+        raise ValidationError(f"{field} contains a NUL character", field=field)
+    return value
+
+
+def _check_id(value: str, kind: str) -> str:
+    try:
+        return validate_identifier(value, kind=kind)
+    except ValueError as exc:
+        raise ValidationError(str(exc), field=kind) from None
+
+
+class Sonality:
+    """Personality and memory for one deployment (any number of personas)."""
+
+    def __init__(
+        self,
+        *,
+        store: Store,
+        llm: LLM | None = None,
+        embedder: Embedder | None = None,
+        clock: Clock | None = None,
+        opinion: OpinionParams | None = None,
+        limits: Limits | None = None,
+        count_tokens: Callable[[str], int] | None = None,
+        owns_store: bool = False,
+    ) -> None:
+        from sonality.llm.embedders import HashEmbedder
+
+        self.store = store
+        self.llm = llm
+        self.embedder: Embedder = embedder or HashEmbedder()
+        self.clock: Clock = clock or SystemClock()
+        self.opinion = opinion or OpinionParams()
+        self.limits = limits or Limits()
+        self._count_tokens = count_tokens
+        self._owns_store = owns_store
+        self.enricher = Enricher(
+            store=store,
+            llm=llm,
+            clock=self.clock,
+            params=self.opinion,
+            window_size=self.limits.disagreement_window,
+            max_attempts=self.limits.enrichment_max_attempts,
+        )
+
+    # lifecycle ----------------------------------------------------------------------
+    @classmethod
+    async def open(cls, settings: object, *, migrate: bool | None = None) -> Sonality:
+        """Build from :class:`sonality.config.Settings`. ``migrate`` applies pending schema
+        steps first; by default it does so for the embedded SQLite file (the application
+        owns it) and not for Neo4j (run ``sonality migrate``)."""
+        from sonality.app import build
+
+        return await build(settings, migrate=migrate)
+
+    @classmethod
+    def from_settings(cls, settings: object, *, migrate: bool | None = None) -> _Opening:
+        """``async with Sonality.from_settings(Settings()) as s: …``"""
+        return _Opening(settings, migrate)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        if self._owns_store:
+            await self.store.close()
+
+    def count_tokens(self, text: str) -> int:
+        if self._count_tokens is None:
+            from sonality.llm.tokens import count_tokens
+
+            model = self.llm.model if self.llm is not None else None
+            self._count_tokens = lambda t: count_tokens(t, model)
+        return self._count_tokens(text)
+
+    # personas -------------------------------------------------------------------------
+    async def create_persona(
+        self, persona_id: str, *, name: str, core_identity: str, snapshot: str | None = None
+    ) -> Persona:
+        """Create a persona. Its first snapshot is ``snapshot`` or the core identity."""
+        _check_id(persona_id, "persona_id")
+        _check_text(name, field="name", limit=self.limits.max_name_chars)
+        _check_text(core_identity, field="core_identity", limit=self.limits.max_identity_chars)
+        now = self.clock.now()
+        persona = Persona(id=persona_id, name=name, core_identity=core_identity, created_at=now)
+        first = Snapshot(
+            persona_id=persona_id, version=1, text=snapshot or core_identity, created_at=now
+        )
+        created = await self.store.create_persona(persona, first)
+        log.info("persona_created", persona_id=persona_id)
+        return created
+
+    async def persona(self, persona_id: str) -> Persona:
+        return await self.store.get_persona(_check_id(persona_id, "persona_id"))
+
+    async def personas(self) -> list[Persona]:
+        return await self.store.list_personas()
+
+    # the interaction pipeline ----------------------------------------------------------
+    async def record(
+        self,
+        persona_id: str,
+        *,
+        user_id: str,
+        conversation_id: str,
+        message: str,
+        response: str,
+        episode_id: str | None = None,
+        enrich: bool | None = None,
+    ) -> Recorded:
+        """Store one exchange durably, then enrich (unless ``enrich=False``).
+
+        Idempotent on ``episode_id``: a retried call returns the stored episode and never
+        duplicates it. Raises ``ValidationError`` for bad input (nothing written) and
+        ``PersonaNotFound`` for an unknown persona.
+        """
+        _check_id(persona_id, "persona_id")
+        _check_id(user_id, "user_id")
+        _check_id(conversation_id, "conversation_id")
+        if episode_id is not None:
+            _check_id(episode_id, "episode_id")
+        _check_text(message, field="message", limit=self.limits.max_message_chars)
+        _check_text(
+            response, field="response", limit=self.limits.max_response_chars, allow_empty=True
+        )
+        embedding = None
+        if self.embedder.local:
+            [embedding] = await self.embedder.embed([message])
+        draft = EpisodeDraft(
+            id=episode_id or f"ep_{uuid.uuid4().hex}",
+            persona_id=persona_id,
+            user_id=user_id,
+            conversation_id=conversation_id,
+            user_message=message,
+            agent_response=response,
+            created_at=self.clock.now(),
+            embedding=embedding,
+        )
+        episode, created = await self.store.append_episode(draft)
+        log.info(
+            "episode_recorded",
+            persona_id=persona_id,
+            episode_id=episode.id,
+            conversation_id=conversation_id,
+            turn=episode.turn,
+            created=created,
+        )
+        if created and not self.embedder.local:
+            await self._embed_later(episode)
+        report = None
+        if enrich if enrich is not None else self.limits.enrich_on_record:
+            report = await self.enricher.enrich_pending(persona_id)
+            episode = await self.store.get_episode(persona_id, episode.id)
+        return Recorded(episode=episode, created=created, enrichment=report)
+
+    async def _embed_later(self, episode: Episode) -> None:
+        from sonality.errors import LLMError
+
+        try:
+            [vector] = await self.embedder.embed([episode.user_message])
+        except LLMError as exc:
+            log.warning("embedding_deferred", episode_id=episode.id, error=exc.message)
+            return
+        await self.store.set_episode_embedding(episode.persona_id, episode.id, vector)
+
+    async def enrich_pending(self, persona_id: str, *, limit: int | None = None) -> EnrichReport:
+        """Enrich the persona's pending episodes, oldest first; stops (keeping order) when
+        the model is unavailable."""
+        await self.store.get_persona(_check_id(persona_id, "persona_id"))
+        return await self.enricher.enrich_pending(persona_id, limit=limit)
+
+    async def context(
+        self,
+        persona_id: str,
+        *,
+        user_id: str,
+        message: str,
+        narrative: str | None = None,
+        token_budget: int | None = None,
+    ) -> Context:
+        """The context block an application puts in its prompt before answering."""
+        _check_id(persona_id, "persona_id")
+        _check_id(user_id, "user_id")
+        _check_text(message, field="message", limit=self.limits.max_message_chars)
+        return await build_context(
+            store=self.store,
+            embedder=self.embedder,
+            clock=self.clock,
+            count_tokens=self.count_tokens,
+            persona_id=persona_id,
+            user_id=user_id,
+            message=message,
+            token_budget=token_budget or self.limits.context_token_budget,
+            max_episodes=self.limits.context_episodes,
+            narrative=narrative,
+        )
+
+    # reads ----------------------------------------------------------------------------
+    async def beliefs(self, persona_id: str, *, include_retired: bool = False) -> list[Belief]:
+        return await self.store.list_beliefs(
+            _check_id(persona_id, "persona_id"), include_retired=include_retired
+        )
+
+    async def evidence(self, persona_id: str, topic: str) -> list[tuple[ProvenanceEdge, Episode]]:
+        """The episodes that moved a belief, with their deltas, oldest first."""
+        from sonality.models import normalise_topic
+
+        return await self.store.belief_evidence(
+            _check_id(persona_id, "persona_id"), normalise_topic(topic)
+        )
+
+    async def facts(self, persona_id: str, *, user_id: str) -> list[UserFact]:
+        from sonality.mind.context import order_facts
+
+        facts = await self.store.list_facts(
+            _check_id(persona_id, "persona_id"), _check_id(user_id, "user_id")
+        )
+        return list(order_facts(facts))
+
+    async def episodes(
+        self,
+        persona_id: str,
+        *,
+        user_id: str | None = None,
+        conversation_id: str | None = None,
+        limit: int = 20,
+    ) -> list[Episode]:
+        _check_id(persona_id, "persona_id")
+        if user_id is not None:
+            _check_id(user_id, "user_id")
+        if conversation_id is not None:
+            _check_id(conversation_id, "conversation_id")
+        return await self.store.list_episodes(
+            persona_id, user_id=user_id, conversation_id=conversation_id, limit=limit
+        )
+
+    async def insights(
+        self, persona_id: str, *, status: InsightStatus | None = None
+    ) -> list[Insight]:
+        return await self.store.list_insights(_check_id(persona_id, "persona_id"), status=status)
+
+    async def snapshot(self, persona_id: str) -> Snapshot:
+        return await self.store.current_snapshot(_check_id(persona_id, "persona_id"))
+
+    async def snapshots(self, persona_id: str) -> Sequence[Snapshot]:
+        return await self.store.snapshot_history(_check_id(persona_id, "persona_id"))
+
+
+class _Opening:
+    """Awaitable and async context manager returned by ``Sonality.from_settings``."""
+
+    def __init__(self, settings: object, migrate: bool | None) -> None:
+        self._settings = settings
+        self._migrate = migrate
+        self._app: Sonality | None = None
+
+    def __await__(self):  # type: ignore[no-untyped-def]
+        return Sonality.open(self._settings, migrate=self._migrate).__await__()
+
+    async def __aenter__(self) -> Sonality:
+        self._app = await Sonality.open(self._settings, migrate=self._migrate)
+        return self._app
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._app is not None:
+            await self._app.close()

@@ -1,0 +1,143 @@
+"""The CLI end to end through click's runner, on a real SQLite file."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from sonality.cli import main
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    return {
+        "SONALITY_STORE": f"sqlite:///{tmp_path / 'cli.db'}",
+        "SONALITY_LOG_FORMAT": "json",
+        "SONALITY_LOG_LEVEL": "WARNING",
+        "SONALITY_MODEL": "",
+    }
+
+
+def invoke(env: dict[str, str], *args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args), env=env, catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_help_does_not_import_litellm() -> None:
+    """`sonality --help` prints usage without importing litellm or the driver."""
+    code = (
+        "import sys; from sonality.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit: pass\n"
+        "assert 'litellm' not in sys.modules and 'neo4j' not in sys.modules, 'heavy import'\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "migrate" in out.stdout and "persona" in out.stdout
+
+
+def test_version(env: dict[str, str]) -> None:
+    """`--version` prints the package version."""
+    code, out, _ = invoke(env, "--version")
+    assert code == 0 and "0.1.0" in out
+
+
+def test_persona_lifecycle(env: dict[str, str], tmp_path: Path) -> None:
+    """create, list and show a persona, in text and JSON."""
+    identity = tmp_path / "id.md"
+    identity.write_text("I am Ada. Évidence first.", encoding="utf-8")
+    code, out, _ = invoke(env, "persona", "create", "ada", "--name", "Ada", "--identity-file", str(identity))
+    assert code == 0 and "created ada" in out
+    code, out, _ = invoke(env, "persona", "list", "--json")
+    assert code == 0 and [p["id"] for p in json.loads(out)] == ["ada"]
+    code, out, _ = invoke(env, "persona", "show", "ada", "--json")
+    data = json.loads(out)
+    assert data["snapshot"]["version"] == 1 and data["persona"]["core_identity"] == "I am Ada. Évidence first."
+
+
+def test_errors_map_to_exit_codes(env: dict[str, str]) -> None:
+    """Known errors print one line (no traceback) with their kind's exit code."""
+    code, _, err = invoke(env, "persona", "show", "ghost")
+    assert code == 4 and err.startswith("error:") and "Traceback" not in err
+    invoke(env, "persona", "create", "ada", "--name", "Ada", "--identity", "x")
+    code, _, err = invoke(env, "persona", "create", "ada", "--name", "Ada", "--identity", "x")
+    assert code == 5 and "error:" in err
+    code, _, err = invoke(env, "record", "--persona", "ada", "--user", "bad user", "--message", "m", "--response", "r")
+    assert code == 2 and "user_id" in err
+    code, _, err = invoke({**env, "SONALITY_STORE": "mysql://nope"}, "persona", "list")
+    assert code == 3 and "SONALITY_STORE" in err
+
+
+def test_record_context_and_reads_without_a_model(env: dict[str, str]) -> None:
+    """Without a model, record stores a pending episode and the reads show it."""
+    invoke(env, "persona", "create", "ada", "--name", "Ada", "--identity", "I am Ada.")
+    code, out, _ = invoke(env, "record", "--persona", "ada", "--user", "u1", "--message", "I love tea",
+                          "--response", "Noted", "--id", "e1", "--json")
+    assert code == 0 and json.loads(out)["episode"]["enrichment_status"] == "pending"
+    code, out, _ = invoke(env, "record", "--persona", "ada", "--user", "u1", "--message", "I love tea",
+                          "--response", "Noted", "--id", "e1")
+    assert code == 0 and "already stored" in out
+    code, out, _ = invoke(env, "episodes", "--persona", "ada", "--json")
+    assert [e["id"] for e in json.loads(out)] == ["e1"]
+    code, out, _ = invoke(env, "context", "--persona", "ada", "--user", "u1", "--message", "tea?")
+    assert code == 0 and "I am Ada." in out and "I love tea" in out
+    code, out, _ = invoke(env, "enrich", "--persona", "ada")
+    assert code == 0 and "pending 1" in out and "SONALITY_MODEL" in out
+    code, out, _ = invoke(env, "doctor", "--json")
+    report = json.loads(out)
+    assert report["episodes"]["ada"]["pending"] == 1 and report["model"]["configured"] is False
+
+
+def test_ingest_is_resumable_and_reports_bad_lines(env: dict[str, str], tmp_path: Path) -> None:
+    """Good lines are kept, bad ones reported by number, and a re-run stores nothing new."""
+    invoke(env, "persona", "create", "ada", "--name", "Ada", "--identity", "I am Ada.")
+    lines = [
+        json.dumps({"message": "one", "response": "1"}),
+        "{not json",
+        json.dumps({"response": "no message"}),
+        json.dumps({"message": "two", "response": "2", "user_id": "u2"}),
+    ]
+    path = tmp_path / "x.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    code, out, err = invoke(env, "ingest", str(path), "--persona", "ada")
+    assert code == 2
+    assert "line 2:" in err and "line 3:" in err and "stored 2" in out
+    code, out, _ = invoke(env, "ingest", str(path), "--persona", "ada", "--json")
+    data = json.loads(out)
+    assert (data["stored"], data["already_stored"]) == (0, 2)
+    assert [b["line"] for b in data["bad_lines"]] == [2, 3]
+
+
+def test_migrate_check_and_apply_on_sqlite(tmp_path: Path) -> None:
+    """`migrate --check` exits 1 while steps are pending; `migrate` applies them once."""
+    env = {"SONALITY_STORE": f"sqlite:///{tmp_path / 'm.db'}", "SONALITY_LOG_LEVEL": "WARNING"}
+    code, out, _ = invoke(env, "migrate", "--check")
+    assert code == 1 and "pending" in out
+    code, out, _ = invoke(env, "migrate")
+    assert code == 0 and "applied" in out
+    code, out, _ = invoke(env, "migrate")
+    assert code == 0 and "nothing to apply" in out
+    code, out, _ = invoke(env, "migrate", "--check")
+    assert code == 0 and "current" in out
+
+
+def test_demo_runs_on_a_fresh_store(env: dict[str, str]) -> None:
+    """The main job records the sample conversation and explains pending enrichment."""
+    code, out, _ = invoke(env, "demo")
+    assert code == 0
+    assert "recorded 10 new exchanges" in out and "Enrichment is pending" in out
+    code, out, _ = invoke(env, "demo")
+    assert code == 0 and "recorded 0 new exchanges" in out
+
+
+def test_environment_is_not_read_at_import() -> None:
+    """Importing sonality does not read SONALITY_* variables (a bad value only fails at use)."""
+    env = {**os.environ, "SONALITY_STORE": "mysql://bad"}
+    out = subprocess.run([sys.executable, "-c", "import sonality.service, sonality.cli"], env=env,
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr

@@ -1,0 +1,143 @@
+"""Health warnings: collapse, stubs, sycophancy, ossification and no beliefs."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from sonality.core.health import (
+    HealthCode,
+    HealthParams,
+    assess_health,
+    vocabulary_unique_ratio,
+)
+from sonality.models import Belief, BeliefStatus
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+HEALTHY_TEXT = (
+    "I am curious about energy policy, skeptical of hype, and I change my mind when "
+    "someone shows me careful data. I enjoy long walks and dry humour."
+)
+
+
+def belief(topic: str, confidence: float, status: BeliefStatus = BeliefStatus.ACTIVE) -> Belief:
+    return Belief(
+        persona_id="p1",
+        topic=topic,
+        position=0.5,
+        confidence=confidence,
+        evidence_count=5,
+        uncertainty=1.0 - confidence,
+        last_reinforced_at=1,
+        status=status,
+        created_at=T0,
+        updated_at=T0,
+    )
+
+
+def codes(
+    text: str = HEALTHY_TEXT,
+    *,
+    interactions: int = 30,
+    rate: float = 0.3,
+    beliefs: tuple[Belief, ...] = (),
+) -> list[HealthCode]:
+    found = assess_health(
+        text, interaction_count=interactions, disagreement_rate=rate, beliefs=beliefs
+    )
+    return [w.code for w in found]
+
+
+def test_unique_ratio() -> None:
+    """Unique ratio is distinct words over words, case-insensitive, ignoring punctuation."""
+    assert vocabulary_unique_ratio("The cat, the CAT.") == 0.5
+    assert vocabulary_unique_ratio("don't stop") == 1.0
+    assert vocabulary_unique_ratio("") == 1.0
+
+
+def test_healthy_persona_has_no_warnings() -> None:
+    """Varied text, some disagreement, a mix of confidences: nothing to report."""
+    beliefs = tuple(belief(f"t{i}", c) for i, c in enumerate([0.9, 0.5, 0.3, 0.95, 0.2]))
+    assert codes(beliefs=beliefs) == []
+
+
+def test_vocabulary_collapse() -> None:
+    """A repetitive snapshot (unique ratio < 0.4) warns of collapse."""
+    found = assess_health(
+        "I value honesty and I value honesty. " * 5,
+        interaction_count=0,
+        disagreement_rate=0.0,
+        beliefs=(),
+    )
+    (warning,) = found
+    assert warning.code is HealthCode.VOCABULARY_COLLAPSE
+    assert warning.value == pytest.approx(4 / 35)
+
+
+def test_snapshot_too_short() -> None:
+    """Fewer than 15 words warns that the snapshot is too short."""
+    assert codes("I am a helpful persona with few words.", interactions=0) == [
+        HealthCode.SNAPSHOT_TOO_SHORT
+    ]
+
+
+@pytest.mark.parametrize(
+    ("interactions", "rate", "warned"),
+    [(20, 0.1, True), (19, 0.0, False), (20, 0.15, False), (100, 0.149, True)],
+)
+def test_possible_sycophancy(interactions: int, rate: float, warned: bool) -> None:
+    """A disagreement rate under 0.15 after 20+ interactions hints at sycophancy."""
+    assert (HealthCode.POSSIBLE_SYCOPHANCY in codes(interactions=interactions, rate=rate)) is warned
+
+
+def test_ossification_needs_five_beliefs_mostly_firm() -> None:
+    """With at least 5 active beliefs, more than 80% above 0.8 confidence is ossification."""
+    firm5 = tuple(belief(f"t{i}", 0.9) for i in range(5))
+    assert HealthCode.OSSIFICATION in codes(beliefs=firm5)
+    firm4 = tuple(belief(f"t{i}", 0.9) for i in range(4))
+    assert HealthCode.OSSIFICATION not in codes(beliefs=firm4)
+    four_of_five = (*firm4, belief("soft", 0.5))  # exactly 80% is not more than 80%
+    assert HealthCode.OSSIFICATION not in codes(beliefs=four_of_five)
+    retired_soft = (*firm5, belief("old", 0.1, BeliefStatus.RETIRED))
+    assert HealthCode.OSSIFICATION in codes(beliefs=retired_soft)
+
+
+def test_no_belief_growth() -> None:
+    """No active belief after 40 interactions warns; a retired one does not count."""
+    retired = (belief("old", 0.01, BeliefStatus.RETIRED),)
+    assert HealthCode.NO_BELIEF_GROWTH in codes(interactions=40, beliefs=retired)
+    assert HealthCode.NO_BELIEF_GROWTH not in codes(interactions=39)
+    assert HealthCode.NO_BELIEF_GROWTH not in codes(interactions=40, beliefs=(belief("a", 0.3),))
+
+
+def test_warnings_come_in_code_order_with_values() -> None:
+    """Several warnings are listed in HealthCode order, each with its measured value."""
+    found = assess_health(
+        "yes yes yes",
+        interaction_count=50,
+        disagreement_rate=0.02,
+        beliefs=(),
+    )
+    assert [w.code for w in found] == [
+        HealthCode.VOCABULARY_COLLAPSE,
+        HealthCode.SNAPSHOT_TOO_SHORT,
+        HealthCode.POSSIBLE_SYCOPHANCY,
+        HealthCode.NO_BELIEF_GROWTH,
+    ]
+    assert [w.value for w in found][:3] == [pytest.approx(1 / 3), 3.0, 0.02]
+    assert all(w.message for w in found)
+
+
+def test_params_are_tunable() -> None:
+    """Thresholds come from HealthParams."""
+    found = assess_health(
+        HEALTHY_TEXT,
+        interaction_count=5,
+        disagreement_rate=0.0,
+        beliefs=(),
+        params=HealthParams(sycophancy_after=5, growth_after=5),
+    )
+    assert [w.code for w in found] == [
+        HealthCode.POSSIBLE_SYCOPHANCY,
+        HealthCode.NO_BELIEF_GROWTH,
+    ]

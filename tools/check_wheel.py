@@ -1,0 +1,72 @@
+"""Build the wheel, install it in a clean virtualenv, and prove the installed package (not
+the source tree) carries everything it loads at run time: every Cypher query, every
+migration, every prompt, the samples; then run the main job from it on a temp SQLite file.
+
+    python tools/check_wheel.py
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+PROBE = r"""
+import sys
+from pathlib import Path
+import sonality
+from sonality.resources import resource_dir
+from sonality.storage.cypher import Query, load
+from sonality.llm.prompts import PromptLibrary
+
+site = Path(sonality.__file__).resolve().parent
+for kind in ("cypher", "prompts", "migrations", "samples"):
+    folder = resource_dir(kind)
+    assert site in folder.parents, f"{kind} loaded from {folder}, not the installed package"
+queries = [load(q) for q in Query]
+assert all(text.strip() for text in queries)
+migrations = sorted(resource_dir("migrations").glob("V*.cypher"))
+assert migrations and all(m.read_text().strip() for m in migrations)
+prompts = PromptLibrary().names()
+assert prompts
+print(f"installed package: {len(queries)} queries, {len(migrations)} migrations, "
+      f"{len(prompts)} prompts")
+"""
+
+
+def run(cmd: list[str], **kw: object) -> None:
+    print("+", " ".join(cmd), flush=True)
+    subprocess.run(cmd, check=True, **kw)  # type: ignore[call-overload]
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory(prefix="sonality-wheel-") as tmp:
+        work = Path(tmp)
+        run([sys.executable, "-m", "build", "--wheel", "--outdir", str(work / "dist"), str(ROOT)],
+            stdout=subprocess.DEVNULL)
+        [wheel] = (work / "dist").glob("sonality-*.whl")
+        venv.create(work / "venv", with_pip=True)
+        py = str(work / "venv" / "bin" / "python")
+        run([py, "-m", "pip", "install", "--quiet", str(wheel)])
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SONALITY_")}
+        env |= {
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+            "SONALITY_STORE": f"sqlite:///{work / 'demo.db'}",
+            "SONALITY_LOG_FORMAT": "json",
+            "SONALITY_LOG_LEVEL": "WARNING",
+        }
+        run([py, "-c", PROBE], cwd=work, env=env)
+        run([str(work / "venv" / "bin" / "sonality"), "--version"], cwd=work, env=env)
+        run([str(work / "venv" / "bin" / "sonality"), "demo"], cwd=work, env=env,
+            stdout=subprocess.DEVNULL)
+        print("wheel check passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
