@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -196,7 +197,7 @@ async def ingest(
         stored = skipped = 0
         bad: list[dict[str, Any]] = []
         with click.progressbar(
-            list(enumerate(lines, 1)), label="ingesting", file=click.get_text_stream("stderr")
+            list(enumerate(lines, 1)), label="ingesting", file=sys.stderr
         ) as bar:
             for line_no, raw in bar:
                 if not raw.strip():

@@ -1,0 +1,388 @@
+"""The LLM port over litellm: any provider litellm supports, validated by pydantic.
+
+This is the one module that imports litellm at its top; nothing imports it eagerly (the
+import takes seconds). :class:`LiteLLM` satisfies :class:`sonality.ports.LLM`:
+
+- the prompt is rendered strictly from ``prompts/`` and its short hash is logged;
+- ``structured`` sends the schema as ``response_format`` (dropped for providers without
+  it), validates the reply, re-asks once quoting the validation errors, then raises
+  ``LLMResponseInvalid``;
+- rate limits, 5xx replies, timeouts and connection failures are retried with exponential
+  backoff and jitter, then raise ``LLMUnavailable``; other provider errors (bad request,
+  authentication …) raise ``LLMError`` at once;
+- every reply (and every failed attempt) is logged as ``llm_call`` and every reply is
+  counted in a :class:`~sonality.llm.usage.UsageMeter`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import litellm
+import structlog
+from pydantic import BaseModel
+
+from sonality.errors import LLMError, LLMResponseInvalid, LLMUnavailable
+from sonality.llm.prompts import PromptLibrary, RenderedPrompt
+from sonality.llm.replies import ReplyInvalid, parse_reply, reask_message
+from sonality.llm.usage import UsageMeter
+
+if TYPE_CHECKING:
+    from sonality.config import Settings
+
+__all__ = ["MAX_BACKOFF_SECONDS", "LiteLLM", "backoff_delay", "is_transient", "with_retries"]
+
+T = TypeVar("T", bound=BaseModel)
+R = TypeVar("R")
+
+MAX_BACKOFF_SECONDS = 30.0
+"""Upper bound of one wait between attempts."""
+
+# litellm prints a "Give Feedback / Get Help" banner to stdout with every exception; that
+# would corrupt the CLI's --json output, and our own logs already say what failed.
+litellm.suppress_debug_info = True
+
+log = structlog.get_logger("sonality.llm")
+
+_TRANSIENT_TYPES: tuple[type[BaseException], ...] = (
+    litellm.exceptions.RateLimitError,
+    litellm.exceptions.Timeout,
+    litellm.exceptions.APIConnectionError,
+    litellm.exceptions.InternalServerError,
+    litellm.exceptions.ServiceUnavailableError,
+    litellm.exceptions.BadGatewayError,
+    TimeoutError,
+    ConnectionError,
+)
+_TRANSIENT_STATUS = frozenset({408, 409, 425, 429})
+
+
+def is_transient(exc: BaseException) -> bool:
+    """True for failures worth retrying: rate limits, 5xx, timeouts, connection errors."""
+    if isinstance(exc, _TRANSIENT_TYPES):
+        return True
+    status = getattr(exc, "status_code", None)
+    return isinstance(status, int) and (status in _TRANSIENT_STATUS or status >= 500)
+
+
+def _failure_outcome(exc: BaseException, will_retry: bool) -> str:
+    if will_retry:
+        return "retry"
+    return "unavailable" if is_transient(exc) else "error"
+
+
+def backoff_delay(attempt: int, base: float) -> float:
+    """Seconds to wait after failed attempt ``attempt`` (1-based): ``base·2^(attempt-1)``
+    scaled by a random factor in [0.5, 1.5), at most :data:`MAX_BACKOFF_SECONDS`."""
+    return float(min(MAX_BACKOFF_SECONDS, base * 2 ** (attempt - 1) * (0.5 + random.random())))
+
+
+async def with_retries(
+    call: Callable[[], Awaitable[R]],
+    *,
+    max_retries: int,
+    backoff_base: float,
+    on_failure: Callable[[int, BaseException, bool], None],
+    context: Mapping[str, Any] | None = None,
+) -> R:
+    """Await ``call()`` until it succeeds, retrying transient failures ``max_retries``
+    times. ``on_failure(attempt, exc, will_retry)`` runs after each failed attempt.
+
+    Raises ``LLMUnavailable`` once transient failures are exhausted and ``LLMError`` for
+    any other failure, with ``context`` as their fields; cancellation passes through.
+    """
+    fields = dict(context or {})
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            return await call()
+        except Exception as exc:
+            transient = is_transient(exc)
+            will_retry = transient and attempt <= max_retries
+            on_failure(attempt, exc, will_retry)
+            if will_retry:
+                await asyncio.sleep(backoff_delay(attempt, backoff_base))
+                continue
+            if transient:
+                raise LLMUnavailable(
+                    "the model endpoint could not be reached",
+                    attempts=attempt,
+                    error=type(exc).__name__,
+                    **fields,
+                ) from exc
+            raise LLMError(
+                "the model endpoint rejected the request",
+                error=type(exc).__name__,
+                status=getattr(exc, "status_code", None),
+                **fields,
+            ) from exc
+
+
+@dataclass(frozen=True, slots=True)
+class _Reply:
+    content: str | None
+    attempt: int
+    input_tokens: int | None
+    output_tokens: int | None
+    cost_usd: float | None
+    latency_ms: float
+
+
+def _cost(response: Any) -> float | None:
+    try:
+        cost = litellm.completion_cost(completion_response=response)
+    except Exception:  # unknown models and providers: the price is simply not known
+        return None
+    return None if cost is None else float(cost)
+
+
+def _token_field(usage: Any, name: str) -> int | None:
+    value = getattr(usage, name, None)
+    return value if isinstance(value, int) else None
+
+
+def _content(response: Any) -> str | None:
+    try:
+        content = response.choices[0].message.content
+    except (AttributeError, IndexError, TypeError):
+        return None
+    return content if isinstance(content, str) else None
+
+
+def _messages(rendered: RenderedPrompt) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = []
+    if rendered.system is not None:
+        messages.append({"role": "system", "content": rendered.system})
+    messages.append({"role": "user", "content": rendered.user})
+    return messages
+
+
+class LiteLLM:
+    """The :class:`~sonality.ports.LLM` port backed by litellm.
+
+    ``timeout`` bounds each attempt, in seconds; ``max_retries`` counts the retries after
+    the first attempt; ``backoff_base`` is the first wait before jitter. ``api_key`` is
+    never logged.
+    """
+
+    model: str | None
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_base: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 60,
+        max_retries: int = 3,
+        prompts: PromptLibrary | None = None,
+        usage: UsageMeter | None = None,
+        backoff_base: float = 0.5,
+    ) -> None:
+        if max_retries < 0:
+            raise ValueError("max_retries must be >= 0")
+        if timeout <= 0:
+            raise ValueError("timeout must be > 0")
+        self.model = model
+        self.api_base = api_base
+        self._api_key = api_key
+        self.timeout = float(timeout)
+        self.max_retries = max_retries
+        self.backoff_base = backoff_base
+        self.prompts = prompts if prompts is not None else PromptLibrary()
+        self.usage = usage if usage is not None else UsageMeter()
+
+    def __repr__(self) -> str:
+        return f"LiteLLM(model={self.model!r}, api_base={self.api_base!r})"
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: Settings,
+        *,
+        prompts: PromptLibrary | None = None,
+        usage: UsageMeter | None = None,
+    ) -> LiteLLM:
+        """Build from ``SONALITY_MODEL`` and friends; ``LLMUnavailable`` if no model is set."""
+        if settings.model is None:
+            raise LLMUnavailable("no model configured", setting="SONALITY_MODEL")
+        key = settings.llm_api_key
+        return cls(
+            settings.model,
+            api_base=settings.llm_api_base,
+            api_key=key.get_secret_value() if key is not None else None,
+            timeout=settings.llm_timeout,
+            max_retries=settings.llm_max_retries,
+            prompts=prompts,
+            usage=usage,
+        )
+
+    async def structured(
+        self,
+        prompt: str,
+        variables: Mapping[str, Any],
+        schema: type[T],
+        *,
+        component: str,
+    ) -> T:
+        """Ask for JSON matching ``schema`` and return it validated (see the module doc)."""
+        rendered = self.prompts.render(prompt, variables)
+        messages = _messages(rendered)
+        response_format = {
+            "type": "json_schema",
+            "json_schema": {
+                "name": schema.__name__,
+                "schema": schema.model_json_schema(),
+                "strict": False,
+            },
+        }
+        reply = await self._complete(messages, rendered, component, response_format, reask=False)
+        try:
+            result = parse_reply(reply.content, schema)
+        except ReplyInvalid as invalid:
+            self._log_reply(reply, rendered, component, outcome="invalid", reask=False)
+            log.warning(
+                "llm_reply_invalid", component=component, prompt=prompt, errors=invalid.errors
+            )
+            messages.append({"role": "assistant", "content": reply.content or ""})
+            messages.append(reask_message(invalid.errors))
+        else:
+            self._log_reply(reply, rendered, component, outcome="ok", reask=False)
+            return result
+
+        reply = await self._complete(messages, rendered, component, response_format, reask=True)
+        try:
+            result = parse_reply(reply.content, schema)
+        except ReplyInvalid as invalid:
+            self._log_reply(reply, rendered, component, outcome="invalid", reask=True)
+            raise LLMResponseInvalid(
+                "the model's reply did not validate, even after a re-ask",
+                prompt=prompt,
+                component=component,
+                errors=invalid.errors,
+            ) from None
+        self._log_reply(reply, rendered, component, outcome="ok", reask=True)
+        return result
+
+    async def text(self, prompt: str, variables: Mapping[str, Any], *, component: str) -> str:
+        """Return the model's plain-text reply; an empty reply raises ``LLMResponseInvalid``."""
+        rendered = self.prompts.render(prompt, variables)
+        reply = await self._complete(_messages(rendered), rendered, component, None, reask=False)
+        if reply.content is None or not reply.content.strip():
+            self._log_reply(reply, rendered, component, outcome="invalid", reask=False)
+            raise LLMResponseInvalid(
+                "the model's reply was empty",
+                prompt=prompt,
+                component=component,
+                errors="empty reply",
+            )
+        self._log_reply(reply, rendered, component, outcome="ok", reask=False)
+        return reply.content
+
+    # internals --------------------------------------------------------------------------
+
+    async def _complete(
+        self,
+        messages: list[dict[str, Any]],
+        rendered: RenderedPrompt,
+        component: str,
+        response_format: dict[str, Any] | None,
+        *,
+        reask: bool,
+    ) -> _Reply:
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "timeout": self.timeout,
+            "api_base": self.api_base,
+            "api_key": self._api_key,
+            "num_retries": 0,  # retries are ours, with backoff and logging
+            "max_retries": 0,  # and the OpenAI client's own retries are off too
+            "drop_params": True,
+        }
+        if response_format is not None:
+            kwargs["response_format"] = response_format
+        attempts = 0
+        started = 0.0
+
+        async def attempt() -> Any:
+            nonlocal attempts, started
+            attempts += 1
+            started = time.perf_counter()
+            async with asyncio.timeout(self.timeout):
+                return await litellm.acompletion(**kwargs)
+
+        def failed(number: int, exc: BaseException, will_retry: bool) -> None:
+            log.warning(
+                "llm_call",
+                component=component,
+                prompt=rendered.name,
+                prompt_sha=rendered.sha,
+                model=self.model,
+                attempt=number,
+                reask=reask,
+                input_tokens=None,
+                output_tokens=None,
+                cost_usd=None,
+                latency_ms=round((time.perf_counter() - started) * 1000, 1),
+                outcome=_failure_outcome(exc, will_retry),
+                error=type(exc).__name__,
+                status=getattr(exc, "status_code", None),
+            )
+
+        response = await with_retries(
+            attempt,
+            max_retries=self.max_retries,
+            backoff_base=self.backoff_base,
+            on_failure=failed,
+            context={"model": self.model, "prompt": rendered.name, "component": component},
+        )
+        latency_ms = round((time.perf_counter() - started) * 1000, 1)
+        usage = getattr(response, "usage", None)
+        reply = _Reply(
+            content=_content(response),
+            attempt=attempts,
+            input_tokens=_token_field(usage, "prompt_tokens"),
+            output_tokens=_token_field(usage, "completion_tokens"),
+            cost_usd=_cost(response),
+            latency_ms=latency_ms,
+        )
+        self.usage.record(
+            component,
+            input_tokens=reply.input_tokens or 0,
+            output_tokens=reply.output_tokens or 0,
+            cost_usd=reply.cost_usd,
+            latency_ms=latency_ms,
+        )
+        return reply
+
+    def _log_reply(
+        self,
+        reply: _Reply,
+        rendered: RenderedPrompt,
+        component: str,
+        *,
+        outcome: str,
+        reask: bool,
+    ) -> None:
+        method = log.info if outcome == "ok" else log.warning
+        method(
+            "llm_call",
+            component=component,
+            prompt=rendered.name,
+            prompt_sha=rendered.sha,
+            model=self.model,
+            attempt=reply.attempt,
+            reask=reask,
+            input_tokens=reply.input_tokens,
+            output_tokens=reply.output_tokens,
+            cost_usd=reply.cost_usd,
+            latency_ms=reply.latency_ms,
+            outcome=outcome,
+        )

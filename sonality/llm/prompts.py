@@ -1,0 +1,145 @@
+"""Prompt files, loaded by name and rendered strictly.
+
+A prompt lives in ``prompts/<name>.md``. Its text up to a line reading ``---user---`` is
+the system message; the rest is the user message. A file without that line is a user
+message alone. Placeholders are ``$name`` or ``${name}`` (``string.Template``; write
+``$$`` for a literal dollar sign). Rendering is strict: a placeholder without a value
+raises :class:`~sonality.errors.ConfigError` naming the prompt and the variable; extra
+variables are ignored.
+
+Every rendering carries ``sha``, the first 12 hex digits of the SHA-256 of the file, so a
+change in behaviour can be traced in the logs to a change of prompt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from string import Template
+from typing import Any
+
+from sonality.errors import ConfigError
+from sonality.resources import resource_dir
+
+__all__ = ["USER_SEPARATOR", "PromptLibrary", "PromptTemplate", "RenderedPrompt"]
+
+USER_SEPARATOR = "---user---"
+"""The line that ends the system part of a prompt file and starts the user part."""
+
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]*(/[A-Za-z0-9_][A-Za-z0-9_-]*)*$")
+_SUFFIX = ".md"
+_NOT_PROMPTS = frozenset({"README"})
+
+
+@dataclass(frozen=True, slots=True)
+class RenderedPrompt:
+    """A prompt with its variables filled in, ready to send."""
+
+    name: str
+    system: str | None
+    user: str
+    sha: str
+
+
+@dataclass(frozen=True, slots=True)
+class PromptTemplate:
+    """One parsed prompt file."""
+
+    name: str
+    system: Template | None
+    user: Template
+    sha: str
+
+    @property
+    def placeholders(self) -> frozenset[str]:
+        """Names of the variables the prompt uses."""
+        names = set(self.user.get_identifiers())
+        if self.system is not None:
+            names.update(self.system.get_identifiers())
+        return frozenset(names)
+
+    def render(self, variables: Mapping[str, Any]) -> RenderedPrompt:
+        """Fill in the placeholders; a missing one raises ``ConfigError``."""
+        try:
+            system = None if self.system is None else self.system.substitute(variables)
+            user = self.user.substitute(variables)
+        except KeyError as exc:
+            raise ConfigError(
+                "prompt variable missing", prompt=self.name, variable=str(exc.args[0])
+            ) from None
+        return RenderedPrompt(name=self.name, system=system, user=user, sha=self.sha)
+
+
+def _parse(name: str, text: str) -> PromptTemplate:
+    sha = hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+    lines = text.splitlines()
+    split = next((i for i, line in enumerate(lines) if line.strip() == USER_SEPARATOR), None)
+    if split is None:
+        system_text, user_text = None, text.strip()
+    else:
+        system_text = "\n".join(lines[:split]).strip() or None
+        user_text = "\n".join(lines[split + 1 :]).strip()
+    system = None if system_text is None else Template(system_text)
+    user = Template(user_text)
+    for part in (system, user):
+        if part is not None and not part.is_valid():
+            raise ConfigError(
+                "prompt has a malformed placeholder (write $$ for a literal $)", prompt=name
+            )
+    return PromptTemplate(name=name, system=system, user=user, sha=sha)
+
+
+class PromptLibrary:
+    """The prompt files of one folder (by default the ones shipped with Sonality).
+
+    Files are read once, on first use, and cached for the life of the library.
+    """
+
+    def __init__(self, directory: Path | None = None) -> None:
+        self.directory = directory if directory is not None else resource_dir("prompts")
+        self._cache: dict[str, PromptTemplate] = {}
+
+    def __repr__(self) -> str:
+        return f"PromptLibrary({str(self.directory)!r})"
+
+    def names(self) -> list[str]:
+        """Every prompt available, sorted (``area/name`` for files in subfolders)."""
+        found = []
+        for path in self.directory.rglob(f"*{_SUFFIX}"):
+            name = path.relative_to(self.directory).with_suffix("").as_posix()
+            if path.is_file() and path.stem not in _NOT_PROMPTS and _NAME.match(name):
+                found.append(name)
+        return sorted(found)
+
+    def __contains__(self, name: object) -> bool:
+        return (
+            isinstance(name, str) and _NAME.match(name) is not None and self._path(name).is_file()
+        )
+
+    def get(self, name: str) -> PromptTemplate:
+        """The parsed prompt ``name``; ``ConfigError`` if there is no such file."""
+        cached = self._cache.get(name)
+        if cached is not None:
+            return cached
+        if not _NAME.match(name):
+            raise ConfigError("invalid prompt name", prompt=name)
+        path = self._path(name)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise ConfigError(
+                "unknown prompt", prompt=name, directory=str(self.directory)
+            ) from None
+        template = _parse(name, text)
+        self._cache[name] = template
+        return template
+
+    def render(self, name: str, variables: Mapping[str, Any]) -> RenderedPrompt:
+        """Render prompt ``name`` with ``variables`` (strict: see the module docstring)."""
+        return self.get(name).render(variables)
+
+    def _path(self, name: str) -> Path:
+        return self.directory / f"{name}{_SUFFIX}"

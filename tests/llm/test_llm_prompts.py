@@ -1,0 +1,121 @@
+"""PromptLibrary: files by name, strict rendering, content hashes."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from sonality.errors import ConfigError
+from sonality.llm.prompts import PromptLibrary
+from sonality.resources import resource_dir
+
+
+def _library(tmp_path: Path, **files: str) -> PromptLibrary:
+    for name, text in files.items():
+        path = tmp_path / f"{name}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return PromptLibrary(tmp_path)
+
+
+def test_system_and_user_parts_split_at_separator(tmp_path: Path) -> None:
+    """Text before the ---user--- line is the system message, text after it the user one."""
+    library = _library(tmp_path, p="Be brief.\n---user---\nHello $who!\n")
+    rendered = library.render("p", {"who": "Ada"})
+    assert rendered.system == "Be brief."
+    assert rendered.user == "Hello Ada!"
+    assert rendered.name == "p"
+
+
+def test_file_without_separator_is_user_message_only(tmp_path: Path) -> None:
+    """A prompt without ---user--- renders as a user message and no system message."""
+    rendered = _library(tmp_path, p="Just ${thing}.\n").render("p", {"thing": "this"})
+    assert rendered.system is None
+    assert rendered.user == "Just this."
+
+
+def test_missing_variable_raises_config_error_naming_it(tmp_path: Path) -> None:
+    """A placeholder without a value fails loudly, naming the prompt and the variable."""
+    library = _library(tmp_path, p="System $tone\n---user---\n$a and $b\n")
+    with pytest.raises(ConfigError) as caught:
+        library.render("p", {"a": 1, "tone": "calm"})
+    assert caught.value.context == {"prompt": "p", "variable": "b"}
+
+
+def test_missing_variable_in_system_part_also_raises(tmp_path: Path) -> None:
+    """Strictness covers the system part as well as the user part."""
+    library = _library(tmp_path, p="System $tone\n---user---\nhi\n")
+    with pytest.raises(ConfigError, match="tone"):
+        library.render("p", {})
+
+
+def test_extra_variables_are_ignored(tmp_path: Path) -> None:
+    """Variables the prompt does not use are allowed."""
+    rendered = _library(tmp_path, p="$a\n").render("p", {"a": "x", "unused": "y"})
+    assert rendered.user == "x"
+
+
+def test_values_are_not_re_expanded(tmp_path: Path) -> None:
+    """A value containing $-placeholders is inserted literally (user text cannot inject)."""
+    rendered = _library(tmp_path, p="Said: $text\n").render("p", {"text": "pay $amount ${x}"})
+    assert rendered.user == "Said: pay $amount ${x}"
+
+
+def test_double_dollar_is_a_literal_dollar(tmp_path: Path) -> None:
+    """$$ renders as a single dollar sign."""
+    assert _library(tmp_path, p="costs $$5\n").render("p", {}).user == "costs $5"
+
+
+def test_malformed_placeholder_is_a_config_error(tmp_path: Path) -> None:
+    """A lone $ before a non-name is rejected when the prompt is loaded."""
+    with pytest.raises(ConfigError, match="malformed"):
+        _library(tmp_path, p="costs $5\n").render("p", {})
+
+
+def test_sha_is_first_12_hex_of_file_sha256(tmp_path: Path) -> None:
+    """The rendering carries the short SHA-256 of the template file's text."""
+    text = "Be brief.\n---user---\nHello $who!\n"
+    rendered = _library(tmp_path, p=text).render("p", {"who": "x"})
+    assert rendered.sha == hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def test_sha_changes_with_the_template_not_the_variables(tmp_path: Path) -> None:
+    """Different variables give the same hash; a different file gives another."""
+    library = _library(tmp_path, a="Hi $x\n", b="Hello $x\n")
+    assert library.render("a", {"x": 1}).sha == library.render("a", {"x": 2}).sha
+    assert library.render("a", {"x": 1}).sha != library.render("b", {"x": 1}).sha
+
+
+def test_unknown_prompt_is_a_config_error(tmp_path: Path) -> None:
+    """Asking for a prompt file that does not exist raises ConfigError."""
+    with pytest.raises(ConfigError, match="unknown prompt"):
+        _library(tmp_path).render("nope", {})
+
+
+@pytest.mark.parametrize("name", ["../secret", "/etc/passwd", "a/../b", "", "a b"])
+def test_names_cannot_escape_the_folder(tmp_path: Path, name: str) -> None:
+    """Prompt names are plain path segments; traversal and odd names are refused."""
+    with pytest.raises(ConfigError):
+        _library(tmp_path).get(name)
+
+
+def test_names_lists_prompts_sorted_including_subfolders(tmp_path: Path) -> None:
+    """names() lists every .md prompt (subfolders as area/name), skipping README files."""
+    library = _library(tmp_path, zeta="z", alpha="a", README="docs", **{"area/inner": "i"})
+    (tmp_path / "notes.txt").write_text("not a prompt")
+    assert library.names() == ["alpha", "area/inner", "zeta"]
+    assert "area/inner" in library
+    assert "missing" not in library
+
+
+def test_placeholders_lists_variables_of_both_parts(tmp_path: Path) -> None:
+    """A template reports every variable it needs."""
+    library = _library(tmp_path, p="$tone\n---user---\n$a ${b}\n")
+    assert library.get("p").placeholders == frozenset({"tone", "a", "b"})
+
+
+def test_default_library_is_the_shipped_prompts_folder() -> None:
+    """PromptLibrary() reads the prompts/ folder shipped with Sonality."""
+    assert PromptLibrary().directory == resource_dir("prompts")
