@@ -116,6 +116,10 @@ class Store(Protocol):
 
     async def get_episode(self, persona_id: str, episode_id: str) -> Episode: ...
 
+    async def conversation_chain(self, persona_id: str, conversation_id: str) -> list[str]:
+        """Episode ids of a conversation in the order of its NEXT chain, from the first."""
+        ...
+
     async def list_episodes(
         self,
         persona_id: str,

@@ -46,10 +46,6 @@ log = structlog.get_logger("sonality.enrichment")
 _CONFLICT_RETRIES = 5
 
 
-def _new_id(prefix: str) -> Callable[[], str]:
-    return lambda: f"{prefix}_{uuid.uuid4().hex}"
-
-
 def plan_commit(
     *,
     persona: Persona,
@@ -61,11 +57,17 @@ def plan_commit(
     now: datetime,
     params: OpinionParams,
     window_size: int,
-    new_id: Callable[[str], str] = lambda prefix: _new_id(prefix)(),
+    new_id: Callable[[str], str] | None = None,
 ) -> EnrichmentCommit:
-    """Everything this interaction changes, as data. No I/O."""
+    """Everything this interaction changes, as data. No I/O.
+
+    Ids start with the interaction index, so objects born in one pass sort in the order
+    of their interactions even when the clock did not move between them.
+    """
     before = persona.interaction_count
     index = before + 1
+    if new_id is None:
+        new_id = lambda prefix: f"{prefix}_{index:010d}_{uuid.uuid4().hex[:16]}"  # noqa: E731
     evidence = enrichment.evidence
     staged: tuple[StagedUpdate, ...] = ()
     if not enrichment.blocked:

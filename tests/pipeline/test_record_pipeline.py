@@ -65,7 +65,8 @@ async def test_thirty_exchanges_match_the_design_formulas(
             for turn, t, d in ref.edges
             if t == topic
         ]
-        assert sorted(got) == pytest.approx(sorted(want))
+        assert [g[:2] for g in sorted(got)] == [w[:2] for w in sorted(want)]
+        assert [g[2] for g in sorted(got)] == pytest.approx([w[2] for w in sorted(want)], abs=1e-12)
 
     staged = await app.store.list_staged("ada")
     assert len(staged) == len(ref.staged)

@@ -1,0 +1,2 @@
+// Connectivity probe: proves the database answers queries.
+RETURN 1 AS ok

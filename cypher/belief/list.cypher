@@ -1,0 +1,4 @@
+MATCH (b:Belief {persona_id: $persona_id})
+WHERE $include_retired OR b.status = 'active'
+RETURN b {.*} AS belief
+ORDER BY b.topic

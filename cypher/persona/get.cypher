@@ -1,0 +1,2 @@
+MATCH (p:Persona {id: $persona_id})
+RETURN p {.*} AS persona

@@ -1,0 +1,3 @@
+MATCH (p:Persona)
+RETURN p {.*} AS persona
+ORDER BY p.id

@@ -1,0 +1,166 @@
+"""The Cypher Sonality runs, by name.
+
+Every query lives in ``cypher/<area>/<name>.cypher`` (one statement per file, parameters
+only) and is addressed by a :class:`Query` member whose value is that path without the
+suffix. ``tests/neo4j/test_cypher_files.py`` keeps the enum and the files in step.
+
+This module reads text only; it never imports the driver, so the query catalogue can be
+checked without a server.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from functools import cache
+from typing import LiteralString
+
+from sonality.resources import resource_dir
+
+__all__ = ["Query", "load", "split_statements"]
+
+
+class Query(StrEnum):
+    """Names of the Cypher files under ``cypher/``."""
+
+    # admin: connectivity and wiping
+    ADMIN_DELETE_ALL = "admin/delete_all"
+    ADMIN_PING = "admin/ping"
+
+    # schema: the migration runner's own bookkeeping
+    SCHEMA_APPLIED_MIGRATIONS = "schema/applied_migrations"
+    SCHEMA_AWAIT_INDEXES = "schema/await_indexes"
+    SCHEMA_RECORD_MIGRATION = "schema/record_migration"
+    SCHEMA_VECTOR_INDEX = "schema/vector_index"
+
+    # personas
+    PERSONA_CREATE = "persona/create"
+    PERSONA_GET = "persona/get"
+    PERSONA_LIST = "persona/list"
+    PERSONA_LOCK = "persona/lock"
+
+    # snapshots
+    SNAPSHOT_APPEND = "snapshot/append"
+    SNAPSHOT_CURRENT = "snapshot/current"
+    SNAPSHOT_HISTORY = "snapshot/history"
+
+    # episodes
+    EPISODE_APPEND = "episode/append"
+    EPISODE_COUNT_BY_STATUS = "episode/count_by_status"
+    EPISODE_GET = "episode/get"
+    EPISODE_LIST = "episode/list"
+    EPISODE_LIST_PENDING = "episode/list_pending"
+    EPISODE_MARK_ATTEMPT = "episode/mark_attempt"
+    EPISODE_SET_EMBEDDING = "episode/set_embedding"
+    EPISODE_SIMILAR_EXACT = "episode/similar_exact"
+    EPISODE_SIMILAR_INDEXED = "episode/similar_indexed"
+
+    # enrichment commit (all run inside one write transaction)
+    ENRICHMENT_CREATE_FACTS = "enrichment/create_facts"
+    ENRICHMENT_CREATE_INSIGHT = "enrichment/create_insight"
+    ENRICHMENT_CREATE_STAGED = "enrichment/create_staged"
+    ENRICHMENT_LINK_TOPICS = "enrichment/link_topics"
+    ENRICHMENT_STATE = "enrichment/state"
+    ENRICHMENT_UPDATE_EPISODE = "enrichment/update_episode"
+    ENRICHMENT_UPDATE_PERSONA = "enrichment/update_persona"
+
+    # beliefs and their provenance
+    BELIEF_CONTRADICTS = "belief/contradicts"
+    BELIEF_EVIDENCE = "belief/evidence"
+    BELIEF_LIST = "belief/list"
+    BELIEF_SUPPORTS = "belief/supports"
+    BELIEF_UPSERT = "belief/upsert"
+
+    # staged updates
+    STAGED_COMMIT = "staged/commit"
+    STAGED_LIST = "staged/list"
+
+    # insights
+    INSIGHT_LIST = "insight/list"
+
+    # user facts
+    FACT_LIST = "fact/list"
+    FACT_RETRACT = "fact/retract"
+
+
+@cache
+def load(query: Query) -> LiteralString:
+    """The text of ``query``'s file (read once).
+
+    The text is a file shipped with Sonality, never user input, which is why it may be
+    treated as a literal string by the driver's typing (mypy reads ``LiteralString`` as
+    ``str``, so no cast is needed)."""
+    path = resource_dir("cypher") / f"{query.value}.cypher"
+    return path.read_text(encoding="utf-8").strip()
+
+
+def split_statements(text: str) -> list[str]:
+    """Split Cypher ``text`` at top-level ``;`` (outside strings, quoted names and
+    comments). Statements holding only whitespace and comments are dropped; each returned
+    statement is stripped and keeps its comments."""
+    statements: list[str] = []
+    start = 0
+    i = 0
+    n = len(text)
+    while i < n:
+        ch = text[i]
+        pair = text[i : i + 2]
+        if pair == "//":
+            end = text.find("\n", i)
+            i = n if end < 0 else end + 1
+            continue
+        if pair == "/*":
+            end = text.find("*/", i + 2)
+            i = n if end < 0 else end + 2
+            continue
+        if ch in "'\"`":
+            i = _skip_quoted(text, i)
+            continue
+        if ch == ";":
+            statements.append(text[start:i])
+            start = i + 1
+        i += 1
+    statements.append(text[start:])
+    return [s.strip() for s in statements if _strip_comments(s).strip()]
+
+
+def _skip_quoted(text: str, i: int) -> int:
+    """Index just past the quoted string or name opening at ``text[i]``."""
+    quote = text[i]
+    i += 1
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\" and quote != "`":
+            i += 2
+            continue
+        if ch == quote:
+            if quote == "`" and text[i + 1 : i + 2] == "`":  # doubled backtick escapes itself
+                i += 2
+                continue
+            return i + 1
+        i += 1
+    return i
+
+
+def _strip_comments(text: str) -> str:
+    """``text`` without its ``//`` and ``/* */`` comments (strings kept verbatim)."""
+    out: list[str] = []
+    i = 0
+    n = len(text)
+    while i < n:
+        pair = text[i : i + 2]
+        if pair == "//":
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+            continue
+        if pair == "/*":
+            end = text.find("*/", i + 2)
+            i = n if end < 0 else end + 2
+            continue
+        if text[i] in "'\"`":
+            j = _skip_quoted(text, i)
+            out.append(text[i:j])
+            i = j
+            continue
+        out.append(text[i])
+        i += 1
+    return "".join(out)

@@ -1,0 +1,250 @@
+"""SqliteStore specifics: schema steps and their checksums, pragmas, several connections on
+one file, the similarity cache across connections."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import sqlite3
+from collections.abc import AsyncIterator, Iterator
+from contextlib import closing, contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sonality.errors import (
+    MigrationChecksumMismatch,
+    SchemaError,
+    StoreError,
+    StoreUnavailable,
+)
+from sonality.models import EpisodeDraft, Persona, Snapshot
+from sonality.storage import sqlite_schema
+from sonality.storage.sqlite_schema import DATA_TABLES, STEPS, SchemaStep
+from sonality.storage.sqlite_store import SqliteStore
+
+DIMS = 64
+T0 = datetime(2026, 1, 1, 12, tzinfo=UTC)
+
+
+@contextmanager
+def raw(path: Path) -> Iterator[sqlite3.Connection]:
+    """A plain autocommit connection to the store's file, for inspection and tampering."""
+    with closing(sqlite3.connect(path, isolation_level=None)) as conn:
+        yield conn
+
+
+def unit(i: int) -> tuple[float, ...]:
+    return tuple(1.0 if j == i else 0.0 for j in range(DIMS))
+
+
+def draft(episode_id: str, *, persona_id: str = "p1", **overrides: Any) -> EpisodeDraft:
+    fields: dict[str, Any] = {
+        "id": episode_id,
+        "persona_id": persona_id,
+        "user_id": "u1",
+        "conversation_id": "c1",
+        "user_message": "hello",
+        "agent_response": "hi",
+        "created_at": T0,
+    }
+    return EpisodeDraft(**(fields | overrides))
+
+
+async def add_persona(store: SqliteStore, persona_id: str = "p1") -> None:
+    await store.create_persona(
+        Persona(id=persona_id, name="P", core_identity="x", created_at=T0),
+        Snapshot(persona_id=persona_id, version=1, text="I am.", created_at=T0),
+    )
+
+
+@pytest.fixture
+async def second(sqlite_store: SqliteStore) -> AsyncIterator[SqliteStore]:
+    """Another SqliteStore (own connection and thread) on the fixture store's file."""
+    other = await SqliteStore.open(sqlite_store.path, embedding_dimensions=DIMS)
+    try:
+        yield other
+    finally:
+        await other.close()
+
+
+async def test_steps_are_numbered_and_checksummed() -> None:
+    """Schema steps are versioned 1..n in order, named V000N__description, sha256-checksummed."""
+    assert [s.version for s in STEPS] == list(range(1, len(STEPS) + 1))
+    for step in STEPS:
+        assert step.name == f"V{step.version:04d}__{step.description}"
+        assert step.checksum == hashlib.sha256(step.sql.encode()).hexdigest()
+        assert list(step.statements())
+
+
+async def test_fresh_file_has_no_schema_and_data_methods_refuse(tmp_path: Path) -> None:
+    """Opening creates an empty file; until migrate, data methods raise SchemaError."""
+    store = await SqliteStore.open(tmp_path / "deep" / "er" / "s.db", embedding_dimensions=DIMS)
+    try:
+        assert store.path.is_file()
+        with raw(store.path) as conn:
+            assert conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0
+        status = await store.schema_status()
+        assert status.applied == ()
+        assert status.pending == tuple(step.name for step in STEPS)
+        with pytest.raises(SchemaError, match="sonality migrate"):
+            await store.list_personas()
+        assert await store.migrate() == [step.name for step in STEPS]
+        assert await store.list_personas() == []
+    finally:
+        await store.close()
+
+
+async def test_wal_mode_and_foreign_keys_are_on(sqlite_store: SqliteStore) -> None:
+    """The file is in WAL mode; the store's connection enforces foreign keys."""
+    with raw(sqlite_store.path) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    pragmas = await sqlite_store._run(
+        lambda c: (
+            c.execute("PRAGMA foreign_keys").fetchone()[0],
+            c.execute("PRAGMA synchronous").fetchone()[0],
+            c.execute("PRAGMA busy_timeout").fetchone()[0],
+        ),
+        write=False,
+    )
+    assert pragmas[0] == 1
+    assert pragmas[1] == 1  # NORMAL
+    assert pragmas[2] > 0
+
+
+async def test_edited_step_raises_checksum_mismatch_naming_it(
+    sqlite_store: SqliteStore, second: SqliteStore
+) -> None:
+    """A recorded checksum that differs from the step's raises MigrationChecksumMismatch."""
+    with raw(sqlite_store.path) as conn:
+        conn.execute("UPDATE schema_migrations SET checksum = ? WHERE version = 1", ("0" * 64,))
+    with pytest.raises(MigrationChecksumMismatch) as caught:
+        await sqlite_store.migrate()
+    assert caught.value.context["step"] == STEPS[0].name
+    assert STEPS[0].name in str(caught.value)
+    with pytest.raises(MigrationChecksumMismatch):
+        await second.list_personas()
+
+
+async def test_unknown_newer_step_is_refused(
+    sqlite_store: SqliteStore, second: SqliteStore
+) -> None:
+    """A database migrated by a newer Sonality (unknown step) raises SchemaError."""
+    with raw(sqlite_store.path) as conn:
+        conn.execute(
+            "INSERT INTO schema_migrations VALUES (999, 'future', ?, ?)",
+            ("f" * 64, T0.isoformat()),
+        )
+    with pytest.raises(SchemaError, match="upgrade"):
+        await second.list_personas()
+
+
+async def test_failed_step_rolls_back_alone(tmp_path: Path) -> None:
+    """Each step is its own transaction: a failing step leaves earlier steps applied, itself not."""
+    steps = (
+        SchemaStep(1, "good", "CREATE TABLE a (x INTEGER);\n"),
+        SchemaStep(2, "bad", "CREATE TABLE b (x INTEGER);\nINSERT INTO nowhere VALUES (1);\n"),
+    )
+    with raw(tmp_path / "m.db") as conn:
+        with pytest.raises(sqlite3.OperationalError):
+            sqlite_schema.migrate(conn, steps)
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        assert tables == {"schema_migrations", "a"}
+        status = sqlite_schema.schema_status(conn, "sqlite", steps)
+        assert [m.version for m in status.applied] == [1]
+        assert status.pending == ("V0002__bad",)
+
+
+async def test_other_embedding_dimensions_are_refused(sqlite_store: SqliteStore) -> None:
+    """Opening a migrated file with other embedding dimensions makes data methods fail."""
+    other = await SqliteStore.open(sqlite_store.path, embedding_dimensions=DIMS * 2)
+    try:
+        with pytest.raises(SchemaError, match="dimensions"):
+            await other.list_personas()
+        assert (await other.schema_status()).current
+    finally:
+        await other.close()
+
+
+async def test_two_instances_on_one_file_see_each_others_writes(
+    sqlite_store: SqliteStore, second: SqliteStore
+) -> None:
+    """Two SqliteStores on one file share data; numbering continues across them."""
+    await add_persona(sqlite_store)
+    assert [p.id for p in await second.list_personas()] == ["p1"]
+    first, _ = await second.append_episode(draft("e1"))
+    following, _ = await sqlite_store.append_episode(draft("e2"))
+    assert (first.seq, following.seq, following.turn) == (1, 2, 2)
+    assert [e.id for e in await second.list_episodes("p1")] == ["e2", "e1"]
+
+
+async def test_concurrent_writers_on_one_file_serialise(
+    sqlite_store: SqliteStore, second: SqliteStore
+) -> None:
+    """Appends racing through two connections still get distinct consecutive turns."""
+    await add_persona(sqlite_store)
+    stores = (sqlite_store, second)
+    results = await asyncio.gather(
+        *(stores[i % 2].append_episode(draft(f"e{i}")) for i in range(20))
+    )
+    assert sorted(e.turn for e, _ in results) == list(range(1, 21))
+
+
+async def test_similarity_cache_sees_other_connections(
+    sqlite_store: SqliteStore, second: SqliteStore
+) -> None:
+    """Embeddings written through another connection are found by the next search."""
+    await add_persona(sqlite_store)
+    await sqlite_store.append_episode(draft("e1", embedding=unit(0)))
+    assert len(await sqlite_store.similar_episodes("p1", "u1", unit(1), k=5)) == 1
+    await second.append_episode(draft("e2", embedding=unit(1)))
+    await second.set_episode_embedding("p1", "e1", unit(2))
+    ranked = await sqlite_store.similar_episodes("p1", "u1", unit(2), k=5)
+    assert [(e.id, round(s, 4)) for e, s in ranked] == [("e1", 1.0), ("e2", 0.0)]
+
+
+async def test_similarity_cache_survives_delete_all_elsewhere(
+    sqlite_store: SqliteStore, second: SqliteStore
+) -> None:
+    """After another connection's delete_all and re-insert of the same ids, search is fresh."""
+    await add_persona(sqlite_store)
+    await sqlite_store.append_episode(draft("e1", embedding=unit(0)))
+    await sqlite_store.append_episode(draft("e2", embedding=unit(1)))
+    assert len(await sqlite_store.similar_episodes("p1", "u1", unit(0), k=5)) == 2
+    await second.delete_all()
+    await add_persona(second)
+    await second.append_episode(draft("e1", embedding=unit(3)))
+    ranked = await sqlite_store.similar_episodes("p1", "u1", unit(3), k=5)
+    assert [(e.id, round(s, 4)) for e, s in ranked] == [("e1", 1.0)]
+
+
+async def test_delete_all_covers_every_data_table(sqlite_store: SqliteStore) -> None:
+    """DATA_TABLES names every table but the migration ledger and store_meta."""
+    with raw(sqlite_store.path) as conn:
+        tables = {
+            r[0]
+            for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+            )
+        }
+    assert tables - set(DATA_TABLES) == {"schema_migrations", "store_meta"}
+    assert set(DATA_TABLES) <= tables
+
+
+async def test_closed_store_raises_store_unavailable(tmp_path: Path) -> None:
+    """After close (idempotent) every call raises StoreUnavailable."""
+    store = await SqliteStore.open(tmp_path / "s.db", embedding_dimensions=DIMS)
+    await store.close()
+    await store.close()
+    with pytest.raises(StoreUnavailable):
+        await store.ping()
+
+
+async def test_a_file_that_is_not_a_database_is_refused(tmp_path: Path) -> None:
+    """Opening a file that is not SQLite raises a StoreError, not a sqlite3 error."""
+    path = tmp_path / "junk.db"
+    path.write_bytes(b"this is not a database, just some bytes" * 100)
+    with pytest.raises(StoreError):
+        await SqliteStore.open(path, embedding_dimensions=DIMS)
