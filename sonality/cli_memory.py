@@ -356,3 +356,4 @@ def register(group: click.Group) -> None:
 
     for command in (persona, record, ingest, context, beliefs, facts, episodes, enrich, demo):
         group.add_command(command)
+    group.add_command(__import__("sonality.browse", fromlist=["browse"]).browse)

@@ -10,7 +10,7 @@ from typing import Literal
 
 __all__ = ["ResourceKind", "resource_dir"]
 
-ResourceKind = Literal["cypher", "prompts", "migrations", "samples"]
+ResourceKind = Literal["cypher", "prompts", "migrations", "samples", "browser"]
 
 _PACKAGE = Path(__file__).resolve().parent
 

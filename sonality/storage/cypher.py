@@ -46,6 +46,7 @@ class Query(StrEnum):
     # episodes
     EPISODE_APPEND = "episode/append"
     EPISODE_COUNT_BY_STATUS = "episode/count_by_status"
+    EPISODE_CHAIN = "episode/chain"
     EPISODE_GET = "episode/get"
     EPISODE_LIST = "episode/list"
     EPISODE_LIST_PENDING = "episode/list_pending"

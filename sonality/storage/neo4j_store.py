@@ -274,6 +274,15 @@ class Neo4jStore:
             raise _episode_not_found(persona_id, episode_id)
         return rec.episode_from(rows[0]["episode"])
 
+    async def conversation_chain(self, persona_id: str, conversation_id: str) -> list[str]:
+        rows = await self._fetch(
+            "conversation_chain",
+            Query.EPISODE_CHAIN,
+            persona_id=persona_id,
+            conversation_id=conversation_id,
+        )
+        return [str(row["id"]) for row in rows]
+
     async def list_episodes(
         self,
         persona_id: str,

@@ -1,0 +1,398 @@
+"""``sonality browse``: serve the Neo4j Browser style, guide and saved queries.
+
+Neo4j Browser fetches remote styles (``:style <url>``) and guides (``:guide <url>``) from
+the page, so they must come from an HTTP server that sends CORS headers, on a host the
+Neo4j server allows (its ``browser.remote_content_hostname_whitelist`` defaults to
+``guides.neo4j.com, localhost``). This module is that server: standard library only, in a
+background thread, serving from ``browser/`` (shipped in the wheel):
+
+- ``/sonality.grass``: the style sheet, as is;
+- ``/guide.html``: the guide, rendered from its template with this server's address and
+  the chosen persona, topic and user, the queries pasted in from ``queries/``;
+- ``/favorites.zip``: the saved queries, which the Browser's Favorites drawer imports;
+- ``/queries/<name>.cypher``: each saved query.
+
+Nothing here talks to the database: the Browser runs the queries itself.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import re
+import threading
+import zipfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, ClassVar
+from urllib.parse import quote, urlsplit
+
+import click
+
+from sonality.resources import resource_dir
+
+if TYPE_CHECKING:
+    from sonality.cli import CliState
+
+__all__ = [
+    "DEFAULT_PORT",
+    "BrowseAssets",
+    "BrowseServer",
+    "SavedQuery",
+    "browse",
+    "browser_url",
+    "load_queries",
+    "post_connect_command",
+]
+
+DEFAULT_PORT = 8765
+FAVORITES_FOLDER = "Sonality"
+_PLACEHOLDER = re.compile(r"\{\{\s*([a-z_]+)(?::([A-Za-z0-9_-]+))?\s*\}\}")
+_ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # fixed, so the same queries give the same bytes
+
+
+@dataclass(frozen=True)
+class SavedQuery:
+    """One ``queries/<name>.cypher`` file; its first line is ``// <title>``."""
+
+    name: str
+    text: str
+
+    @property
+    def title(self) -> str:
+        return self.text.splitlines()[0].removeprefix("//").strip()
+
+    @property
+    def body(self) -> str:
+        """The statement without its leading comment lines."""
+        lines = self.text.splitlines()
+        start = next((i for i, line in enumerate(lines) if not line.startswith("//")), 0)
+        return "\n".join(lines[start:]).strip()
+
+    @property
+    def is_command(self) -> bool:
+        """Browser commands (``:param …``), not Cypher."""
+        return self.body.startswith(":")
+
+    @property
+    def for_guide(self) -> str:
+        """The title line and the statement: what a guide puts in the editor."""
+        return f"// {self.title}\n{self.body}"
+
+
+def load_queries(directory: Path | None = None) -> list[SavedQuery]:
+    """The saved queries in ``directory`` (default: the shipped ones), by file name."""
+    folder = directory if directory is not None else resource_dir("browser") / "queries"
+    queries = [
+        SavedQuery(path.stem, path.read_text("utf-8")) for path in sorted(folder.glob("*.cypher"))
+    ]
+    for query in queries:
+        if not query.text.startswith("//") or not query.title:
+            raise ValueError(f"{query.name}.cypher must start with a '// Title' line")
+    return queries
+
+
+def _cypher_string(value: str) -> str:
+    """``value`` as the inside of a single-quoted Cypher string literal."""
+    return value.replace("\\", "\\\\").replace("'", "\\'")
+
+
+def browser_url(http_url: str, bolt_url: str, *, no_auth: bool) -> str:
+    """The Neo4j Browser address that preselects ``bolt_url`` (and no authentication)."""
+    url = http_url if http_url.rstrip("/").endswith("/browser") else http_url.rstrip("/") + "/browser"
+    url = url.rstrip("/") + "/?dbms=" + quote(bolt_url, safe=":/")
+    return url + ("&preselectAuthMethod=NO_AUTH" if no_auth else "")
+
+
+def post_connect_command(base_url: str) -> str:
+    """``browser.post_connect_cmd`` that applies the style and opens the guide."""
+    return f"style {base_url}/sonality.grass; guide {base_url}/guide.html"
+
+
+class BrowseAssets:
+    """The files served, rendered for one base URL and one choice of persona/topic/user."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        persona: str = "ada",
+        topic: str = "nuclear_power",
+        user: str = "sam",
+        directory: Path | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.persona = persona
+        self.topic = topic
+        self.user = user
+        self.directory = directory if directory is not None else resource_dir("browser")
+
+    @cached_property
+    def queries(self) -> list[SavedQuery]:
+        return load_queries(self.directory / "queries")
+
+    def style(self) -> str:
+        return (self.directory / "sonality.grass").read_text("utf-8")
+
+    def guide(self) -> str:
+        """The guide template with every ``{{…}}`` filled; an unknown one raises."""
+        template = (self.directory / "guide" / "sonality.html").read_text("utf-8")
+        by_name = {q.name: q for q in self.queries}
+        values = {
+            "base_url": self.base_url,
+            "persona": _cypher_string(self.persona),
+            "topic": _cypher_string(self.topic),
+            "user": _cypher_string(self.user),
+        }
+
+        def fill(match: re.Match[str]) -> str:
+            key, arg = match.group(1), match.group(2)
+            if key == "query" and arg in by_name:
+                return html.escape(by_name[arg].for_guide, quote=False)
+            if key in values and arg is None:
+                return html.escape(values[key])
+            raise ValueError(f"unknown guide placeholder {match.group(0)!r}")
+
+        return _PLACEHOLDER.sub(fill, template)
+
+    def favorites_zip(self) -> bytes:
+        """The saved queries in a ``Sonality/`` folder, as the Favorites drawer imports."""
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+            for query in self.queries:
+                info = zipfile.ZipInfo(f"{FAVORITES_FOLDER}/{query.name}.cypher", _ZIP_TIME)
+                info.compress_type = zipfile.ZIP_DEFLATED
+                info.external_attr = 0o644 << 16
+                archive.writestr(info, query.text)
+        return buffer.getvalue()
+
+    def files(self) -> dict[str, tuple[bytes, str]]:
+        """URL path → (body, content type) for everything served."""
+        text = "text/plain; charset=utf-8"
+        served = {
+            "/sonality.grass": (self.style().encode(), text),
+            "/guide.html": (self.guide().encode(), "text/html; charset=utf-8"),
+            "/favorites.zip": (self.favorites_zip(), "application/zip"),
+        }
+        for query in self.queries:
+            served[f"/queries/{query.name}.cypher"] = (query.text.encode(), text)
+        served["/"] = (self._index().encode(), "text/html; charset=utf-8")
+        return served
+
+    def export(self, destination: Path) -> list[Path]:
+        """Write every served file under ``destination``; returns the paths written."""
+        written = []
+        for url_path, (body, _) in self.files().items():
+            path = destination / (url_path.lstrip("/") or "index.html")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(body)
+            written.append(path)
+        return written
+
+    def _index(self) -> str:
+        base = html.escape(self.base_url)
+        items = "".join(
+            f'<li><a href="{base}/queries/{q.name}.cypher">{html.escape(q.title)}</a></li>'
+            for q in self.queries
+        )
+        return (
+            "<!DOCTYPE html><html><head><meta charset='utf-8'><title>Sonality for Neo4j "
+            "Browser</title></head><body><h1>Sonality for Neo4j Browser</h1><p>In Neo4j "
+            f"Browser run <code>:style {base}/sonality.grass</code> and <code>:guide "
+            f"{base}/guide.html</code>. Import <a href='{base}/favorites.zip'>favorites.zip</a>"
+            f" in the Favorites drawer.</p><ul>{items}</ul></body></html>"
+        )
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _AssetServer
+    cors: ClassVar[Mapping[str, str]] = {
+        "Access-Control-Allow-Origin": "*",
+        "Access-Control-Allow-Methods": "GET, HEAD, OPTIONS",
+        # the Browser fetches guides with pragma and cache-control request headers
+        "Access-Control-Allow-Headers": "*",
+        "Access-Control-Max-Age": "600",
+    }
+
+    def do_OPTIONS(self) -> None:
+        self.send_response(HTTPStatus.NO_CONTENT)
+        self._headers(0, None)
+
+    def do_GET(self) -> None:
+        self._reply(head=False)
+
+    def do_HEAD(self) -> None:
+        self._reply(head=True)
+
+    def _reply(self, *, head: bool) -> None:
+        found = self.server.files.get(urlsplit(self.path).path)
+        if found is None:
+            body, ctype = b"not found\n", "text/plain; charset=utf-8"
+            self.send_response(HTTPStatus.NOT_FOUND)
+        else:
+            body, ctype = found
+            self.send_response(HTTPStatus.OK)
+        self._headers(len(body), ctype)
+        if not head:
+            self.wfile.write(body)
+
+    def _headers(self, length: int, ctype: str | None) -> None:
+        for name, value in self.cors.items():
+            self.send_header(name, value)
+        if ctype is not None:
+            self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(length))
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002  (stdlib name)
+        """Quiet: the Browser polls nothing, and a request log would only be noise."""
+
+
+class _AssetServer(ThreadingHTTPServer):
+    daemon_threads = True
+    files: dict[str, tuple[bytes, str]]
+
+
+class BrowseServer:
+    """The asset server on ``host:port`` (0 picks a free port), in a background thread.
+
+    ``url`` names it as ``http://localhost:<port>``: the host Neo4j allows by default.
+    """
+
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = DEFAULT_PORT,
+        persona: str = "ada",
+        topic: str = "nuclear_power",
+        user: str = "sam",
+        directory: Path | None = None,
+    ) -> None:
+        self._httpd = _AssetServer((host, port), _Handler)
+        self.port = int(self._httpd.server_address[1])
+        self.url = f"http://localhost:{self.port}"
+        self.assets = BrowseAssets(
+            self.url, persona=persona, topic=topic, user=user, directory=directory
+        )
+        self._httpd.files = self.assets.files()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> BrowseServer:
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, name="sonality-browse", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def wait(self) -> None:
+        """Block until :meth:`stop` (or Ctrl-C in the caller)."""
+        if self._thread is not None:
+            while self._thread.is_alive():
+                self._thread.join(0.5)
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._httpd.shutdown()
+            self._thread.join()
+            self._thread = None
+        self._httpd.server_close()
+
+    def __enter__(self) -> BrowseServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def _bolt_from_store(store: str) -> str | None:
+    parts = urlsplit(store)
+    if parts.scheme not in ("bolt", "neo4j", "bolt+s", "neo4j+s", "bolt+ssc", "neo4j+ssc"):
+        return None
+    host = parts.hostname or "localhost"
+    return f"{parts.scheme}://{host}:{parts.port or 7687}"
+
+
+@click.command()
+@click.option("--persona", default="ada", show_default=True, help="Persona the guide starts on.")
+@click.option("--topic", default="nuclear_power", show_default=True, help="Topic to start on.")
+@click.option("--user", "user_id", default="sam", show_default=True, help="User to start on.")
+@click.option("--port", default=DEFAULT_PORT, show_default=True, type=click.IntRange(0, 65535))
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option(
+    "--browser",
+    "browser_http",
+    default="http://localhost:7474",
+    show_default=True,
+    help="Where Neo4j serves its Browser.",
+)
+@click.option(
+    "--bolt",
+    default=None,
+    help="Bolt URL the Browser connects to [default: SONALITY_STORE if it is a bolt:// or "
+    "neo4j:// URL, else bolt://localhost:7687].",
+)
+@click.option(
+    "--no-auth/--auth",
+    "no_auth",
+    default=None,
+    help="Preselect 'no authentication' [default: when SONALITY_NEO4J_PASSWORD is empty].",
+)
+@click.option(
+    "--export",
+    "export_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write the style, guide, queries and favorites.zip there and exit.",
+)
+@click.pass_obj
+def browse(
+    state: CliState,
+    persona: str,
+    topic: str,
+    user_id: str,
+    port: int,
+    host: str,
+    browser_http: str,
+    bolt: str | None,
+    no_auth: bool | None,
+    export_dir: Path | None,
+) -> None:
+    """Serve the Neo4j Browser style, guide and saved queries; print the Browser URL."""
+    if export_dir is not None:
+        assets = BrowseAssets(
+            f"http://localhost:{port}", persona=persona, topic=topic, user=user_id
+        )
+        for path in assets.export(export_dir):
+            click.echo(f"wrote {path}")
+        return
+    settings = state.settings
+    bolt_url = bolt or _bolt_from_store(settings.store) or "bolt://localhost:7687"
+    if no_auth is None:
+        no_auth = not settings.neo4j_password.get_secret_value()
+    try:
+        server = BrowseServer(host=host, port=port, persona=persona, topic=topic, user=user_id)
+    except OSError as exc:
+        raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    base = server.url
+    click.echo(f"Neo4j Browser   {browser_url(browser_http, bolt_url, no_auth=no_auth)}")
+    click.echo(f"style           :style {base}/sonality.grass")
+    click.echo(f"guide           :guide {base}/guide.html")
+    click.echo(f"favourites      {base}/favorites.zip  (Favorites drawer > Import)")
+    click.echo(f"post-connect    {post_connect_command(base)}")
+    click.echo(f"serving on {base} (persona {persona}); Ctrl-C stops")
+    with server:
+        try:
+            server.wait()
+        except KeyboardInterrupt:
+            click.echo("stopped")
