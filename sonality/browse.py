@@ -104,7 +104,9 @@ def _cypher_string(value: str) -> str:
 
 def browser_url(http_url: str, bolt_url: str, *, no_auth: bool) -> str:
     """The Neo4j Browser address that preselects ``bolt_url`` (and no authentication)."""
-    url = http_url if http_url.rstrip("/").endswith("/browser") else http_url.rstrip("/") + "/browser"
+    url = (
+        http_url if http_url.rstrip("/").endswith("/browser") else http_url.rstrip("/") + "/browser"
+    )
     url = url.rstrip("/") + "/?dbms=" + quote(bolt_url, safe=":/")
     return url + ("&preselectAuthMethod=NO_AUTH" if no_auth else "")
 
@@ -250,7 +252,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-store")
         self.end_headers()
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002  (stdlib name)
+    def log_message(self, format: str, *args: object) -> None:
         """Quiet: the Browser polls nothing, and a request log would only be noise."""
 
 

@@ -13,7 +13,6 @@ import json
 import sys
 from collections.abc import Awaitable, Callable, Coroutine
 from functools import wraps
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import click
@@ -157,9 +156,7 @@ async def migrate(state: CliState, check: bool, as_json: bool) -> None:
     emit(
         {"backend": status.backend, "applied": applied},
         as_json,
-        lambda: click.echo(
-            "\n".join(f"applied {name}" for name in applied) or "nothing to apply"
-        ),
+        lambda: click.echo("\n".join(f"applied {name}" for name in applied) or "nothing to apply"),
     )
 
 

@@ -3,11 +3,13 @@ and ``demo`` (the main job on the embedded default)."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -18,6 +20,15 @@ if TYPE_CHECKING:
     from sonality.service import Sonality
 
 __all__ = ["register"]
+
+T = TypeVar("T")
+
+
+def _lines(items: Sequence[T], render: Callable[[T], str], empty: str) -> None:
+    for item in items:
+        click.echo(render(item))
+    if not items:
+        click.echo(empty)
 
 
 def _persona_text(p: Persona) -> str:
@@ -57,9 +68,7 @@ def persona() -> None:
 @click.argument("persona_id")
 @click.option("--name", required=True)
 @click.option("--identity", help="Core identity text.")
-@click.option(
-    "--identity-file", type=click.Path(exists=True, dir_okay=False, path_type=Path)
-)
+@click.option("--identity-file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @json_option
 @click.pass_obj
 @run
@@ -74,7 +83,10 @@ async def persona_create(
     """Create persona PERSONA_ID with a core identity (immutable)."""
     if (identity is None) == (identity_file is None):
         raise click.UsageError("give exactly one of --identity or --identity-file")
-    text = identity if identity is not None else identity_file.read_text("utf-8")  # type: ignore[union-attr]
+    text = identity
+    if identity_file is not None:
+        text = await asyncio.to_thread(identity_file.read_text, "utf-8")
+    assert text is not None
     created = await with_app(
         state, lambda app: app.create_persona(persona_id, name=name, core_identity=text)
     )
@@ -88,7 +100,7 @@ async def persona_create(
 async def persona_list(state: CliState, as_json: bool) -> None:
     """List personas."""
     personas = await with_app(state, lambda app: app.personas())
-    emit(personas, as_json, lambda: [click.echo(_persona_text(p)) for p in personas])
+    emit(personas, as_json, lambda: _lines(personas, _persona_text, "no personas yet"))
 
 
 @persona.command("show")
@@ -190,7 +202,7 @@ async def ingest(
     """
     from sonality.errors import SonalityError
 
-    lines = file.read_text("utf-8").splitlines()
+    lines = (await asyncio.to_thread(file.read_text, "utf-8")).splitlines()
 
     async def body(app: Sonality) -> dict[str, Any]:
         await app.persona(persona_id)
@@ -263,7 +275,9 @@ async def context(
     state: CliState, persona_id: str, user_id: str, message: str, as_json: bool
 ) -> None:
     """Print the context block an application would inject before answering MESSAGE."""
-    ctx = await with_app(state, lambda app: app.context(persona_id, user_id=user_id, message=message))
+    ctx = await with_app(
+        state, lambda app: app.context(persona_id, user_id=user_id, message=message)
+    )
     emit(ctx, as_json, lambda: click.echo(ctx.as_prompt()))
 
 
@@ -281,7 +295,7 @@ async def beliefs(state: CliState, persona_id: str, include_retired: bool, as_js
     emit(
         found,
         as_json,
-        lambda: [click.echo(_belief_text(b)) for b in found] or click.echo("no beliefs yet"),
+        lambda: _lines(found, _belief_text, "no beliefs yet"),
     )
 
 
@@ -297,7 +311,7 @@ async def facts(state: CliState, persona_id: str, user_id: str, as_json: bool) -
     emit(
         found,
         as_json,
-        lambda: [click.echo(_fact_text(f)) for f in found] or click.echo("no facts yet"),
+        lambda: _lines(found, _fact_text, "no facts yet"),
     )
 
 
@@ -324,7 +338,7 @@ async def episodes(
             persona_id, user_id=user_id, conversation_id=conversation_id, limit=limit
         ),
     )
-    emit(found, as_json, lambda: [click.echo(_episode_text(e)) for e in found])
+    emit(found, as_json, lambda: _lines(found, _episode_text, "no episodes"))
 
 
 @click.command()

@@ -26,11 +26,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from sonality.core.opinion import OpinionParams
 from sonality.errors import ValidationError
 from sonality.mind.context import Context, build_context
-from sonality.mind.interaction import EnrichReport, Enricher
+from sonality.mind.interaction import Enricher, EnrichReport
 from sonality.models import (
     Belief,
-    EpisodeDraft,
     Episode,
+    EpisodeDraft,
     Insight,
     InsightStatus,
     Persona,

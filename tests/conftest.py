@@ -60,7 +60,9 @@ def neo4j_auth() -> tuple[str, str] | None:
 
 
 @pytest.fixture(scope="session")
-async def neo4j_session_store(neo4j_uri: str, neo4j_auth: tuple[str, str] | None) -> AsyncIterator[Any]:
+async def neo4j_session_store(
+    neo4j_uri: str, neo4j_auth: tuple[str, str] | None
+) -> AsyncIterator[Any]:
     """One migrated Neo4jStore shared by the session's Neo4j tests."""
     from sonality.storage.neo4j_store import Neo4jStore
 
@@ -75,10 +77,10 @@ async def neo4j_session_store(neo4j_uri: str, neo4j_auth: tuple[str, str] | None
 
 
 @pytest.fixture
-async def neo4j_store(neo4j_session_store: Any) -> AsyncIterator[Any]:
+async def neo4j_store(neo4j_session_store: Any) -> Any:
     """The session's Neo4jStore, emptied before the test (schema kept)."""
     await neo4j_session_store.delete_all()
-    yield neo4j_session_store
+    return neo4j_session_store
 
 
 @pytest.fixture
@@ -86,7 +88,9 @@ async def sqlite_store(tmp_path: Path) -> AsyncIterator[Any]:
     """A migrated SqliteStore on a fresh file."""
     from sonality.storage.sqlite_store import SqliteStore
 
-    store = await SqliteStore.open(tmp_path / "sonality.db", embedding_dimensions=EMBEDDING_DIMENSIONS)
+    store = await SqliteStore.open(
+        tmp_path / "sonality.db", embedding_dimensions=EMBEDDING_DIMENSIONS
+    )
     await store.migrate()
     try:
         yield store

@@ -12,8 +12,18 @@ def test_public_names_are_exactly_the_curated_list() -> None:
     """`sonality.__all__` is the documented API and every name resolves."""
     assert sonality.__all__ == sorted(sonality.__all__)
     assert set(sonality.__all__) == {
-        "Belief", "Context", "Episode", "Insight", "Persona", "Recorded", "Settings",
-        "Snapshot", "Sonality", "SonalityError", "UserFact", "__version__",
+        "Belief",
+        "Context",
+        "Episode",
+        "Insight",
+        "Persona",
+        "Recorded",
+        "Settings",
+        "Snapshot",
+        "Sonality",
+        "SonalityError",
+        "UserFact",
+        "__version__",
     }
     for name in sonality.__all__:
         assert getattr(sonality, name) is not None

@@ -17,7 +17,6 @@ import argparse
 import asyncio
 import importlib.util
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -40,11 +39,46 @@ from sonality.service import Sonality  # noqa: E402
 from sonality.testing import ScriptedLLM  # noqa: E402
 
 DIMS = 256
-WORDS = (
-    "nuclear solar wind coal transit remote office jazz tea coffee peanut allergy hiking "
-    "mountain river budget tax school health sleep running cooking travel music books "
-    "privacy data climate city rent train bicycle garden dog cat family friend work"
-).split()
+WORDS = [
+    "nuclear",
+    "solar",
+    "wind",
+    "coal",
+    "transit",
+    "remote",
+    "office",
+    "jazz",
+    "tea",
+    "coffee",
+    "peanut",
+    "allergy",
+    "hiking",
+    "mountain",
+    "river",
+    "budget",
+    "tax",
+    "school",
+    "health",
+    "sleep",
+    "running",
+    "cooking",
+    "travel",
+    "music",
+    "books",
+    "privacy",
+    "data",
+    "climate",
+    "city",
+    "rent",
+    "train",
+    "bicycle",
+    "garden",
+    "dog",
+    "cat",
+    "family",
+    "friend",
+    "work",
+]
 
 
 def text(i: int) -> str:
@@ -58,8 +92,11 @@ def scripted() -> ScriptedLLM:
         "assess_evidence",
         lambda _r, v: {
             "evidence": {
-                "score": 0.6, "reasoning_type": "empirical", "source_reliability": 0.5,
-                "internal_consistency": 0.8, "novelty": 0.5,
+                "score": 0.6,
+                "reasoning_type": "empirical",
+                "source_reliability": 0.5,
+                "internal_consistency": 0.8,
+                "novelty": 0.5,
                 "topics": [WORDS[len(str(v["user_message"])) % len(WORDS)]],
                 "direction": "supports",
             },
@@ -82,9 +119,13 @@ async def fill(store: Store, persona: str, start: int, stop: int, concurrency: i
             [vector] = await embedder.embed([message])
             await store.append_episode(
                 EpisodeDraft(
-                    id=f"fill-{i}", persona_id=persona, user_id=f"u{i % 50}",
-                    conversation_id=f"c{i % 200}", user_message=message,
-                    agent_response="Noted.", created_at=t0 + timedelta(minutes=i),
+                    id=f"fill-{i}",
+                    persona_id=persona,
+                    user_id=f"u{i % 50}",
+                    conversation_id=f"c{i % 200}",
+                    user_message=message,
+                    agent_response="Noted.",
+                    created_at=t0 + timedelta(minutes=i),
                     embedding=vector,
                 )
             )
@@ -114,8 +155,11 @@ async def bench_backend(
     await store.delete_all()
     llm = scripted()
     app = Sonality(
-        store=store, llm=llm, embedder=HashEmbedder(DIMS),
-        opinion=OpinionParams(), count_tokens=lambda t: max(1, len(t) // 4),
+        store=store,
+        llm=llm,
+        embedder=HashEmbedder(DIMS),
+        opinion=OpinionParams(),
+        count_tokens=lambda t: max(1, len(t) // 4),
     )
     await app.create_persona("bench", name="Bench", core_identity="I am a benchmark persona.")
     rows = []
@@ -130,8 +174,11 @@ async def bench_backend(
         record_ms = await timed(
             samples,
             lambda i, size=size: app.record(
-                "bench", user_id=f"u{i % 50}", conversation_id=f"bench-{size}",
-                message=text(10_000_000 + size + i), response="Thanks.",
+                "bench",
+                user_id=f"u{i % 50}",
+                conversation_id=f"bench-{size}",
+                message=text(10_000_000 + size + i),
+                response="Thanks.",
                 episode_id=f"rec-{size}-{i}",
             ),
         )
@@ -141,14 +188,20 @@ async def bench_backend(
             lambda i: app.context("bench", user_id=f"u{i % 50}", message=text(i * 7)),
         )
         have += samples
-        rows.append({
-            "backend": name, "episodes": size, "fill_s": fill_s,
-            "record_p50": pct(record_ms, 0.5), "record_p95": pct(record_ms, 0.95),
-            "context_p50": pct(context_ms, 0.5), "context_p95": pct(context_ms, 0.95),
-            "llm_calls": (len(llm.calls) - calls_before) / samples,
-            "tokens_in": (usage.input_tokens - usage_before.input_tokens) / samples,
-            "tokens_out": (usage.output_tokens - usage_before.output_tokens) / samples,
-        })
+        rows.append(
+            {
+                "backend": name,
+                "episodes": size,
+                "fill_s": fill_s,
+                "record_p50": pct(record_ms, 0.5),
+                "record_p95": pct(record_ms, 0.95),
+                "context_p50": pct(context_ms, 0.5),
+                "context_p95": pct(context_ms, 0.95),
+                "llm_calls": (len(llm.calls) - calls_before) / samples,
+                "tokens_in": (usage.input_tokens - usage_before.input_tokens) / samples,
+                "tokens_out": (usage.output_tokens - usage_before.output_tokens) / samples,
+            }
+        )
         print_row(rows[-1])
     await store.close()
     return rows

@@ -47,8 +47,10 @@ def run(cmd: list[str], **kw: object) -> None:
 def main() -> int:
     with tempfile.TemporaryDirectory(prefix="sonality-wheel-") as tmp:
         work = Path(tmp)
-        run([sys.executable, "-m", "build", "--wheel", "--outdir", str(work / "dist"), str(ROOT)],
-            stdout=subprocess.DEVNULL)
+        run(
+            [sys.executable, "-m", "build", "--wheel", "--outdir", str(work / "dist"), str(ROOT)],
+            stdout=subprocess.DEVNULL,
+        )
         [wheel] = (work / "dist").glob("sonality-*.whl")
         venv.create(work / "venv", with_pip=True)
         py = str(work / "venv" / "bin" / "python")
@@ -62,8 +64,12 @@ def main() -> int:
         }
         run([py, "-c", PROBE], cwd=work, env=env)
         run([str(work / "venv" / "bin" / "sonality"), "--version"], cwd=work, env=env)
-        run([str(work / "venv" / "bin" / "sonality"), "demo"], cwd=work, env=env,
-            stdout=subprocess.DEVNULL)
+        run(
+            [str(work / "venv" / "bin" / "sonality"), "demo"],
+            cwd=work,
+            env=env,
+            stdout=subprocess.DEVNULL,
+        )
         print("wheel check passed")
     return 0
 

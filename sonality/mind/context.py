@@ -61,7 +61,9 @@ class Context(Frozen):
         if self.narrative:
             parts.append(f"## Where this conversation stands (your notes)\n{self.narrative}")
         if self.beliefs:
-            parts.append("## Your current views\n" + "\n".join(_belief_line(b) for b in self.beliefs))
+            parts.append(
+                "## Your current views\n" + "\n".join(_belief_line(b) for b in self.beliefs)
+            )
         if self.episodes:
             parts.append(
                 "## Earlier exchanges with this user\n"
@@ -180,7 +182,9 @@ async def build_context(
     remaining = token_budget - count_tokens(snapshot.text) - count_tokens(narrative or "")
     kept_beliefs = _fit(beliefs, _belief_line, remaining, count_tokens)
     remaining -= sum(count_tokens(_belief_line(b)) for b in kept_beliefs)
-    kept_episodes = _fit(scored[:max_episodes], lambda s: _episode_line(s.episode), remaining, count_tokens)
+    kept_episodes = _fit(
+        scored[:max_episodes], lambda s: _episode_line(s.episode), remaining, count_tokens
+    )
     context = Context(
         persona_id=persona_id,
         user_id=user_id,

@@ -17,6 +17,7 @@ the wrong shape are the LLM port's business: it re-asks once, then raises.
 from __future__ import annotations
 
 import math
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from sonality.models import (
@@ -187,4 +188,3 @@ def normalise(evidence_reply: EvidenceReply, insight_reply: InsightReply | None)
         insight=insight,
         defaulted=tuple(defaulted),
     )
-

@@ -30,8 +30,8 @@ from sonality.mind.enrichment import EvidenceReply, InsightReply, Normalised, no
 from sonality.models import (
     Belief,
     EnrichmentCommit,
-    Episode,
     EnrichmentStatus,
+    Episode,
     Insight,
     Persona,
     StagedUpdate,
@@ -242,9 +242,7 @@ class Enricher:
             await self._store.mark_enrichment_attempt(
                 episode.persona_id, episode.id, error=exc.message, failed=False
             )
-            log.warning(
-                "enrichment_deferred", persona_id=episode.persona_id, episode_id=episode.id
-            )
+            log.warning("enrichment_deferred", persona_id=episode.persona_id, episode_id=episode.id)
             return "llm_unavailable"
         except LLMError as exc:
             give_up = episode.enrichment_attempts + 1 >= self._max_attempts
@@ -288,8 +286,7 @@ class Enricher:
         self, persona: Persona, episode: Episode, enrichment: Normalised
     ) -> EnrichmentCommit:
         beliefs = {
-            b.topic: b
-            for b in await self._store.list_beliefs(persona.id, include_retired=True)
+            b.topic: b for b in await self._store.list_beliefs(persona.id, include_retired=True)
         }
         index = persona.interaction_count + 1
         due = await self._store.list_staged(persona.id, due_by=index)

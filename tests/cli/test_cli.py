@@ -51,13 +51,18 @@ def test_persona_lifecycle(env: dict[str, str], tmp_path: Path) -> None:
     """create, list and show a persona, in text and JSON."""
     identity = tmp_path / "id.md"
     identity.write_text("I am Ada. Évidence first.", encoding="utf-8")
-    code, out, _ = invoke(env, "persona", "create", "ada", "--name", "Ada", "--identity-file", str(identity))
+    code, out, _ = invoke(
+        env, "persona", "create", "ada", "--name", "Ada", "--identity-file", str(identity)
+    )
     assert code == 0 and "created ada" in out
     code, out, _ = invoke(env, "persona", "list", "--json")
     assert code == 0 and [p["id"] for p in json.loads(out)] == ["ada"]
     code, out, _ = invoke(env, "persona", "show", "ada", "--json")
     data = json.loads(out)
-    assert data["snapshot"]["version"] == 1 and data["persona"]["core_identity"] == "I am Ada. Évidence first."
+    assert (
+        data["snapshot"]["version"] == 1
+        and data["persona"]["core_identity"] == "I am Ada. Évidence first."
+    )
 
 
 def test_errors_map_to_exit_codes(env: dict[str, str]) -> None:
@@ -67,7 +72,9 @@ def test_errors_map_to_exit_codes(env: dict[str, str]) -> None:
     invoke(env, "persona", "create", "ada", "--name", "Ada", "--identity", "x")
     code, _, err = invoke(env, "persona", "create", "ada", "--name", "Ada", "--identity", "x")
     assert code == 5 and "error:" in err
-    code, _, err = invoke(env, "record", "--persona", "ada", "--user", "bad user", "--message", "m", "--response", "r")
+    code, _, err = invoke(
+        env, "record", "--persona", "ada", "--user", "bad user", "--message", "m", "--response", "r"
+    )
     assert code == 2 and "user_id" in err
     code, _, err = invoke({**env, "SONALITY_STORE": "mysql://nope"}, "persona", "list")
     assert code == 3 and "SONALITY_STORE" in err
@@ -76,11 +83,36 @@ def test_errors_map_to_exit_codes(env: dict[str, str]) -> None:
 def test_record_context_and_reads_without_a_model(env: dict[str, str]) -> None:
     """Without a model, record stores a pending episode and the reads show it."""
     invoke(env, "persona", "create", "ada", "--name", "Ada", "--identity", "I am Ada.")
-    code, out, _ = invoke(env, "record", "--persona", "ada", "--user", "u1", "--message", "I love tea",
-                          "--response", "Noted", "--id", "e1", "--json")
+    code, out, _ = invoke(
+        env,
+        "record",
+        "--persona",
+        "ada",
+        "--user",
+        "u1",
+        "--message",
+        "I love tea",
+        "--response",
+        "Noted",
+        "--id",
+        "e1",
+        "--json",
+    )
     assert code == 0 and json.loads(out)["episode"]["enrichment_status"] == "pending"
-    code, out, _ = invoke(env, "record", "--persona", "ada", "--user", "u1", "--message", "I love tea",
-                          "--response", "Noted", "--id", "e1")
+    code, out, _ = invoke(
+        env,
+        "record",
+        "--persona",
+        "ada",
+        "--user",
+        "u1",
+        "--message",
+        "I love tea",
+        "--response",
+        "Noted",
+        "--id",
+        "e1",
+    )
     assert code == 0 and "already stored" in out
     code, out, _ = invoke(env, "episodes", "--persona", "ada", "--json")
     assert [e["id"] for e in json.loads(out)] == ["e1"]
@@ -138,6 +170,10 @@ def test_demo_runs_on_a_fresh_store(env: dict[str, str]) -> None:
 def test_environment_is_not_read_at_import() -> None:
     """Importing sonality does not read SONALITY_* variables (a bad value only fails at use)."""
     env = {**os.environ, "SONALITY_STORE": "mysql://bad"}
-    out = subprocess.run([sys.executable, "-c", "import sonality.service, sonality.cli"], env=env,
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-c", "import sonality.service, sonality.cli"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 0, out.stderr

@@ -110,7 +110,9 @@ class Reference:
             for topic in dict.fromkeys(_key(x) for x in ev["topics"]):
                 pos = self.positions.get(topic, 0.0)
                 resistance = self.confidence(topic) + 1 + (abs(pos) if pos * sign < 0 else 0)
-                self.staged.append((topic, sign * mag / resistance, self.count + self.cooling, t.index))
+                self.staged.append(
+                    (topic, sign * mag / resistance, self.count + self.cooling, t.index)
+                )
         due = [s for s in self.staged if s[2] <= self.count]
         self.staged = [s for s in self.staged if s[2] > self.count]
         for topic in sorted({s[0] for s in due}):

@@ -18,7 +18,12 @@ def _model(facts_by_message: dict[str, list[dict[str, Any]]]) -> ScriptedLLM:
         message = str(variables["user_message"])
         facts = next((f for key, f in facts_by_message.items() if key in message), [])
         return {
-            "evidence": {"score": 0.5, "novelty": 0.5, "topics": ["cooking"], "direction": "neutral"},
+            "evidence": {
+                "score": 0.5,
+                "novelty": 0.5,
+                "topics": ["cooking"],
+                "direction": "neutral",
+            },
             "facts": facts,
             "importance": 9 if facts else 2,
         }
@@ -49,8 +54,14 @@ async def _seed(app: Sonality, clock: FrozenClock) -> None:
     ]
     for i, (pid, uid, message) in enumerate(lines):
         clock.advance(hours=1)
-        await app.record(pid, user_id=uid, conversation_id=f"{uid}-c", message=message,
-                         response="noted", episode_id=f"{pid}-{i}")
+        await app.record(
+            pid,
+            user_id=uid,
+            conversation_id=f"{uid}-c",
+            message=message,
+            response="noted",
+            episode_id=f"{pid}-{i}",
+        )
 
 
 async def test_context_holds_every_fact_constraints_first(
@@ -112,8 +123,14 @@ async def test_concurrent_calls_stay_isolated(
 
     async def talk(pid: str, uid: str, word: str) -> None:
         for i in range(5):
-            await app.record(pid, user_id=uid, conversation_id="c", message=f"{word} {i}",
-                             response="ok", episode_id=f"{pid}-{uid}-{i}")
+            await app.record(
+                pid,
+                user_id=uid,
+                conversation_id="c",
+                message=f"{word} {i}",
+                response="ok",
+                episode_id=f"{pid}-{uid}-{i}",
+            )
             ctx = await app.context(pid, user_id=uid, message=word)
             assert {s.episode.persona_id for s in ctx.episodes} <= {pid}
             assert {s.episode.user_id for s in ctx.episodes} <= {uid}
@@ -125,7 +142,9 @@ async def test_concurrent_calls_stay_isolated(
         talk("bob", "u2", "heights"),
     )
     assert [f.text for f in await app.facts("ada", user_id="u1")] == ["U1 is allergic to peanuts."]
-    assert [f.text for f in await app.facts("ada", user_id="u2")] == ["U2 is allergic to shellfish."]
+    assert [f.text for f in await app.facts("ada", user_id="u2")] == [
+        "U2 is allergic to shellfish."
+    ]
     assert [f.text for f in await app.facts("bob", user_id="u1")] == ["U1 loves jazz."]
     assert [f.text for f in await app.facts("bob", user_id="u2")] == ["U1 is afraid of heights."]
     for pid in ("ada", "bob"):

@@ -124,7 +124,10 @@ async def test_degraded_then_recovered_equals_never_failed(
         i.text for i in await healthy.insights("ok")
     ]
     a, b = await flaky.persona("flaky"), await healthy.persona("ok")
-    assert (a.interaction_count, a.disagreement_window) == (b.interaction_count, b.disagreement_window)
+    assert (a.interaction_count, a.disagreement_window) == (
+        b.interaction_count,
+        b.disagreement_window,
+    )
     assert a.shift_since_reflection == pytest.approx(b.shift_since_reflection)
     eps_a = await flaky.episodes("flaky", limit=100)
     eps_b = await healthy.episodes("ok", limit=100)
@@ -165,12 +168,20 @@ async def test_record_is_idempotent_on_episode_id(app: Sonality, llm: ScriptedLL
     await app.create_persona("ada", name="Ada", core_identity=IDENTITY)
     t = scripts.turn(1)
     first = await app.record(
-        "ada", user_id="u1", conversation_id="c1", message=t.message, response=t.response,
+        "ada",
+        user_id="u1",
+        conversation_id="c1",
+        message=t.message,
+        response=t.response,
         episode_id="e1",
     )
     calls = len(llm.calls)
     again = await app.record(
-        "ada", user_id="u1", conversation_id="c1", message=t.message, response=t.response,
+        "ada",
+        user_id="u1",
+        conversation_id="c1",
+        message=t.message,
+        response=t.response,
         episode_id="e1",
     )
     assert first.created and not again.created
@@ -229,12 +240,16 @@ async def test_defaulted_critical_field_blocks_personality_updates(
     llm.default("extract_insight", {"insight": None})
     app = make_app(llm, opinion=OpinionParams(cooling_period=0))
     await app.create_persona("ada", name="Ada", core_identity=IDENTITY)
-    recorded = await app.record("ada", user_id="u1", conversation_id="c1", message="m", response="r")
+    recorded = await app.record(
+        "ada", user_id="u1", conversation_id="c1", message="m", response="r"
+    )
     assert "evidence.score" in recorded.episode.defaulted
     assert recorded.status == "enriched"
     assert await app.beliefs("ada") == []
     assert await app.store.list_staged("ada") == []
-    assert [f.text for f in await app.facts("ada", user_id="u1")] == ["The user cannot climb stairs."]
+    assert [f.text for f in await app.facts("ada", user_id="u1")] == [
+        "The user cannot climb stairs."
+    ]
 
 
 @pytest.mark.parametrize(
@@ -253,7 +268,10 @@ async def test_bad_input_is_rejected_and_nothing_is_written(
     """Invalid ids and oversized or empty messages raise ValidationError; nothing stored."""
     await app.create_persona("ada", name="Ada", core_identity=IDENTITY)
     args: dict[str, Any] = {
-        "user_id": "u1", "conversation_id": "c1", "message": "hi", "response": "hello"
+        "user_id": "u1",
+        "conversation_id": "c1",
+        "message": "hi",
+        "response": "hello",
     } | kwargs
     with pytest.raises(ValidationError) as info:
         await app.record("ada", **args)
@@ -272,7 +290,9 @@ async def test_unicode_is_stored_verbatim(make_app: Callable[..., Sonality]) -> 
     app = make_app(None)
     await app.create_persona("ada", name="Ada", core_identity=IDENTITY)
     text = "Zażółć 🦜 مرحبا 日本語\n\ttabs  and  spaces \u200b"
-    await app.record("ada", user_id="u1", conversation_id="c1", message=text, response=text, episode_id="e1")
+    await app.record(
+        "ada", user_id="u1", conversation_id="c1", message=text, response=text, episode_id="e1"
+    )
     [episode] = await app.episodes("ada")
     assert episode.user_message == text and episode.agent_response == text
 
@@ -286,8 +306,12 @@ async def test_concurrent_records_of_one_conversation_stay_ordered(
     await asyncio.gather(
         *(
             app.record(
-                "ada", user_id="u1", conversation_id="c1", message=scripts.turn(i).message,
-                response="ok", episode_id=f"e{i}",
+                "ada",
+                user_id="u1",
+                conversation_id="c1",
+                message=scripts.turn(i).message,
+                response="ok",
+                episode_id=f"e{i}",
             )
             for i in range(1, 11)
         )
