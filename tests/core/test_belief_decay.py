@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from sonality.core.decay import DecayResult, apply_advice, decay_beliefs, decay_floor
 from sonality.models import Belief, BeliefStatus
 

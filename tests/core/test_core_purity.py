@@ -8,6 +8,7 @@ import pkgutil
 from pathlib import Path
 
 import pytest
+
 import sonality.core
 
 MODULES = sorted(m.name for m in pkgutil.iter_modules(sonality.core.__path__))

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from sonality.core.opinion import (
     CommitResult,
     OpinionParams,

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from sonality.core.retrieval import rank_episodes, recency, retrieval_score
 from sonality.models import Episode
 

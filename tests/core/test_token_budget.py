@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from sonality.core.budget import (
     Message,
     clip_text,
