@@ -1,0 +1,5 @@
+// Sonality: choose the persona, topic and user to look at
+// Browser commands, not Cypher: run this first (edit the values), then any other query.
+:param persona => 'ada';
+:param topic => 'nuclear_power';
+:param user => 'sam';

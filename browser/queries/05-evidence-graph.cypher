@@ -1,0 +1,6 @@
+// Sonality 5: one belief with its supporting and contradicting episodes (graph)
+// Parameters: persona, topic.
+MATCH (b:Belief {persona_id: $persona, topic: $topic})
+OPTIONAL MATCH (e:Episode {persona_id: $persona})-[edge:SUPPORTS|CONTRADICTS]->(b)
+OPTIONAL MATCH (u:User {persona_id: $persona, id: e.user_id})
+RETURN b, edge, e, u

@@ -1,0 +1,60 @@
+"""Settings: names, secrets, and the docker-compose file's consistency with them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from pydantic import ValidationError
+
+from sonality.config import Settings
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_secrets_never_show_in_reprs_or_dumps() -> None:
+    """Passwords and API keys are masked in repr, str and model dumps."""
+    s = Settings(neo4j_password="hunter2-secret", llm_api_key="sk-very-secret")
+    for text in (repr(s), str(s), str(s.model_dump()), s.model_dump_json()):
+        assert "hunter2-secret" not in text and "sk-very-secret" not in text
+
+
+def test_environment_names_use_the_prefix(monkeypatch: pytest.MonkeyPatch) -> None:
+    """SONALITY_* variables reach their fields; unknown schemes are rejected clearly."""
+    monkeypatch.setenv("SONALITY_STORE", "bolt://db:7687")
+    monkeypatch.setenv("SONALITY_EMBEDDING_DIMENSIONS", "128")
+    s = Settings()
+    assert s.store_backend == "neo4j" and s.embedding_dimensions == 128
+    monkeypatch.setenv("SONALITY_STORE", "postgres://x")
+    with pytest.raises(ValidationError, match="SONALITY_STORE"):
+        Settings()
+
+
+def test_default_store_is_a_sqlite_file_in_the_user_data_dir(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With nothing set, the store is the embedded SQLite default."""
+    monkeypatch.delenv("SONALITY_STORE", raising=False)
+    s = Settings()
+    assert s.store_backend == "sqlite" and s.sqlite_path.name == "sonality.db"
+
+
+def test_compose_file_only_uses_known_settings() -> None:
+    """Every SONALITY_* variable in docker-compose.yml is a real setting, and the services
+    the README names are there with the pieces they need."""
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    services = compose["services"]
+    assert {"neo4j", "migrate", "worker"} <= set(services)
+    assert services["neo4j"]["image"].startswith("neo4j:5.26")
+    assert "healthcheck" in services["neo4j"]
+    assert {"7474:7474", "7687:7687"} <= set(services["neo4j"]["ports"])
+    fields = set(Settings.model_fields)
+    for name in ("migrate", "worker"):
+        env = services[name]["environment"]
+        keys = [k for k in env if k.startswith("SONALITY_")]
+        assert keys
+        for key in keys:
+            assert key.removeprefix("SONALITY_").lower() in fields, key
+    assert services["worker"]["command"] == ["worker"]
+    assert set(compose["volumes"]) == {"neo4j-data", "neo4j-logs"}
