@@ -24,7 +24,7 @@ import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
 from sonality.core.opinion import OpinionParams
-from sonality.errors import ValidationError
+from sonality.errors import SonalityError, ValidationError
 from sonality.mind.context import Context, build_context
 from sonality.mind.interaction import Enricher, EnrichReport
 from sonality.models import (
@@ -258,8 +258,18 @@ class Sonality:
             await self._embed_later(episode)
         report = None
         if enrich if enrich is not None else self.limits.enrich_on_record:
-            report = await self.enricher.enrich_pending(persona_id)
-            episode = await self.store.get_episode(persona_id, episode.id)
+            try:
+                report = await self.enricher.enrich_pending(persona_id)
+                episode = await self.store.get_episode(persona_id, episode.id)
+            except SonalityError as exc:
+                # the episode is durable; a failure past that point leaves it pending for
+                # `enrich_pending` (or the worker) instead of failing the caller's turn
+                log.warning(
+                    "enrichment_interrupted",
+                    persona_id=persona_id,
+                    episode_id=episode.id,
+                    error=type(exc).__name__,
+                )
         return Recorded(episode=episode, created=created, enrichment=report)
 
     async def _embed_later(self, episode: Episode) -> None:
