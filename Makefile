@@ -7,15 +7,18 @@ BIN := $(VENV)/bin
 DEVSERVER := tools/neo4j-devserver
 NEO4J_BOLT_PORT ?= 7687
 NEO4J_HTTP_PORT ?= 7474
+BROWSE_PORT ?= 8765
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: help install demo devserver neo4j neo4j-stop lint typecheck pytest wheel-check test bench clean
+.PHONY: help install demo devserver neo4j neo4j-stop browse browser-assets chromium browser-test lint typecheck pytest wheel-check test bench clean
 
 help:
 	@echo "make demo        set up and run the main job on the embedded SQLite store"
 	@echo "make test        set up everything and run lint, type-check and the whole test suite"
 	@echo "make neo4j       start a persistent Neo4j dev server on $(NEO4J_BOLT_PORT)/$(NEO4J_HTTP_PORT)"
 	@echo "make neo4j-stop  stop it"
+	@echo "make browse      serve the Neo4j Browser style, guide and saved queries on :$(BROWSE_PORT)"
+	@echo "make browser-test  run the Neo4j Browser test in headless Chromium"
 	@echo "make bench       run the benchmarks (prints tables)"
 
 $(BIN)/python:
@@ -38,10 +41,25 @@ devserver: $(DEVSERVER)/target/neo4j-devserver.jar
 
 neo4j: devserver
 	$(PYTHON) $(DEVSERVER)/devserver.py start --detach --bolt-port $(NEO4J_BOLT_PORT) \
-	  --http-port $(NEO4J_HTTP_PORT) --data-dir .neo4j-data --pid-file .neo4j-dev.pid
+	  --http-port $(NEO4J_HTTP_PORT) --data-dir .neo4j-data --pid-file .neo4j-dev.pid \
+	  --browser-post-connect-cmd "style http://localhost:$(BROWSE_PORT)/sonality.grass; guide http://localhost:$(BROWSE_PORT)/guide.html"
 
 neo4j-stop:
 	$(PYTHON) $(DEVSERVER)/devserver.py stop --pid-file .neo4j-dev.pid
+
+browse: install
+	SONALITY_STORE=$${SONALITY_STORE:-bolt://localhost:$(NEO4J_BOLT_PORT)} \
+	  $(BIN)/sonality browse --port $(BROWSE_PORT) --browser http://localhost:$(NEO4J_HTTP_PORT)
+
+browser-assets: install
+	$(BIN)/sonality browse --port $(BROWSE_PORT) --export dist/browser
+
+# Debian's chromium for the Neo4j Browser test (never a downloaded browser build).
+chromium:
+	bash tools/install-chromium.sh
+
+browser-test: install devserver chromium
+	$(BIN)/pytest -q -m browser --durations=5 tests/browser
 
 lint: install
 	$(BIN)/ruff check sonality tests tools
@@ -50,7 +68,7 @@ lint: install
 typecheck: install
 	$(BIN)/mypy sonality
 
-pytest: install devserver
+pytest: install devserver chromium
 	@rc=0; $(BIN)/pytest -q --durations=15 || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: that is a failure here" >&2; exit 1; fi; \
 	exit $$rc

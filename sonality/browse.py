@@ -9,7 +9,8 @@ background thread, serving from ``browser/`` (shipped in the wheel):
 - ``/sonality.grass``: the style sheet, as is;
 - ``/guide.html``: the guide, rendered from its template with this server's address and
   the chosen persona, topic and user, the queries pasted in from ``queries/``;
-- ``/favorites.zip``: the saved queries, which the Browser's Favorites drawer imports;
+- ``/favorites.zip``: the saved queries; dropped on the Browser window, they become
+  favourites in a ``Sonality`` folder;
 - ``/queries/<name>.cypher``: each saved query.
 
 Nothing here talks to the database: the Browser runs the queries itself.
@@ -104,10 +105,10 @@ def _cypher_string(value: str) -> str:
 
 def browser_url(http_url: str, bolt_url: str, *, no_auth: bool) -> str:
     """The Neo4j Browser address that preselects ``bolt_url`` (and no authentication)."""
-    url = (
-        http_url if http_url.rstrip("/").endswith("/browser") else http_url.rstrip("/") + "/browser"
-    )
-    url = url.rstrip("/") + "/?dbms=" + quote(bolt_url, safe=":/")
+    base = http_url.rstrip("/")
+    if not base.endswith("/browser"):
+        base += "/browser"
+    url = f"{base}/?dbms={quote(bolt_url, safe=':/')}"
     return url + ("&preselectAuthMethod=NO_AUTH" if no_auth else "")
 
 
@@ -163,7 +164,8 @@ class BrowseAssets:
         return _PLACEHOLDER.sub(fill, template)
 
     def favorites_zip(self) -> bytes:
-        """The saved queries in a ``Sonality/`` folder, as the Favorites drawer imports."""
+        """The saved queries in a ``Sonality/`` folder: the Browser turns a dropped zip
+        into favourites, one folder per zip folder, each named by its first line."""
         buffer = io.BytesIO()
         with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
             for query in self.queries:
@@ -206,8 +208,8 @@ class BrowseAssets:
             "<!DOCTYPE html><html><head><meta charset='utf-8'><title>Sonality for Neo4j "
             "Browser</title></head><body><h1>Sonality for Neo4j Browser</h1><p>In Neo4j "
             f"Browser run <code>:style {base}/sonality.grass</code> and <code>:guide "
-            f"{base}/guide.html</code>. Import <a href='{base}/favorites.zip'>favorites.zip</a>"
-            f" in the Favorites drawer.</p><ul>{items}</ul></body></html>"
+            f"{base}/guide.html</code>. Drop <a href='{base}/favorites.zip'>favorites.zip</a>"
+            f" on the Browser window to keep the queries.</p><ul>{items}</ul></body></html>"
         )
 
 
@@ -335,9 +337,8 @@ def _bolt_from_store(store: str) -> str | None:
 @click.option(
     "--browser",
     "browser_http",
-    default="http://localhost:7474",
-    show_default=True,
-    help="Where Neo4j serves its Browser.",
+    default=None,
+    help="Where Neo4j serves its Browser [default: http://<bolt host>:7474].",
 )
 @click.option(
     "--bolt",
@@ -365,7 +366,7 @@ def browse(
     user_id: str,
     port: int,
     host: str,
-    browser_http: str,
+    browser_http: str | None,
     bolt: str | None,
     no_auth: bool | None,
     export_dir: Path | None,
@@ -380,6 +381,8 @@ def browse(
         return
     settings = state.settings
     bolt_url = bolt or _bolt_from_store(settings.store) or "bolt://localhost:7687"
+    if browser_http is None:
+        browser_http = f"http://{urlsplit(bolt_url).hostname or 'localhost'}:7474"
     if no_auth is None:
         no_auth = not settings.neo4j_password.get_secret_value()
     try:
@@ -390,7 +393,7 @@ def browse(
     click.echo(f"Neo4j Browser   {browser_url(browser_http, bolt_url, no_auth=no_auth)}")
     click.echo(f"style           :style {base}/sonality.grass")
     click.echo(f"guide           :guide {base}/guide.html")
-    click.echo(f"favourites      {base}/favorites.zip  (Favorites drawer > Import)")
+    click.echo(f"favourites      {base}/favorites.zip  (drop it on the Browser window)")
     click.echo(f"post-connect    {post_connect_command(base)}")
     click.echo(f"serving on {base} (persona {persona}); Ctrl-C stops")
     with server:

@@ -1,4 +1,4 @@
-// Sonality: choose the persona, topic and user to look at
+// 00 Choose the persona, topic and user (run first)
 // Browser commands, not Cypher: run this first (edit the values), then any other query.
 :param persona => 'ada';
 :param topic => 'nuclear_power';

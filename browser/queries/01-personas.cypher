@@ -1,4 +1,4 @@
-// Sonality 1: the personas, their topics and users
+// 01 Personas, their topics and users
 // No parameters. Pick a persona id, topic and user from here for the other queries.
 MATCH (p:Persona)
 OPTIONAL MATCH (p)-[:CURRENT]->(s:Snapshot)

@@ -1,4 +1,4 @@
-// Sonality 2: beliefs ranked by |position| x confidence
+// 02 Beliefs ranked by |position| x confidence
 // Parameters: persona. The strongest held opinions first; retired beliefs last.
 MATCH (b:Belief {persona_id: $persona})
 RETURN b.topic AS topic,

@@ -1,4 +1,4 @@
-// Sonality 4: evidence for and against one belief
+// 04 Evidence for and against one belief
 // Parameters: persona, topic. Every committed delta with the message that caused it.
 MATCH (e:Episode {persona_id: $persona})-[edge:SUPPORTS|CONTRADICTS]->
       (b:Belief {persona_id: $persona, topic: $topic})

@@ -1,4 +1,4 @@
-// Sonality 5: one belief with its supporting and contradicting episodes (graph)
+// 05 One belief with its evidence and who said it (graph)
 // Parameters: persona, topic.
 MATCH (b:Belief {persona_id: $persona, topic: $topic})
 OPTIONAL MATCH (e:Episode {persona_id: $persona})-[edge:SUPPORTS|CONTRADICTS]->(b)

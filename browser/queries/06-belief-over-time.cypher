@@ -1,4 +1,4 @@
-// Sonality 6: how one belief moved over time
+// 06 How one belief moved over time
 // Parameters: persona, topic. One row per commit: the netted change (capped at the default
 // 0.25 per commit) and the running position, clamped to [-1, 1].
 MATCH (e:Episode {persona_id: $persona})-[edge:SUPPORTS|CONTRADICTS]->

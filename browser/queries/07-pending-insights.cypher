@@ -1,4 +1,4 @@
-// Sonality 7: pending insights, waiting for the next reflection
+// 07 Pending insights, waiting for the next reflection
 // Parameters: persona. Each with the exchange it came from.
 MATCH (i:Insight {persona_id: $persona, status: 'pending'})
 OPTIONAL MATCH (e:Episode {persona_id: $persona})-[:YIELDED]->(i)

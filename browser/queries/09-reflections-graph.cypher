@@ -1,4 +1,4 @@
-// Sonality 9: what each reflection consumed and produced (graph)
+// 09 What each reflection consumed and produced (graph)
 // Parameters: persona. No rows: the persona has not reflected yet.
 MATCH (r:Reflection {persona_id: $persona})
 OPTIONAL MATCH (r)-[consumed:CONSUMED]->(i:Insight)

@@ -1,4 +1,4 @@
-// Sonality 10: snapshot versions side by side
+// 10 Snapshot versions side by side
 // Parameters: persona. Newest first; each version next to the one it replaced.
 MATCH (:Persona {id: $persona})-[:CURRENT]->(:Snapshot)-[:PREVIOUS*0..]->(s:Snapshot)
 OPTIONAL MATCH (s)-[:PREVIOUS]->(older:Snapshot)

@@ -1,4 +1,4 @@
-// Sonality 11: the snapshot chain (graph)
+// 11 The snapshot chain (graph)
 // Parameters: persona. CURRENT points at the newest version; PREVIOUS leads back to the first.
 MATCH chain = (:Persona {id: $persona})-[:CURRENT]->(:Snapshot)-[:PREVIOUS*0..]->(first:Snapshot)
 WHERE NOT (first)-[:PREVIOUS]->(:Snapshot)

@@ -1,4 +1,4 @@
-// Sonality 12: one user's pinned facts, constraints first
+// 12 One user's pinned facts, constraints first
 // Parameters: persona, user. Every one of these is in every context for this user.
 MATCH (:User {persona_id: $persona, id: $user})-[:HAS_FACT]->(f:UserFact)
 WHERE NOT coalesce(f.retracted, false)

@@ -16,7 +16,11 @@ OPTIONAL MATCH (previous:Episode {persona_id: $persona_id, id: previous_id})
 CREATE (e:Episode $episode)
 SET e.seq = p.episode_seq,
     e.turn = c.last_turn,
-    c.last_episode_id = e.id
+    c.last_episode_id = e.id,
+    // display-only: a short caption for Neo4j Browser
+    e.excerpt = CASE WHEN size(e.user_message) > 30
+      THEN left(e.user_message, 29) + '…' ELSE e.user_message END
+SET e.caption = replace(substring(toString(e.created_at), 5, 11), 'T', ' ') + ' ' + e.excerpt
 CREATE (c)-[:HAS_EPISODE]->(e)
 FOREACH (prev IN CASE WHEN previous IS NULL THEN [] ELSE [previous] END |
   CREATE (prev)-[:NEXT]->(e)
