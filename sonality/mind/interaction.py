@@ -179,11 +179,13 @@ class Enricher:
         async with self._lock(persona_id):
             enriched = failed = 0
             stopped: str | None = None
+            drained = False
             if self._llm is None:
                 stopped = "no_model"
             while stopped is None and (limit is None or enriched + failed < limit):
                 batch = await self._store.list_pending_episodes(persona_id, limit=50)
                 if not batch:
+                    drained = True
                     break
                 for episode in batch:
                     if limit is not None and enriched + failed >= limit:
@@ -196,12 +198,15 @@ class Enricher:
                     else:
                         stopped = outcome
                         break
-            counts = await self._store.count_episodes(persona_id)
+            remaining = 0
+            if not drained:  # counting is a scan of the persona's episodes: only when needed
+                counts = await self._store.count_episodes(persona_id)
+                remaining = counts[EnrichmentStatus.PENDING.value]
             report = EnrichReport(
                 persona_id=persona_id,
                 enriched=enriched,
                 failed=failed,
-                remaining=counts[EnrichmentStatus.PENDING.value],
+                remaining=remaining,
                 stopped_by=stopped,
             )
             if enriched or failed or stopped not in (None, "no_model"):
