@@ -80,6 +80,8 @@ test: lint typecheck wheel-check pytest
 
 bench: install devserver
 	$(BIN)/python tools/bench_interaction.py
+	$(BIN)/python tools/bench_reflection.py
+	$(BIN)/python tools/bench_mirror.py
 
 clean:
 	rm -rf $(VENV) dist build .pytest_cache .mypy_cache .ruff_cache $(DEVSERVER)/target $(DEVSERVER)/lib

@@ -3,16 +3,17 @@ chooses adapters)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from sonality.config import Settings
 from sonality.errors import ConfigError
 
 if TYPE_CHECKING:
+    from sonality.mind.reflection import ReflectionParams
     from sonality.ports import LLM, Store
     from sonality.service import Sonality
 
-__all__ = ["build", "open_store", "settings_llm"]
+__all__ = ["build", "load_llm_factory", "open_store", "reflection_params", "settings_llm"]
 
 
 async def open_store(settings: Settings) -> Store:
@@ -43,8 +44,53 @@ def settings_llm(settings: Settings) -> LLM | None:
     return LiteLLM.from_settings(settings)
 
 
-async def build(settings: object, *, migrate: bool | None = None) -> Sonality:
-    """A ``Sonality`` that owns its store. See ``Sonality.open``."""
+def reflection_params(settings: Settings) -> ReflectionParams:
+    """The reflection tunables the settings name."""
+    from sonality.core.triggers import TriggerParams
+    from sonality.mind.reflection import ReflectionParams
+
+    return ReflectionParams(
+        triggers=TriggerParams(
+            reflection_every=settings.reflection_every,
+            event_shift_threshold=settings.event_shift_threshold,
+        ),
+        snapshot_min_chars=settings.snapshot_min_chars,
+        snapshot_min_retention=settings.snapshot_min_retention,
+        snapshot_max_growth=settings.snapshot_max_growth,
+        snapshot_max_chars=settings.snapshot_max_chars,
+        snapshot_retention=settings.snapshot_retention,
+        lease_seconds=settings.lease_seconds,
+    )
+
+
+def load_llm_factory(spec: str, settings: Settings) -> LLM:
+    """The LLM built by the plug-in ``spec`` (``package.module:callable``): the callable is
+    imported and called with the settings, and must return an object satisfying the
+    ``LLM`` port (e.g. a ``sonality.testing.ScriptedLLM`` or your own adapter)."""
+    import importlib
+
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise ConfigError("an LLM factory is written package.module:callable", spec=spec)
+    try:
+        factory = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError("cannot import the LLM factory", spec=spec, error=str(exc)) from None
+    llm = factory(settings)
+    if not callable(getattr(llm, "structured", None)):
+        raise ConfigError("the LLM factory did not return an LLM", spec=spec)
+    return cast("LLM", llm)
+
+
+async def build(
+    settings: object,
+    *,
+    migrate: bool | None = None,
+    llm: LLM | None = None,
+    owner: str | None = None,
+) -> Sonality:
+    """A ``Sonality`` that owns its store. See ``Sonality.open``. ``llm`` replaces the
+    model the settings name; ``owner`` names this process's reflection leases."""
     from sonality.core.opinion import OpinionParams
     from sonality.llm.embedders import embedder_from_settings
     from sonality.service import Limits, Sonality
@@ -57,7 +103,7 @@ async def build(settings: object, *, migrate: bool | None = None) -> Sonality:
             await store.migrate()
         return Sonality(
             store=store,
-            llm=settings_llm(settings),
+            llm=llm if llm is not None else settings_llm(settings),
             embedder=embedder_from_settings(settings),
             opinion=OpinionParams(
                 cooling_period=settings.cooling_period,
@@ -72,6 +118,8 @@ async def build(settings: object, *, migrate: bool | None = None) -> Sonality:
                 disagreement_window=settings.disagreement_window,
             ),
             owns_store=True,
+            reflection=reflection_params(settings),
+            owner=owner,
         )
     except BaseException:
         await store.close()

@@ -371,3 +371,5 @@ def register(group: click.Group) -> None:
     for command in (persona, record, ingest, context, beliefs, facts, episodes, enrich, demo):
         group.add_command(command)
     group.add_command(__import__("sonality.browse", fromlist=["browse"]).browse)
+    __import__("sonality.cli_reflection", fromlist=["register"]).register(group)
+    group.add_command(__import__("sonality.cli_chat", fromlist=["chat"]).chat)

@@ -18,9 +18,12 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 __all__ = [
     "ID_PATTERN",
+    "AffectPlacement",
+    "AffectState",
     "AppliedMigration",
     "Belief",
     "BeliefStatus",
+    "ConversationMind",
     "Direction",
     "EnrichmentCommit",
     "EnrichmentStatus",
@@ -29,16 +32,29 @@ __all__ = [
     "EvidenceAssessment",
     "FactKind",
     "Frozen",
+    "GoalStatus",
+    "HardGoal",
     "Identifier",
     "Insight",
     "InsightStatus",
+    "MonologueEntry",
+    "Narrative",
     "Persona",
     "ProvenanceEdge",
     "ReasoningType",
+    "Reflection",
+    "ReflectionCommit",
+    "ReflectionOutcome",
+    "RuntimeMode",
     "SchemaStatus",
     "ScoredEpisode",
     "Snapshot",
+    "SoftGoal",
     "StagedUpdate",
+    "ThinkerStatus",
+    "ThinkerTurn",
+    "ThoughtCommit",
+    "TurnUsage",
     "UserFact",
     "UserFactDraft",
     "normalise_topic",
@@ -123,6 +139,36 @@ class FactKind(StrEnum):
     FACT = "fact"
 
 
+class RuntimeMode(StrEnum):
+    """Which Thinker modules run after each answer of ``respond`` (MIRROR's ablations)."""
+
+    BASELINE = "baseline"
+    """The Talker alone, with the conversation window (episodes are still enriched)."""
+    THREADS = "threads"
+    """Inner monologue only; its latest threads are given to the Talker."""
+    CONTROLLER = "controller"
+    """Cognitive controller only, fed by the episode's enrichment."""
+    FULL = "full"
+    """Inner monologue, then the cognitive controller."""
+
+    @property
+    def monologue(self) -> bool:
+        return self in (RuntimeMode.THREADS, RuntimeMode.FULL)
+
+    @property
+    def controller(self) -> bool:
+        return self in (RuntimeMode.CONTROLLER, RuntimeMode.FULL)
+
+
+class AffectPlacement(StrEnum):
+    """Where the affective stages (seed 002) run: not at all, before the Talker answers
+    (slower, more faithful) or in the Thinker, for the next turn (fast)."""
+
+    OFF = "off"
+    TALKER = "talker"
+    THINKER = "thinker"
+
+
 class Persona(Frozen):
     id: Identifier
     name: str
@@ -134,7 +180,14 @@ class Persona(Frozen):
     """The last (at most 50) enriched interactions: did the user disagree with a held stance?"""
     shift_since_reflection: float = 0.0
     """Sum of |committed position changes| since the last reflection (event trigger)."""
+    last_reflection_attempt_at: int = 0
+    """Interaction index of the last reflection attempt, committed or not: a rejected or
+    failed attempt starts a cooldown too, so it is not retried on every scan."""
     created_at: datetime
+    runtime_mode: RuntimeMode = RuntimeMode.FULL
+    """Default Thinker configuration of ``respond`` (overridable per call)."""
+    affect: AffectPlacement = AffectPlacement.OFF
+    """Whether and where the affective stages run in ``respond``."""
 
     @property
     def disagreement_rate(self) -> float:
@@ -326,3 +379,252 @@ class SchemaStatus(Frozen):
     @property
     def current(self) -> bool:
         return not self.pending
+
+
+# reflection ------------------------------------------------------------------------------
+
+
+class ReflectionOutcome(StrEnum):
+    COMMITTED = "committed"
+    """A new snapshot (or an unchanged one) was committed with everything else."""
+    REJECTED = "rejected"
+    """Validation refused the new snapshot; the old one stays, insights stay pending."""
+    FAILED = "failed"
+    """The model or the store failed; nothing but this record was written."""
+
+
+class Reflection(Frozen):
+    """One reflection attempt, stored as a ``Reflection`` node whatever its outcome."""
+
+    id: str
+    persona_id: Identifier
+    trigger: str
+    """``periodic``, ``event``, ``manual`` or ``idle``."""
+    outcome: ReflectionOutcome
+    reason: str | None = None
+    """Why it was rejected or failed (a short code such as ``shrunk``); None when committed."""
+    detail: str | None = None
+    """The numbers or error behind ``reason``."""
+    started_at: datetime
+    finished_at: datetime
+    interaction_count: int = Field(ge=0)
+    """The persona's interaction count the reflection read (and, committed, reflected up to)."""
+    snapshot_version: int | None = None
+    """The version this reflection produced; None when it produced none."""
+    previous_version: int = Field(ge=0)
+    """The CURRENT version when the reflection started."""
+    retention_ratio: float | None = None
+    unique_ratio: float | None = None
+    health: tuple[str, ...] = ()
+    """Health warning codes (``sonality.core.health.HealthCode`` values)."""
+    insights_consumed: int = 0
+    episodes_read: int = 0
+    beliefs_decayed: int = 0
+    beliefs_retired: int = 0
+    llm_calls: int = 0
+    duration_ms: float = 0.0
+    owner: str = ""
+    """The worker (process) that ran it: its lease owner id."""
+
+
+class ReflectionCommit(Frozen):
+    """Everything a successful reflection changes, applied by the store in one transaction.
+
+    The store checks that ``lease_owner`` still holds the persona's reflection lease
+    (``LeaseHeld`` otherwise) and that the CURRENT snapshot is still
+    ``expected_snapshot_version`` (``ConflictError`` otherwise), and writes nothing if
+    either moved.
+    """
+
+    reflection: Reflection
+    snapshot: Snapshot | None
+    """The new version (``expected_snapshot_version + 1``), or None to keep the current."""
+    expected_snapshot_version: int
+    consumed_insight_ids: tuple[str, ...] = ()
+    """Exactly the pending insights the reflection read; later ones stay pending."""
+    beliefs: tuple[Belief, ...] = ()
+    """Decayed or retired beliefs. Each is applied only if the stored belief was not
+    reinforced meanwhile (same ``last_reinforced_at`` and ``evidence_count``)."""
+    last_reflection_at: int
+    shift_consumed: float = Field(default=0.0, ge=0)
+    """The ``shift_since_reflection`` read at the start; subtracted, so shifts committed
+    during the reflection still count toward the next one."""
+    lease_owner: str
+    keep_snapshots: int = Field(default=0, ge=0)
+    """Snapshot retention: keep this many newest versions (0 keeps all)."""
+
+
+# dual-process runtime (MIRROR) and affect (seed 002) ---------------------------------------
+
+
+class ThinkerStatus(StrEnum):
+    """Where the Thinker is with one responded turn."""
+
+    PENDING = "pending"
+    """Scheduled (or running); not committed yet."""
+    DONE = "done"
+    """Thought about and committed (or nothing to think about: baseline without affect)."""
+    FAILED = "failed"
+    """A step failed; nothing was written; the retry job (or the next turn) retries it."""
+    ABANDONED = "abandoned"
+    """Given up after too many invalid replies; later turns go on without it."""
+
+
+class ThinkerTurn(Frozen):
+    """The Thinker's bookkeeping for one turn answered by ``respond``."""
+
+    persona_id: Identifier
+    episode_id: Identifier
+    conversation_id: Identifier
+    user_id: Identifier
+    turn: int = Field(ge=1)
+    mode: RuntimeMode
+    affect: AffectPlacement = AffectPlacement.OFF
+    status: ThinkerStatus = ThinkerStatus.PENDING
+    attempts: int = Field(default=0, ge=0)
+    error: str | None = None
+    narrative_version_used: int = Field(default=0, ge=0)
+    """The committed narrative version the Talker answered with (0: none yet)."""
+    created_at: datetime
+    updated_at: datetime
+
+
+class Narrative(Frozen):
+    """One version of a conversation's internal narrative (the cognitive controller's
+    first-person state, regenerated after each thought-about turn)."""
+
+    persona_id: Identifier
+    conversation_id: Identifier
+    user_id: Identifier
+    version: int = Field(ge=1)
+    text: str
+    turn: int = Field(ge=1)
+    """The turn after which this version was regenerated."""
+    episode_id: Identifier
+    tokens: int = Field(ge=0)
+    created_at: datetime
+
+
+class MonologueEntry(Frozen):
+    """One inner-monologue entry: the three threads thought after one turn."""
+
+    persona_id: Identifier
+    conversation_id: Identifier
+    user_id: Identifier
+    turn: int = Field(ge=1)
+    episode_id: Identifier
+    reasoning: str
+    memory: str
+    goal: str
+    tokens: int = Field(ge=0)
+    """Tokens of the entry as it is shown back to the monologue (its history cost)."""
+    created_at: datetime
+
+
+class ConversationMind(Frozen):
+    """The Thinker's state of one conversation: current narrative, last thought-about
+    turn, and the bounded monologue history (oldest first)."""
+
+    persona_id: Identifier
+    conversation_id: Identifier
+    narrative: Narrative | None = None
+    thought_turn: int = 0
+    """The last turn whose thought was committed (0: none)."""
+    monologue: tuple[MonologueEntry, ...] = ()
+
+    @property
+    def narrative_version(self) -> int:
+        return self.narrative.version if self.narrative is not None else 0
+
+    @property
+    def monologue_tokens(self) -> int:
+        return sum(entry.tokens for entry in self.monologue)
+
+
+class GoalStatus(StrEnum):
+    PENDING = "pending"
+    """A hard goal of a later level, not pursued yet."""
+    ACTIVE = "active"
+    COMPLETED = "completed"
+    FAILED = "failed"
+
+
+class HardGoal(Frozen):
+    """A concrete, binary objective; level N+1 opens only when level N is all completed
+    or failed (``sonality.core.goals``)."""
+
+    level: int = Field(ge=1)
+    text: str
+    status: GoalStatus = GoalStatus.PENDING
+
+
+class SoftGoal(Frozen):
+    """A continuous relational directive; it never completes, its progress is a note."""
+
+    text: str
+    progress: str = ""
+
+
+class AffectState(Frozen):
+    """The persona's affective state towards one user, in natural language (seed 002)."""
+
+    persona_id: Identifier
+    user_id: Identifier
+    version: int = Field(default=0, ge=0)
+    """Compare-and-swap token: a write stores ``version`` = stored version + 1."""
+    emotional_state: str
+    relationship: str
+    hard_goals: tuple[HardGoal, ...] = ()
+    soft_goals: tuple[SoftGoal, ...] = ()
+    interpretation: str | None = None
+    """The last user message as understood: first person, objective."""
+    appraisal: str | None = None
+    """The last visceral, private reaction (felt before planning)."""
+    plan: str | None = None
+    """What the persona means to do next, bound by the appraisal."""
+    episode_id: Identifier | None = None
+    """The episode that last changed this state."""
+    updated_at: datetime
+
+
+class ThoughtCommit(Frozen):
+    """Everything one Thinker turn writes, applied by the store in one transaction.
+
+    The store checks that the conversation's ``thought_turn`` and narrative version are
+    still the expected ones, that the turn is not done already and (when ``affect`` is
+    set) that the stored affect version is ``affect.version - 1``; otherwise it raises
+    ``ConflictError`` and writes nothing. A late Thinker never overwrites newer state.
+    """
+
+    persona_id: Identifier
+    conversation_id: Identifier
+    user_id: Identifier
+    episode_id: Identifier
+    turn: int = Field(ge=1)
+    expected_thought_turn: int = Field(ge=0)
+    expected_narrative_version: int = Field(ge=0)
+    monologue: MonologueEntry | None = None
+    drop_monologue_turns: tuple[int, ...] = ()
+    """Older entries the history bound drops, deleted in the same transaction."""
+    narrative: Narrative | None = None
+    """The new version (``expected_narrative_version + 1``), or None to keep the current."""
+    keep_narratives: int = Field(default=50, ge=1)
+    """Narrative versions kept per conversation (older ones are pruned)."""
+    affect: AffectState | None = None
+    committed_at: datetime
+
+
+class TurnUsage(Frozen):
+    """Model usage of one turn by one component (talker, monologue, controller,
+    enrichment, affect)."""
+
+    persona_id: Identifier
+    conversation_id: Identifier
+    episode_id: Identifier
+    turn: int = Field(ge=1)
+    component: str
+    calls: int = Field(default=0, ge=0)
+    input_tokens: int = Field(default=0, ge=0)
+    output_tokens: int = Field(default=0, ge=0)
+    cost_usd: float = Field(default=0.0, ge=0)
+    unpriced_calls: int = Field(default=0, ge=0)

@@ -13,17 +13,27 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 from pydantic import BaseModel
 
 from sonality.models import (
+    AffectPlacement,
+    AffectState,
     Belief,
+    ConversationMind,
     EnrichmentCommit,
     Episode,
     EpisodeDraft,
     Insight,
     InsightStatus,
+    Narrative,
     Persona,
     ProvenanceEdge,
+    Reflection,
+    ReflectionCommit,
+    RuntimeMode,
     SchemaStatus,
     Snapshot,
     StagedUpdate,
+    ThinkerTurn,
+    ThoughtCommit,
+    TurnUsage,
     UserFact,
 )
 
@@ -197,6 +207,119 @@ class Store(Protocol):
     async def current_snapshot(self, persona_id: str) -> Snapshot: ...
     async def snapshot_history(self, persona_id: str) -> list[Snapshot]:
         """Newest first."""
+        ...
+
+    # reflection (mind/reflection.py; storage/*_reflection.py) ------------------------
+    async def acquire_lease(
+        self, persona_id: str, owner: str, *, now: datetime, ttl_seconds: float
+    ) -> bool:
+        """Take (or renew) the persona's reflection lease for ``owner`` until
+        ``now + ttl_seconds``, atomically. True when ``owner`` holds it afterwards: it was
+        free, expired (taken over), or already ``owner``'s. ``PersonaNotFound`` if unknown."""
+        ...
+
+    async def release_lease(self, persona_id: str, owner: str) -> None:
+        """Give the lease up if ``owner`` still holds it (otherwise do nothing)."""
+        ...
+
+    async def commit_reflection(self, commit: ReflectionCommit) -> None:
+        """Apply a successful reflection in one transaction (see ``ReflectionCommit``):
+        new snapshot, ``Reflection`` record linked to the insights it consumed and the
+        snapshot it produced, decayed beliefs, the persona's reflection markers, snapshot
+        retention. ``LeaseHeld`` / ``ConflictError`` (nothing written) when the lease or
+        the CURRENT version moved."""
+        ...
+
+    async def record_reflection(self, reflection: Reflection, *, attempt_at: int) -> None:
+        """Store a rejected or failed attempt and set the persona's
+        ``last_reflection_attempt_at`` to ``attempt_at``; nothing else changes."""
+        ...
+
+    async def list_reflections(self, persona_id: str, *, limit: int = 20) -> list[Reflection]:
+        """The persona's reflections, newest first (by ``started_at``)."""
+        ...
+
+    async def list_shifts(
+        self, persona_id: str, *, since_interaction: int, limit: int = 20
+    ) -> list[ProvenanceEdge]:
+        """Provenance edges committed after interaction ``since_interaction``, newest
+        first (the persona's recent opinion shifts)."""
+        ...
+
+    async def episodes_since(
+        self, persona_id: str, *, since_interaction: int, limit: int = 10
+    ) -> list[Episode]:
+        """Enriched episodes with ``interaction_index > since_interaction``, newest first
+        (by interaction index); an index lookup however long the history is."""
+        ...
+
+    # dual-process runtime (mind/talker.py, thinker.py, affect.py; storage/*_mind.py) ---
+    async def set_persona_runtime(
+        self, persona_id: str, *, runtime_mode: RuntimeMode, affect: AffectPlacement
+    ) -> Persona:
+        """Set the persona's default runtime mode and affect placement."""
+        ...
+
+    async def begin_turn(self, turn: ThinkerTurn, usage: Sequence[TurnUsage]) -> ThinkerTurn:
+        """Register a turn answered by ``respond`` for the Thinker, with the Talker's
+        usage, in one transaction. Idempotent: a turn registered already is returned as
+        stored (usage is not added twice). ``NotFoundError`` if the episode is unknown."""
+        ...
+
+    async def get_thinker_turn(self, persona_id: str, episode_id: str) -> ThinkerTurn:
+        """``NotFoundError`` when the episode was not answered by ``respond``."""
+        ...
+
+    async def thinker_turns(
+        self, persona_id: str, conversation_id: str, *, up_to_turn: int | None = None
+    ) -> list[ThinkerTurn]:
+        """The conversation's registered turns (all, or up to ``up_to_turn``), by turn."""
+        ...
+
+    async def list_thinker_retries(
+        self, persona_id: str, *, stale_before: datetime
+    ) -> list[ThinkerTurn]:
+        """Turns to retry: ``failed`` ones and ``pending`` ones not touched since
+        ``stale_before`` (their process died), by (conversation, turn)."""
+        ...
+
+    async def mark_thinker_failed(
+        self, persona_id: str, episode_id: str, *, error: str, give_up: bool, at: datetime
+    ) -> ThinkerTurn:
+        """Count a failed Thinker attempt: ``failed`` (retried later) or, with
+        ``give_up``, ``abandoned``. A turn already done is left as it is."""
+        ...
+
+    async def conversation_mind(self, persona_id: str, conversation_id: str) -> ConversationMind:
+        """Current narrative, last thought-about turn and monologue history (oldest first);
+        empty for a conversation the Thinker has not touched."""
+        ...
+
+    async def commit_thought(self, commit: ThoughtCommit) -> None:
+        """Apply one Thinker turn in one transaction (see ``ThoughtCommit``): monologue
+        entry and dropped entries, new narrative version and pruning, affect state, turn
+        done. ``ConflictError`` (nothing written) when the expected state moved."""
+        ...
+
+    async def narrative_history(self, persona_id: str, conversation_id: str) -> list[Narrative]:
+        """The stored narrative versions, newest first."""
+        ...
+
+    async def get_affect(self, persona_id: str, user_id: str) -> AffectState | None:
+        """The persona's affect state towards the user, or None."""
+        ...
+
+    async def put_affect(self, state: AffectState) -> AffectState:
+        """Store ``state`` if ``state.version`` is the stored version + 1 (1 for a first
+        one; the user is created if unknown). ``ConflictError`` otherwise."""
+        ...
+
+    async def add_turn_usage(self, usage: Sequence[TurnUsage]) -> None:
+        """Add these counts to the turn's per-component totals (one transaction)."""
+        ...
+
+    async def turn_usage(self, persona_id: str, conversation_id: str) -> list[TurnUsage]:
+        """Usage of the conversation's turns, by (turn, component)."""
         ...
 
     # maintenance ----------------------------------------------------------------------

@@ -24,18 +24,32 @@ import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
 from sonality.core.opinion import OpinionParams
+from sonality.core.triggers import TriggerDecision
 from sonality.errors import SonalityError, ValidationError
 from sonality.mind.context import Context, build_context
 from sonality.mind.interaction import Enricher, EnrichReport
+from sonality.mind.reflection import ReflectionParams, ReflectionReport, Reflector
+from sonality.mind.runtime import DualProcess, RuntimeSettings
+from sonality.mind.talker import Reply
 from sonality.models import (
+    AffectPlacement,
+    AffectState,
     Belief,
     Episode,
     EpisodeDraft,
+    HardGoal,
     Insight,
     InsightStatus,
+    MonologueEntry,
+    Narrative,
     Persona,
     ProvenanceEdge,
+    Reflection,
+    RuntimeMode,
     Snapshot,
+    SoftGoal,
+    ThinkerTurn,
+    TurnUsage,
     UserFact,
     validate_identifier,
 )
@@ -124,6 +138,9 @@ class Sonality:
         limits: Limits | None = None,
         count_tokens: Callable[[str], int] | None = None,
         owns_store: bool = False,
+        reflection: ReflectionParams | None = None,
+        owner: str | None = None,
+        runtime: RuntimeSettings | None = None,
     ) -> None:
         from sonality.llm.embedders import HashEmbedder
 
@@ -143,6 +160,12 @@ class Sonality:
             window_size=self.limits.disagreement_window,
             max_attempts=self.limits.enrichment_max_attempts,
         )
+        self.reflector = Reflector(
+            store=store, llm=llm, clock=self.clock, params=reflection, owner=owner
+        )
+        self._due_listeners: list[Callable[[str], object]] = []
+        self.runtime = runtime or RuntimeSettings()
+        self._dual: DualProcess | None = None
 
     # lifecycle ----------------------------------------------------------------------
     @classmethod
@@ -171,6 +194,8 @@ class Sonality:
         await self.close()
 
     async def close(self) -> None:
+        if self._dual is not None:  # background thinking first, while the store is open
+            await self._dual.close()
         if self._owns_store:
             await self.store.close()
 
@@ -270,6 +295,8 @@ class Sonality:
                     episode_id=episode.id,
                     error=type(exc).__name__,
                 )
+        if report is not None and report.enriched and self._due_listeners:
+            await self._notify_due(persona_id)
         return Recorded(episode=episode, created=created, enrichment=report)
 
     async def _embed_later(self, episode: Episode) -> None:
@@ -363,6 +390,232 @@ class Sonality:
 
     async def snapshots(self, persona_id: str) -> Sequence[Snapshot]:
         return await self.store.snapshot_history(_check_id(persona_id, "persona_id"))
+
+    # reflection (mind/reflection.py) ---------------------------------------------------
+    async def reflect(
+        self,
+        persona_id: str,
+        *,
+        force: bool = False,
+        dry_run: bool = False,
+        trigger: str | None = None,
+    ) -> ReflectionReport:
+        """Reflect now if a trigger holds (or ``force``); ``dry_run`` writes nothing.
+        ``trigger="idle"`` asks past the periodic and event rules, never past the cooldown."""
+        if trigger not in (None, "idle"):
+            raise ValidationError("trigger must be None or 'idle'", field="trigger")
+        return await self.reflector.reflect(
+            _check_id(persona_id, "persona_id"), force=force, dry_run=dry_run, trigger=trigger
+        )
+
+    async def reflection_due(self, persona_id: str) -> TriggerDecision:
+        """The trigger decision for ``persona_id`` from its stored state."""
+        return await self.reflector.due(_check_id(persona_id, "persona_id"))
+
+    async def due_personas(self) -> list[str]:
+        """Every persona a reflection is due for (what the worker's scan runs)."""
+        return await self.reflector.due_personas()
+
+    async def reflections(self, persona_id: str, *, limit: int = 20) -> list[Reflection]:
+        """Reflection attempts, newest first."""
+        return await self.store.list_reflections(_check_id(persona_id, "persona_id"), limit=limit)
+
+    async def rollback_snapshot(self, persona_id: str, to_version: int) -> Snapshot:
+        """Make version ``to_version``'s text CURRENT again, as a new version recorded
+        as ``rollback:<N>`` (history is never rewritten)."""
+        from sonality.errors import NotFoundError
+
+        history = await self.store.snapshot_history(_check_id(persona_id, "persona_id"))
+        target = next((s for s in history if s.version == to_version), None)
+        if target is None:
+            raise NotFoundError(
+                "no such snapshot version", persona_id=persona_id, version=to_version
+            )
+        snapshot = Snapshot(
+            persona_id=persona_id,
+            version=history[0].version + 1,
+            text=target.text,
+            reason=f"rollback:{to_version}",
+            created_at=self.clock.now(),
+        )
+        created = await self.store.append_snapshot(snapshot)
+        log.info(
+            "snapshot_rolled_back",
+            persona_id=persona_id,
+            to_version=to_version,
+            version=created.version,
+        )
+        return created
+
+    def add_due_listener(self, listener: Callable[[str], object]) -> None:
+        """Call ``listener(persona_id)`` when a ``record`` in this process makes a persona
+        due for reflection (the worker's event path). It must not block."""
+        self._due_listeners.append(listener)
+
+    def remove_due_listener(self, listener: Callable[[str], object]) -> None:
+        if listener in self._due_listeners:
+            self._due_listeners.remove(listener)
+
+    async def _notify_due(self, persona_id: str) -> None:
+        try:
+            if not (await self.reflector.due(persona_id)).due:
+                return
+        except SonalityError as exc:
+            log.warning("reflection_due_check_failed", persona_id=persona_id, error=str(exc))
+            return
+        for listener in list(self._due_listeners):
+            try:
+                listener(persona_id)
+            except Exception:  # a broken listener must not fail the caller's turn
+                log.exception("reflection_due_listener_failed", persona_id=persona_id)
+
+    # dual-process runtime (mind/runtime.py) -------------------------------------------
+    def _dual_process(self) -> DualProcess:
+        if self._dual is None:
+            self._dual = DualProcess(self, self.runtime)
+        return self._dual
+
+    async def respond(
+        self,
+        persona_id: str,
+        *,
+        user_id: str,
+        conversation_id: str,
+        message: str,
+        episode_id: str | None = None,
+        mode: RuntimeMode | str | None = None,
+        affect: AffectPlacement | str | None = None,
+    ) -> Reply:
+        """Answer ``message`` now (the Talker), record the exchange durably, and leave the
+        deliberation to the Thinker in the background. ``mode``/``affect`` override the
+        persona's settings for this call; a repeated ``episode_id`` returns the stored
+        reply. Raises ``LLMError`` when the Talker's own call fails (nothing recorded)."""
+        _check_id(persona_id, "persona_id")
+        _check_id(user_id, "user_id")
+        _check_id(conversation_id, "conversation_id")
+        if episode_id is not None:
+            _check_id(episode_id, "episode_id")
+        _check_text(message, field="message", limit=self.limits.max_message_chars)
+        try:
+            run_mode = None if mode is None else RuntimeMode(mode)
+            placement = None if affect is None else AffectPlacement(affect)
+        except ValueError as exc:
+            raise ValidationError(str(exc), field="mode" if mode else "affect") from None
+        return await self._dual_process().respond(
+            persona_id,
+            user_id=user_id,
+            conversation_id=conversation_id,
+            message=message,
+            episode_id=episode_id,
+            mode=run_mode,
+            affect=placement,
+        )
+
+    async def drain(
+        self,
+        persona_id: str,
+        *,
+        conversation_id: str | None = None,
+        max_seconds: float | None = None,
+    ) -> bool:
+        """Wait for the background thinking of a conversation (or of every conversation
+        of the persona) to finish; False if ``max_seconds`` ran out first."""
+        if self._dual is None:
+            return True
+        return await self._dual.drain(persona_id, conversation_id, max_seconds)
+
+    async def retry_thinking(self, persona_id: str) -> int:
+        """Re-run failed Thinker turns (and turns a dead process left pending), in order
+        per conversation; returns how many were closed (0 without a model)."""
+        await self.store.get_persona(_check_id(persona_id, "persona_id"))
+        if self.llm is None:
+            return 0
+        return await self._dual_process().retry(persona_id)
+
+    async def narrative(self, persona_id: str, *, conversation_id: str) -> Narrative | None:
+        """The conversation's latest committed narrative, or None."""
+        mind = await self.store.conversation_mind(
+            _check_id(persona_id, "persona_id"), _check_id(conversation_id, "conversation_id")
+        )
+        return mind.narrative
+
+    async def narratives(self, persona_id: str, *, conversation_id: str) -> list[Narrative]:
+        """The stored narrative versions, newest first."""
+        return await self.store.narrative_history(
+            _check_id(persona_id, "persona_id"), _check_id(conversation_id, "conversation_id")
+        )
+
+    async def monologue(self, persona_id: str, *, conversation_id: str) -> list[MonologueEntry]:
+        """The conversation's bounded inner-monologue history, oldest first."""
+        mind = await self.store.conversation_mind(
+            _check_id(persona_id, "persona_id"), _check_id(conversation_id, "conversation_id")
+        )
+        return list(mind.monologue)
+
+    async def thinker_turns(self, persona_id: str, *, conversation_id: str) -> list[ThinkerTurn]:
+        """Where the Thinker is with each turn of the conversation."""
+        return await self.store.thinker_turns(
+            _check_id(persona_id, "persona_id"), _check_id(conversation_id, "conversation_id")
+        )
+
+    async def turn_usage(self, persona_id: str, *, conversation_id: str) -> list[TurnUsage]:
+        """Model calls, tokens and cost per turn and component (talker, monologue,
+        controller, enrichment, affect)."""
+        return await self.store.turn_usage(
+            _check_id(persona_id, "persona_id"), _check_id(conversation_id, "conversation_id")
+        )
+
+    async def affect_state(self, persona_id: str, *, user_id: str) -> AffectState | None:
+        """The persona's affective state towards the user (None before any)."""
+        return await self.store.get_affect(
+            _check_id(persona_id, "persona_id"), _check_id(user_id, "user_id")
+        )
+
+    async def set_affect(
+        self,
+        persona_id: str,
+        *,
+        user_id: str,
+        emotional_state: str | None = None,
+        relationship: str | None = None,
+        hard_goals: Sequence[HardGoal | str] | None = None,
+        soft_goals: Sequence[SoftGoal | str] | None = None,
+    ) -> AffectState:
+        """Seed or change the affect state towards a user (goals, mood, relationship);
+        strings as hard goals are one level each, in order."""
+        from sonality.mind.affect import configure, initial_state
+
+        _check_id(persona_id, "persona_id")
+        _check_id(user_id, "user_id")
+        now = self.clock.now()
+        current = await self.store.get_affect(persona_id, user_id)
+        state = configure(
+            current or initial_state(persona_id, user_id, now),
+            now=now,
+            emotional_state=emotional_state,
+            relationship=relationship,
+            hard_goals=hard_goals,
+            soft_goals=soft_goals,
+        )
+        return await self.store.put_affect(state)
+
+    async def set_runtime(
+        self,
+        persona_id: str,
+        *,
+        mode: RuntimeMode | str | None = None,
+        affect: AffectPlacement | str | None = None,
+    ) -> Persona:
+        """Set the persona's default runtime mode and affect placement for ``respond``."""
+        current = await self.store.get_persona(_check_id(persona_id, "persona_id"))
+        try:
+            run_mode = current.runtime_mode if mode is None else RuntimeMode(mode)
+            placement = current.affect if affect is None else AffectPlacement(affect)
+        except ValueError as exc:
+            raise ValidationError(str(exc), field="mode" if mode else "affect") from None
+        return await self.store.set_persona_runtime(
+            persona_id, runtime_mode=run_mode, affect=placement
+        )
 
 
 class _Opening:

@@ -5,8 +5,11 @@ Checked in this order, first match wins:
 1. ``force`` (``sonality reflect``) → due, ``manual``.
 2. Cooldown: fewer than ``reflection_every // 2`` interactions since the last
    reflection → not due, ``cooldown``, whatever else holds. A burst of strong evidence
-   cannot make the persona rewrite itself twice in quick succession.
-3. Periodic: at least ``reflection_every`` interactions since the last → due, ``periodic``.
+   cannot make the persona rewrite itself twice in quick succession. The cooldown runs
+   from the later of the last committed reflection and the last *attempt*
+   (``last_attempt_at``), so a rejected or failed reflection is not retried on every scan.
+3. Periodic: at least ``reflection_every`` interactions since the last committed
+   reflection → due, ``periodic``.
 4. Event: the summed ``|shift|`` since the last reflection exceeds
    ``event_shift_threshold`` *and* there is pending work (insights or staged updates)
    → due, ``event``.
@@ -28,6 +31,8 @@ class TriggerKind(StrEnum):
     PERIODIC = "periodic"
     EVENT = "event"
     MANUAL = "manual"
+    IDLE = "idle"
+    """Asked for by the worker for a quiet persona with pending insights (cooldown applies)."""
     COOLDOWN = "cooldown"
     NONE = "none"
 
@@ -50,10 +55,17 @@ class TriggerState(Frozen):
     shift_since_reflection: float = Field(default=0.0, ge=0)
     pending_insights: int = Field(default=0, ge=0)
     pending_staged: int = Field(default=0, ge=0)
+    last_attempt_at: int = Field(default=0, ge=0)
+    """Interaction index of the last attempt, committed or not (starts a cooldown too)."""
 
     @property
     def since_reflection(self) -> int:
         return self.interaction_count - self.last_reflection_at
+
+    @property
+    def since_attempt(self) -> int:
+        """Interactions since the later of the last reflection and the last attempt."""
+        return self.interaction_count - max(self.last_reflection_at, self.last_attempt_at)
 
 
 class TriggerDecision(Frozen):
@@ -75,11 +87,15 @@ def decide(
         return TriggerDecision(
             due=True, kind=TriggerKind.MANUAL, reason=f"forced, {since} interactions since last"
         )
-    if since < params.cooldown:
+    if state.since_attempt < params.cooldown:
         return TriggerDecision(
             due=False,
             kind=TriggerKind.COOLDOWN,
-            reason=f"{since} interactions since last reflection, cooldown is {params.cooldown}",
+            reason=(
+                f"{state.since_attempt} interactions since last reflection"
+                f"{' attempt' if state.last_attempt_at > state.last_reflection_at else ''}, "
+                f"cooldown is {params.cooldown}"
+            ),
         )
     if since >= params.reflection_every:
         return TriggerDecision(

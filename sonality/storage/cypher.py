@@ -82,6 +82,42 @@ class Query(StrEnum):
     FACT_LIST = "fact/list"
     FACT_RETRACT = "fact/retract"
 
+    # reflection: the lease, the one-transaction commit, attempts, reads
+    REFLECTION_CONSUME_INSIGHTS = "reflection/consume_insights"
+    REFLECTION_CREATE = "reflection/create"
+    REFLECTION_DECAY_BELIEFS = "reflection/decay_beliefs"
+    REFLECTION_EPISODES_SINCE = "reflection/episodes_since"
+    REFLECTION_LEASE_GET = "reflection/lease_get"
+    REFLECTION_LEASE_RELEASE = "reflection/lease_release"
+    REFLECTION_LEASE_SET = "reflection/lease_set"
+    REFLECTION_LIST = "reflection/list"
+    REFLECTION_MARK_ATTEMPT = "reflection/mark_attempt"
+    REFLECTION_PRUNE_SNAPSHOTS = "reflection/prune_snapshots"
+    REFLECTION_SHIFTS = "reflection/shifts"
+    REFLECTION_STATE = "reflection/state"
+    REFLECTION_UPDATE_PERSONA = "reflection/update_persona"
+
+    # dual-process runtime: Thinker turns, narratives, monologue, affect, usage
+    MIND_ADD_USAGE = "mind/add_usage"
+    MIND_AFFECT_GET = "mind/affect_get"
+    MIND_AFFECT_PUT = "mind/affect_put"
+    MIND_APPEND_MONOLOGUE = "mind/append_monologue"
+    MIND_APPEND_NARRATIVE = "mind/append_narrative"
+    MIND_BEGIN_TURN = "mind/begin_turn"
+    MIND_DROP_MONOLOGUE = "mind/drop_monologue"
+    MIND_FINISH_TURN = "mind/finish_turn"
+    MIND_LOCK_CONVERSATION = "mind/lock_conversation"
+    MIND_MARK_FAILED = "mind/mark_failed"
+    MIND_MONOLOGUE = "mind/monologue"
+    MIND_NARRATIVES = "mind/narratives"
+    MIND_PRUNE_NARRATIVES = "mind/prune_narratives"
+    MIND_RETRIES = "mind/retries"
+    MIND_SET_RUNTIME = "mind/set_runtime"
+    MIND_STATE = "mind/state"
+    MIND_TURN = "mind/turn"
+    MIND_TURNS = "mind/turns"
+    MIND_USAGE = "mind/usage"
+
 
 @cache
 def load(query: Query) -> LiteralString:

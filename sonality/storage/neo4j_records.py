@@ -87,6 +87,7 @@ def persona_props(persona: Persona) -> dict[str, Any]:
         "last_reflection_at": persona.last_reflection_at,
         "disagreement_window": list(persona.disagreement_window),
         "shift_since_reflection": persona.shift_since_reflection,
+        "last_reflection_attempt_at": persona.last_reflection_attempt_at,
         "created_at": time_in(persona.created_at, field="created_at"),
         "episode_seq": 0,
     }
@@ -101,6 +102,9 @@ def persona_from(props: Mapping[str, Any]) -> Persona:
         last_reflection_at=props["last_reflection_at"],
         disagreement_window=tuple(bool(x) for x in props.get("disagreement_window") or ()),
         shift_since_reflection=props["shift_since_reflection"],
+        last_reflection_attempt_at=props.get("last_reflection_attempt_at", 0),
+        runtime_mode=props.get("runtime_mode", "full"),
+        affect=props.get("affect", "off"),
         created_at=time_out(props["created_at"]),
     )
 

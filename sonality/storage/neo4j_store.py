@@ -52,6 +52,8 @@ from sonality.storage import neo4j_records as rec
 from sonality.storage import neo4j_transactions as txn
 from sonality.storage.cypher import Query, load
 from sonality.storage.neo4j_migrations import Neo4jMigrator
+from sonality.storage.neo4j_mind import Neo4jMindMixin
+from sonality.storage.neo4j_reflection import Neo4jReflectionMixin
 from sonality.storage.neo4j_transactions import translate_errors
 
 __all__ = ["BOLT_SCHEMES", "MAX_DIMENSIONS", "Neo4jStore"]
@@ -67,7 +69,7 @@ BOLT_SCHEMES = frozenset({"bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo
 """URI schemes the store accepts (the driver's HTTP support is a preview)."""
 
 
-class Neo4jStore:
+class Neo4jStore(Neo4jReflectionMixin, Neo4jMindMixin):
     """Sonality's persistence on a Neo4j 5.26 database (see ``DESIGN.md`` §3)."""
 
     backend = "neo4j"

@@ -93,7 +93,7 @@ PREFIXED_EPISODE_COLUMNS = ", ".join(f"e.{name}" for name in _EPISODE_FIELDS)
 """The same columns qualified with the alias ``e`` for joins."""
 PERSONA_COLUMNS = (
     "id, name, core_identity, interaction_count, last_reflection_at, disagreement_window, "
-    "shift_since_reflection, created_at"
+    "shift_since_reflection, created_at, last_reflection_attempt_at, runtime_mode, affect"
 )
 SNAPSHOT_COLUMNS = "persona_id, version, text, reason, created_at"
 BELIEF_COLUMNS = (
@@ -157,6 +157,9 @@ def persona_from_row(row: sqlite3.Row) -> Persona:
         last_reflection_at=row["last_reflection_at"],
         disagreement_window=tuple(bool(v) for v in decode_list(row["disagreement_window"])),
         shift_since_reflection=row["shift_since_reflection"],
+        last_reflection_attempt_at=row["last_reflection_attempt_at"],
+        runtime_mode=row["runtime_mode"],
+        affect=row["affect"],
         created_at=decode_time(row["created_at"]),
     )
 

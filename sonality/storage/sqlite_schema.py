@@ -229,6 +229,162 @@ CREATE INDEX provenance_by_belief ON provenance (persona_id, topic, committed_at
 CREATE INDEX provenance_by_episode ON provenance (persona_id, episode_id);
 """
 
+_V0003 = """
+ALTER TABLE personas ADD COLUMN last_reflection_attempt_at INTEGER NOT NULL DEFAULT 0;
+
+CREATE TABLE reflections (
+    persona_id TEXT NOT NULL REFERENCES personas (id),
+    id TEXT NOT NULL,
+    trigger TEXT NOT NULL,
+    outcome TEXT NOT NULL CHECK (outcome IN ('committed', 'rejected', 'failed')),
+    reason TEXT,
+    detail TEXT,
+    started_at TEXT NOT NULL,
+    finished_at TEXT NOT NULL,
+    interaction_count INTEGER NOT NULL,
+    snapshot_version INTEGER,
+    previous_version INTEGER NOT NULL,
+    retention_ratio REAL,
+    unique_ratio REAL,
+    health TEXT NOT NULL DEFAULT '[]',
+    insights_consumed INTEGER NOT NULL DEFAULT 0,
+    episodes_read INTEGER NOT NULL DEFAULT 0,
+    beliefs_decayed INTEGER NOT NULL DEFAULT 0,
+    beliefs_retired INTEGER NOT NULL DEFAULT 0,
+    llm_calls INTEGER NOT NULL DEFAULT 0,
+    duration_ms REAL NOT NULL DEFAULT 0,
+    owner TEXT NOT NULL,
+    PRIMARY KEY (persona_id, id)
+) WITHOUT ROWID;
+
+CREATE INDEX reflections_by_time ON reflections (persona_id, started_at, id);
+
+CREATE TABLE reflection_insights (
+    persona_id TEXT NOT NULL,
+    reflection_id TEXT NOT NULL,
+    insight_id TEXT NOT NULL,
+    PRIMARY KEY (persona_id, reflection_id, insight_id),
+    FOREIGN KEY (persona_id, reflection_id) REFERENCES reflections (persona_id, id),
+    FOREIGN KEY (persona_id, insight_id) REFERENCES insights (persona_id, id)
+) WITHOUT ROWID;
+
+CREATE INDEX reflection_insights_by_insight ON reflection_insights (persona_id, insight_id);
+
+CREATE TABLE reflection_leases (
+    persona_id TEXT NOT NULL PRIMARY KEY REFERENCES personas (id),
+    owner TEXT NOT NULL,
+    expires_at TEXT NOT NULL
+) WITHOUT ROWID;
+
+CREATE INDEX provenance_by_commit ON provenance (persona_id, committed_at);
+"""
+
+_V0004 = """
+ALTER TABLE personas ADD COLUMN runtime_mode TEXT NOT NULL DEFAULT 'full'
+    CHECK (runtime_mode IN ('baseline', 'threads', 'controller', 'full'));
+ALTER TABLE personas ADD COLUMN affect TEXT NOT NULL DEFAULT 'off'
+    CHECK (affect IN ('off', 'talker', 'thinker'));
+
+CREATE TABLE thinker_turns (
+    persona_id TEXT NOT NULL,
+    episode_id TEXT NOT NULL,
+    conversation_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    turn INTEGER NOT NULL,
+    mode TEXT NOT NULL CHECK (mode IN ('baseline', 'threads', 'controller', 'full')),
+    affect TEXT NOT NULL CHECK (affect IN ('off', 'talker', 'thinker')),
+    status TEXT NOT NULL CHECK (status IN ('pending', 'done', 'failed', 'abandoned')),
+    attempts INTEGER NOT NULL DEFAULT 0,
+    error TEXT,
+    narrative_version_used INTEGER NOT NULL DEFAULT 0,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (persona_id, episode_id),
+    UNIQUE (persona_id, conversation_id, turn),
+    FOREIGN KEY (persona_id, episode_id) REFERENCES episodes (persona_id, id)
+) WITHOUT ROWID;
+
+CREATE INDEX thinker_turns_by_status ON thinker_turns (persona_id, status, conversation_id, turn);
+
+CREATE TABLE conversation_minds (
+    persona_id TEXT NOT NULL,
+    conversation_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    narrative_version INTEGER NOT NULL DEFAULT 0,
+    thought_turn INTEGER NOT NULL DEFAULT 0,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (persona_id, conversation_id),
+    FOREIGN KEY (persona_id, conversation_id) REFERENCES conversations (persona_id, id)
+) WITHOUT ROWID;
+
+CREATE TABLE narratives (
+    persona_id TEXT NOT NULL,
+    conversation_id TEXT NOT NULL,
+    version INTEGER NOT NULL CHECK (version >= 1),
+    user_id TEXT NOT NULL,
+    turn INTEGER NOT NULL,
+    episode_id TEXT NOT NULL,
+    text TEXT NOT NULL,
+    tokens INTEGER NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (persona_id, conversation_id, version),
+    FOREIGN KEY (persona_id, conversation_id) REFERENCES conversation_minds
+        (persona_id, conversation_id),
+    FOREIGN KEY (persona_id, episode_id) REFERENCES episodes (persona_id, id)
+) WITHOUT ROWID;
+
+CREATE TABLE monologue_entries (
+    persona_id TEXT NOT NULL,
+    conversation_id TEXT NOT NULL,
+    turn INTEGER NOT NULL,
+    user_id TEXT NOT NULL,
+    episode_id TEXT NOT NULL,
+    reasoning TEXT NOT NULL,
+    memory TEXT NOT NULL,
+    goal TEXT NOT NULL,
+    tokens INTEGER NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (persona_id, conversation_id, turn),
+    FOREIGN KEY (persona_id, conversation_id) REFERENCES conversation_minds
+        (persona_id, conversation_id),
+    FOREIGN KEY (persona_id, episode_id) REFERENCES episodes (persona_id, id)
+) WITHOUT ROWID;
+
+CREATE TABLE affect_states (
+    persona_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    version INTEGER NOT NULL CHECK (version >= 1),
+    emotional_state TEXT NOT NULL,
+    relationship TEXT NOT NULL,
+    hard_goals TEXT NOT NULL DEFAULT '[]',
+    soft_goals TEXT NOT NULL DEFAULT '[]',
+    interpretation TEXT,
+    appraisal TEXT,
+    plan TEXT,
+    episode_id TEXT,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (persona_id, user_id),
+    FOREIGN KEY (persona_id, user_id) REFERENCES users (persona_id, id)
+) WITHOUT ROWID;
+
+CREATE TABLE turn_usage (
+    persona_id TEXT NOT NULL,
+    episode_id TEXT NOT NULL,
+    component TEXT NOT NULL,
+    conversation_id TEXT NOT NULL,
+    turn INTEGER NOT NULL,
+    calls INTEGER NOT NULL DEFAULT 0,
+    input_tokens INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    cost_usd REAL NOT NULL DEFAULT 0,
+    unpriced_calls INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (persona_id, episode_id, component),
+    FOREIGN KEY (persona_id, episode_id) REFERENCES episodes (persona_id, id)
+) WITHOUT ROWID;
+
+CREATE INDEX turn_usage_by_conversation ON turn_usage (persona_id, conversation_id, turn);
+"""
+
 
 @dataclass(frozen=True)
 class SchemaStep:
@@ -264,10 +420,21 @@ class SchemaStep:
 STEPS: tuple[SchemaStep, ...] = (
     SchemaStep(1, "personas_and_episodes", _V0001),
     SchemaStep(2, "beliefs_insights_facts", _V0002),
+    SchemaStep(3, "reflections_and_leases", _V0003),
+    SchemaStep(4, "dual_process_runtime", _V0004),
 )
 """Every step, in version order. Append only; never edit an entry once released."""
 
 DATA_TABLES: tuple[str, ...] = (
+    "turn_usage",
+    "thinker_turns",
+    "monologue_entries",
+    "narratives",
+    "conversation_minds",
+    "affect_states",
+    "reflection_insights",
+    "reflections",
+    "reflection_leases",
     "provenance",
     "episode_topics",
     "beliefs",

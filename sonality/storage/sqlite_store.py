@@ -51,6 +51,8 @@ from sonality.models import (
 from sonality.storage import sqlite_enrichment as enrichment
 from sonality.storage import sqlite_ops as ops
 from sonality.storage import sqlite_schema
+from sonality.storage.sqlite_mind import SqliteMindMixin
+from sonality.storage.sqlite_reflection import SqliteReflectionMixin
 from sonality.storage.sqlite_vectors import EmbeddingCache
 
 __all__ = ["MIN_SQLITE_VERSION", "SqliteStore"]
@@ -97,7 +99,7 @@ def _connect(path: Path, busy_timeout: float) -> sqlite3.Connection:
     return conn
 
 
-class SqliteStore:
+class SqliteStore(SqliteReflectionMixin, SqliteMindMixin):
     """The :class:`~sonality.ports.Store` on one SQLite file (see the module docstring)."""
 
     backend: str = "sqlite"

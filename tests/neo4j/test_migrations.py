@@ -19,11 +19,15 @@ from sonality.storage.neo4j_store import Neo4jStore
 pytestmark = pytest.mark.neo4j
 
 DIMS = 64
-MIGRATIONS = [
+FIRST_MIGRATIONS = [
     "V0001__constraints",
     "V0002__indexes",
     "V0003__episode_embedding_vector_index",
 ]
+MIGRATIONS = sorted(p.stem for p in resource_dir("migrations").glob("V*.cypher"))
+"""Every shipped migration: the first three above, then those later features added."""
+LATER = f"V{len(MIGRATIONS) + 1:04d}__later"
+"""A migration file newer than every shipped one."""
 CONSTRAINTS = {
     "persona_id_unique",
     "episode_persona_id_unique",
@@ -94,6 +98,7 @@ async def test_migrate_creates_the_schema_on_a_fresh_database(
     """migrate applies V0001-V0003: every named constraint and index, the vector index with
     the configured dimension and cosine similarity, and a checksummed Migration record each."""
     store = await _open(opened, neo4j_uri, neo4j_auth)
+    assert MIGRATIONS[:3] == FIRST_MIGRATIONS
     assert list((await store.schema_status()).pending) == MIGRATIONS
 
     assert await store.migrate() == MIGRATIONS
@@ -136,7 +141,7 @@ async def test_second_migrate_applies_nothing(
     assert await store.migrate() == []
     assert await fresh.index_names() | await fresh.constraint_names() == before
     rows = await fresh.run("MATCH (m:Migration) RETURN m.version AS v ORDER BY v")
-    assert [r["v"] for r in rows] == [1, 2, 3]
+    assert [r["v"] for r in rows] == list(range(1, len(MIGRATIONS) + 1))
 
 
 async def test_data_methods_refuse_an_unmigrated_database(
@@ -167,7 +172,7 @@ async def test_an_edited_applied_migration_is_refused(
 
     edited = folder / "V0002__indexes.cypher"
     edited.write_text(edited.read_text() + "\n// tweaked after release\n")
-    (folder / "V0004__later.cypher").write_text(
+    (folder / f"{LATER}.cypher").write_text(
         "CREATE INDEX later_one IF NOT EXISTS FOR (n:Episode) ON (n.importance);\n"
     )
     changed = await _open(opened, neo4j_uri, neo4j_auth, migrations_dir=folder)
@@ -194,14 +199,14 @@ async def test_schema_status_lists_pending_then_none(
     await store.migrate()
     assert (await store.schema_status()).pending == ()
 
-    (folder / "V0004__later.cypher").write_text(
+    (folder / f"{LATER}.cypher").write_text(
         "// a later step\nCREATE INDEX later_one IF NOT EXISTS FOR (n:Episode) ON (n.importance);\n"
     )
     later = await _open(opened, neo4j_uri, neo4j_auth, migrations_dir=folder)
-    assert (await later.schema_status()).pending == ("V0004__later",)
+    assert (await later.schema_status()).pending == (LATER,)
     with pytest.raises(SchemaError, match="sonality migrate"):
         await later.list_personas()
-    assert await later.migrate() == ["V0004__later"]
+    assert await later.migrate() == [LATER]
     assert "later_one" in await fresh.index_names()
     assert (await later.schema_status()).pending == ()
 

@@ -1,0 +1,17 @@
+// Register a turn answered by `respond`: the Thinker's bookkeeping lives on its Episode,
+// the conversation's compare-and-swap counters on the Conversation (0 until first used).
+// No row: the episode is unknown or does not match the turn (nothing written).
+MATCH (c:Conversation {persona_id: $persona_id, id: $conversation_id})
+      -[:HAS_EPISODE]->(e:Episode {persona_id: $persona_id, id: $episode_id})
+WHERE e.user_id = $user_id AND e.turn = $turn
+SET e.thinker_status = $status,
+    e.thinker_attempts = 0,
+    e.thinker_error = null,
+    e.thinker_mode = $mode,
+    e.thinker_affect = $affect,
+    e.narrative_version_used = $narrative_version_used,
+    e.thinker_created_at = $created_at,
+    e.thinker_updated_at = $updated_at,
+    c.narrative_version = coalesce(c.narrative_version, 0),
+    c.thought_turn = coalesce(c.thought_turn, 0)
+RETURN e.id AS id

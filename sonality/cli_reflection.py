@@ -1,0 +1,324 @@
+"""CLI commands of reflection: ``reflect``, ``reflections``, ``snapshot history|show|rollback``
+and ``worker``.
+
+``--llm package.module:callable`` (on ``reflect`` and ``worker``) replaces the model named
+by ``SONALITY_MODEL`` with the object the callable returns when called with the settings:
+a plug-in point for your own LLM adapter (or ``sonality.testing.ScriptedLLM`` in tests).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from sonality.cli import CliState, emit, json_option, persona_option, run, with_app
+
+if TYPE_CHECKING:
+    from sonality.mind.reflection import ReflectionReport
+    from sonality.models import Reflection, Snapshot
+    from sonality.service import Sonality
+
+__all__ = ["register"]
+
+R = TypeVar("R")
+
+llm_option = click.option(
+    "--llm",
+    "llm_spec",
+    metavar="MODULE:CALLABLE",
+    help="Build the model with this factory (called with the settings) instead of SONALITY_MODEL.",
+)
+
+
+async def _with_app(
+    state: CliState,
+    llm_spec: str | None,
+    body: Callable[[Sonality], Awaitable[R]],
+    *,
+    owner: str | None = None,
+) -> R:
+    from sonality.app import build, load_llm_factory
+
+    settings = state.settings
+    llm = load_llm_factory(llm_spec, settings) if llm_spec else None
+    app = await build(settings, llm=llm, owner=owner)
+    try:
+        return await body(app)
+    finally:
+        await app.close()
+
+
+# reflect ---------------------------------------------------------------------------------
+
+
+def _diff_text(report: ReflectionReport) -> str:
+    parts = []
+    for op, words in report.diff():
+        if op == "=":
+            parts.append(words)
+        elif op == "-":
+            parts.append(click.style(f"[-{words}-]", fg="red"))
+        else:
+            parts.append(click.style(f"{{+{words}+}}", fg="green"))
+    return " ".join(parts)
+
+
+def _report_text(report: ReflectionReport) -> None:
+    dry = " (dry run)" if report.dry_run else ""
+    why = f": {report.reason}" if report.reason else ""
+    click.echo(f"{report.persona_id}: {report.outcome}{dry}, trigger {report.trigger}{why}")
+    if report.detail:
+        click.echo(f"  detail: {report.detail}")
+    if report.outcome == "skipped" or report.new_snapshot is None:
+        return
+    ratio = f", retention {report.retention_ratio:.2f}" if report.retention_ratio else ""
+    if report.rewrote:
+        change = f"v{report.previous_version} -> v{report.snapshot_version}"
+    elif report.outcome == "committed":
+        change = f"v{report.snapshot_version} unchanged"
+    else:
+        change = f"v{report.previous_version} kept; proposed text"
+    click.echo(f"  snapshot {change}{ratio}")
+    click.echo("  " + _diff_text(report))
+    click.echo(
+        f"  beliefs decayed: {', '.join(report.beliefs_decayed) or 'none'}; "
+        f"retired: {', '.join(report.beliefs_retired) or 'none'}"
+    )
+    click.echo(
+        f"  insights consumed {report.insights_consumed}, episodes read {report.episodes_read}, "
+        f"llm calls {report.llm_calls}, {report.duration_ms:.0f} ms"
+    )
+    for warning in report.health:
+        click.echo(click.style(f"  health: {warning.code.value}: {warning.message}", fg="yellow"))
+
+
+def _report_json(report: ReflectionReport) -> dict[str, Any]:
+    data = report.model_dump(mode="json")
+    data["rewrote"] = report.rewrote
+    data["diff"] = [list(run) for run in report.diff()]
+    return data
+
+
+@click.command()
+@click.option("--persona", "persona_id", help="Persona id.")
+@click.option("--all", "all_personas", is_flag=True, help="Every persona, in turn.")
+@click.option("--force", is_flag=True, help="Reflect even when no trigger holds.")
+@click.option("--dry-run", is_flag=True, help="Ask the model and validate; write nothing.")
+@json_option
+@llm_option
+@click.pass_obj
+@run
+async def reflect(
+    state: CliState,
+    persona_id: str | None,
+    all_personas: bool,
+    force: bool,
+    dry_run: bool,
+    as_json: bool,
+    llm_spec: str | None,
+) -> None:
+    """Run the reflection pipeline now (the same one the worker runs).
+
+    Without --force it reflects only when a trigger holds (cooldown, periodic, event).
+    Exits 1 when a reflection was rejected or failed.
+    """
+    if (persona_id is None) == (not all_personas):
+        raise click.UsageError("give exactly one of --persona or --all")
+
+    async def body(app: Sonality) -> list[ReflectionReport]:
+        if persona_id is not None:
+            return [await app.reflect(persona_id, force=force, dry_run=dry_run)]
+        personas = [p.id for p in await app.personas()]
+        reports = []
+        with click.progressbar(personas, label="reflecting", file=sys.stderr, show_pos=True) as bar:
+            for pid in bar:
+                reports.append(await app.reflect(pid, force=force, dry_run=dry_run))
+        return reports
+
+    reports = await _with_app(state, llm_spec, body)
+
+    def text() -> None:
+        for report in reports:
+            _report_text(report)
+        if not reports:
+            click.echo("no personas")
+
+    if as_json:
+        data: Any = [_report_json(r) for r in reports]
+        emit(data if all_personas else data[0], True, text)
+    else:
+        text()
+    if any(r.outcome in ("rejected", "failed") for r in reports):
+        raise SystemExit(1)
+
+
+def _reflection_text(r: Reflection) -> str:
+    version = f"v{r.snapshot_version}" if r.snapshot_version else f"v{r.previous_version} kept"
+    why = f" ({r.reason})" if r.reason else ""
+    health = f" health={','.join(r.health)}" if r.health else ""
+    return (
+        f"{r.started_at:%Y-%m-%d %H:%M:%S} {r.trigger:<8} {r.outcome.value}{why} {version} "
+        f"at interaction {r.interaction_count}, {r.duration_ms:.0f} ms{health}"
+    )
+
+
+@click.command()
+@persona_option
+@click.option("--limit", default=20, show_default=True, type=click.IntRange(min=1))
+@json_option
+@click.pass_obj
+@run
+async def reflections(state: CliState, persona_id: str, limit: int, as_json: bool) -> None:
+    """List a persona's reflection attempts, newest first."""
+    items = await with_app(state, lambda app: app.reflections(persona_id, limit=limit))
+
+    def text() -> None:
+        for item in items:
+            click.echo(_reflection_text(item))
+        if not items:
+            click.echo("no reflections yet")
+
+    emit(items, as_json, text)
+
+
+# snapshots -------------------------------------------------------------------------------
+
+
+@click.group()
+def snapshot() -> None:
+    """Inspect and roll back a persona's snapshot versions."""
+
+
+def _snapshot_line(s: Snapshot) -> str:
+    flat = " ".join(s.text.split())
+    when = f"{s.created_at:%Y-%m-%d %H:%M}"
+    return f"v{s.version:<4} {when} {s.reason:<12} {len(s.text):>5} chars  {flat[:60]}"
+
+
+@snapshot.command("history")
+@persona_option
+@json_option
+@click.pass_obj
+@run
+async def snapshot_history(state: CliState, persona_id: str, as_json: bool) -> None:
+    """Every kept version, newest first."""
+    items = list(await with_app(state, lambda app: app.snapshots(persona_id)))
+
+    def text() -> None:
+        for item in items:
+            click.echo(_snapshot_line(item))
+
+    emit(items, as_json, text)
+
+
+@snapshot.command("show")
+@persona_option
+@click.option("--version", "version", type=int, help="A version (default: the current one).")
+@json_option
+@click.pass_obj
+@run
+async def snapshot_show(
+    state: CliState, persona_id: str, version: int | None, as_json: bool
+) -> None:
+    """Print one version's text."""
+    from sonality.errors import NotFoundError
+
+    async def body(app: Sonality) -> Snapshot:
+        if version is None:
+            return await app.snapshot(persona_id)
+        for item in await app.snapshots(persona_id):
+            if item.version == version:
+                return item
+        raise NotFoundError("no such snapshot version", persona_id=persona_id, version=version)
+
+    item = await with_app(state, body)
+
+    def text() -> None:
+        click.echo(f"v{item.version} ({item.reason}, {item.created_at:%Y-%m-%d %H:%M})")
+        click.echo(item.text)
+
+    emit(item, as_json, text)
+
+
+@snapshot.command("rollback")
+@persona_option
+@click.option("--to", "to_version", type=int, required=True, help="The version to restore.")
+@json_option
+@click.pass_obj
+@run
+async def snapshot_rollback(
+    state: CliState, persona_id: str, to_version: int, as_json: bool
+) -> None:
+    """Make an old version's text current again, as a new version (``rollback:N``)."""
+    item = await with_app(state, lambda app: app.rollback_snapshot(persona_id, to_version))
+    emit(
+        item,
+        as_json,
+        lambda: click.echo(f"v{item.version} now carries the text of v{to_version}"),
+    )
+
+
+# worker ----------------------------------------------------------------------------------
+
+
+@click.command()
+@click.option("--scan-seconds", type=float, help="Scan interval [SONALITY_WORKER_SCAN_SECONDS].")
+@click.option("--retry-seconds", type=float, help="Enrichment retry base interval.")
+@click.option("--idle-seconds", type=float, help="Reflect quiet personas with pending insights.")
+@click.option("--grace-seconds", type=float, default=30.0, show_default=True)
+@click.option("--once", is_flag=True, help="One pass (enrich pending, reflect due), then exit.")
+@click.option("--owner", help="Lease owner id (default host:pid:random).")
+@json_option
+@llm_option
+@click.pass_obj
+@run
+async def worker(
+    state: CliState,
+    scan_seconds: float | None,
+    retry_seconds: float | None,
+    idle_seconds: float | None,
+    grace_seconds: float,
+    once: bool,
+    owner: str | None,
+    as_json: bool,
+    llm_spec: str | None,
+) -> None:
+    """Run the background worker: reflections when due, enrichment retries with backoff.
+
+    Stops gracefully on SIGTERM/SIGINT: running reflections get --grace-seconds to finish,
+    then are abandoned without partial writes; their leases are released.
+    """
+    from sonality.scheduler import Worker, WorkerParams
+
+    settings = state.settings
+    params = WorkerParams(
+        scan_seconds=scan_seconds or settings.worker_scan_seconds,
+        retry_seconds=retry_seconds or settings.worker_retry_seconds,
+        idle_seconds=idle_seconds or settings.worker_idle_reflection_seconds,
+        grace_seconds=grace_seconds,
+    )
+
+    async def body(app: Sonality) -> list[dict[str, Any]]:
+        runner = Worker(app, params)
+        if once:
+            return await runner.run_once()
+        await runner.run_forever()
+        return runner.reflections
+
+    outcomes = await _with_app(state, llm_spec, body, owner=owner)
+    if once:
+        emit(
+            outcomes,
+            as_json,
+            lambda: click.echo(
+                "\n".join(f"{o['persona_id']}: {o['outcome']}" for o in outcomes) or "nothing due"
+            ),
+        )
+
+
+def register(group: click.Group) -> None:
+    for command in (reflect, reflections, snapshot, worker):
+        group.add_command(command)

@@ -1,0 +1,101 @@
+"""What a reflection shows the model: the variables of ``prompts/reflect.md``, built
+from the persona's stored state. Pure formatting, no I/O.
+
+User text is cut to a few hundred characters per exchange and the lists are bounded, so
+the prompt stays small however long the persona's history is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from sonality.models import Belief, Episode, Insight, Persona, ProvenanceEdge
+
+__all__ = ["MAX_PROMPT_BELIEFS", "ReflectReply", "reflection_variables"]
+
+MAX_PROMPT_BELIEFS = 40
+"""The most confident active beliefs shown; the rest are still kept in the graph."""
+_MESSAGE_CHARS = 400
+_RESPONSE_CHARS = 240
+
+
+class ReflectReply(BaseModel):
+    """The model's answer to ``reflect``: the full new self-description."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    snapshot: str
+    notes: str | None = None
+
+
+def _cut(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def format_beliefs(beliefs: Sequence[Belief]) -> str:
+    shown = sorted(beliefs, key=lambda b: (-b.confidence, b.topic))[:MAX_PROMPT_BELIEFS]
+    lines = [
+        f"- {b.topic}: position {b.position:+.2f}; confidence {b.confidence:.2f}; "
+        f"evidence {b.evidence_count}; last reinforced at {b.last_reinforced_at}"
+        for b in shown
+    ]
+    return "\n".join(lines) or "(none yet)"
+
+
+def format_insights(insights: Sequence[Insight]) -> str:
+    return "\n".join(f"- [{i.id}] {_cut(i.text, _MESSAGE_CHARS)}" for i in insights) or "(none)"
+
+
+def format_episodes(episodes: Sequence[Episode]) -> str:
+    """Oldest first (the store returns newest first; the caller passes them reversed)."""
+    lines = []
+    for e in episodes:
+        where = f"#{e.interaction_index}" if e.interaction_index is not None else f"seq {e.seq}"
+        lines.append(
+            f"- {where} user: {_cut(e.user_message, _MESSAGE_CHARS)}\n"
+            f"  persona: {_cut(e.agent_response, _RESPONSE_CHARS)}"
+        )
+    return "\n".join(lines) or "(none)"
+
+
+def format_shifts(shifts: Sequence[ProvenanceEdge], beliefs: Sequence[Belief]) -> str:
+    """Net committed move per topic since the last reflection, largest first."""
+    net: dict[str, float] = {}
+    count: dict[str, int] = {}
+    for edge in shifts:
+        net[edge.topic] = net.get(edge.topic, 0.0) + edge.delta
+        count[edge.topic] = count.get(edge.topic, 0) + 1
+    positions = {b.topic: b.position for b in beliefs}
+    lines = []
+    for topic in sorted(net, key=lambda t: (-abs(net[t]), t)):
+        now = positions.get(topic)
+        where = f" (now {now:+.2f})" if now is not None else ""
+        lines.append(f"- {topic}: moved {net[topic]:+.3f} over {count[topic]} update(s){where}")
+    return "\n".join(lines) or "(none)"
+
+
+def reflection_variables(
+    *,
+    persona: Persona,
+    snapshot_text: str,
+    beliefs: Sequence[Belief],
+    insights: Sequence[Insight],
+    episodes: Sequence[Episode],
+    shifts: Sequence[ProvenanceEdge],
+) -> dict[str, Any]:
+    """The variables of ``prompts/reflect.md``."""
+    return {
+        "persona_name": persona.name,
+        "core_identity": persona.core_identity,
+        "snapshot": snapshot_text,
+        "beliefs": format_beliefs(beliefs),
+        "insights": format_insights(insights),
+        "episodes": format_episodes(episodes),
+        "shifts": format_shifts(shifts, beliefs),
+        "interaction_count": persona.interaction_count,
+        "disagreement_rate": f"{persona.disagreement_rate:.0%}",
+    }

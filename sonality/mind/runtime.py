@@ -1,0 +1,377 @@
+"""The dual-process runtime (MIRROR): ``respond`` answers at once, the Thinker follows.
+
+``respond``: Talker call (``mind.talker``) → the exchange is recorded durably exactly as
+``record`` does (enrichment deferred) → the turn is registered for the Thinker together
+with the Talker's usage → a catch-up job is queued on the conversation's lane
+(``mind.lanes``) → the reply returns. The Talker never waits for the Thinker, unless
+``max_wait_seconds`` (default 0) allows it to wait a little for the conversation's lane.
+
+Ordering: a conversation's lane runs one job at a time, in submission order. A job
+"catches up": it thinks about every open turn of the conversation up to its own, oldest
+first, and stops at the first one that fails (later turns wait behind it, so turns are
+always thought about in order). When a turn's Thinker is still running as the next
+message arrives, the Talker answers with the latest *committed* narrative (MIRROR's
+production note) and the next job catches up afterwards. A failed turn is retried by the
+next job of its conversation or by ``retry`` (the worker's retry job), which also picks up
+turns left ``pending`` by a process that died. Races across processes are settled by the
+store's compare-and-swap (``commit_thought``): a late Thinker never overwrites newer state.
+
+Enrichment is memory, not deliberation: in every mode, baseline included, the lane runs
+the interaction pipeline (``Enricher.enrich_pending``, in the persona's order) after the
+Thinker — except in ``controller`` mode, where it runs first because it feeds the
+controller.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import timedelta
+from functools import partial
+from typing import TYPE_CHECKING
+
+import structlog
+from pydantic import BaseModel, ConfigDict, Field
+
+from sonality.errors import ConflictError, LLMUnavailable, NotFoundError, SonalityError
+from sonality.llm.prompts import PromptLibrary
+from sonality.mind.accounting import install, metering, usage_rows
+from sonality.mind.affect import AffectStages
+from sonality.mind.lanes import Lanes
+from sonality.mind.talker import Reply, Talker
+from sonality.mind.thinker import Thinker, ThinkerBudget
+from sonality.models import (
+    AffectPlacement,
+    Episode,
+    Persona,
+    RuntimeMode,
+    ThinkerStatus,
+    ThinkerTurn,
+)
+
+if TYPE_CHECKING:
+    from sonality.service import Sonality
+
+__all__ = ["DualProcess", "RuntimeSettings"]
+
+log = structlog.get_logger("sonality.runtime")
+
+
+class RuntimeSettings(BaseModel):
+    """Tunables of the dual-process runtime (MIRROR's constants by default)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    max_wait_seconds: float = Field(default=0.0, ge=0)
+    """How long the Talker may wait for the conversation's running Thinker (0: never)."""
+    window_tokens: int = Field(default=20_000, ge=100)
+    narrative_tokens: int = Field(default=3_000, ge=50)
+    monologue_history_tokens: int = Field(default=10_000, ge=100)
+    monologue_input_tokens: int = Field(default=10_000, ge=500)
+    extra_input_tokens: int = Field(default=13_000, ge=1_000)
+    """Per-turn bound on the Thinker's input tokens (MIRROR: 13k)."""
+    extra_output_tokens: int = Field(default=6_000, ge=100)
+    """Per-turn bound on the Thinker's output tokens (MIRROR: 6k); reported, not enforced
+    (the LLM port has no output cap; prompts ask for short replies and storage clips)."""
+    excerpt_tokens: int = Field(default=2_000, ge=100)
+    thread_tokens: int = Field(default=400, ge=20)
+    affect_field_tokens: int = Field(default=150, ge=20)
+    max_attempts: int = Field(default=3, ge=1)
+    """Invalid replies before a turn's Thinker is abandoned (outages never give up)."""
+    stale_pending_seconds: float = Field(default=600.0, gt=0)
+    """A turn pending longer than this is taken over by ``retry`` (its process died)."""
+    keep_narratives: int = Field(default=50, ge=1)
+    shutdown_seconds: float | None = 120.0
+    """How long ``close`` waits for background thinking before cancelling it."""
+
+    def budget(self) -> ThinkerBudget:
+        return ThinkerBudget(
+            history_tokens=self.monologue_history_tokens,
+            monologue_input_tokens=self.monologue_input_tokens,
+            extra_input_tokens=self.extra_input_tokens,
+            narrative_tokens=self.narrative_tokens,
+            excerpt_tokens=self.excerpt_tokens,
+            thread_tokens=self.thread_tokens,
+            keep_narratives=self.keep_narratives,
+            max_attempts=self.max_attempts,
+        )
+
+
+class DualProcess:
+    """Talker, Thinker and their lanes for one ``Sonality`` (built on first ``respond``)."""
+
+    def __init__(self, app: Sonality, settings: RuntimeSettings) -> None:
+        if app.llm is None:
+            raise LLMUnavailable("no model configured", setting="SONALITY_MODEL")
+        self._app = app
+        self._settings = settings
+        llm = app.llm
+        install(llm)
+        prompts = getattr(llm, "prompts", None)
+        if not isinstance(prompts, PromptLibrary):
+            prompts = PromptLibrary()
+        affect = AffectStages(
+            llm=llm, count=app.count_tokens, field_tokens=settings.affect_field_tokens
+        )
+        self.lanes = Lanes()
+        self.talker = Talker(
+            store=app.store,
+            llm=llm,
+            clock=app.clock,
+            count=app.count_tokens,
+            context=lambda p, u, m: app.context(p, user_id=u, message=m),
+            affect=affect,
+            window_tokens=settings.window_tokens,
+            prompts=prompts,
+        )
+        self.thinker = Thinker(
+            store=app.store,
+            llm=llm,
+            clock=app.clock,
+            count=app.count_tokens,
+            enricher=app.enricher,
+            affect=affect,
+            budget=settings.budget(),
+            prompts=prompts,
+        )
+
+    # respond ------------------------------------------------------------------------------
+
+    async def respond(
+        self,
+        persona_id: str,
+        *,
+        user_id: str,
+        conversation_id: str,
+        message: str,
+        episode_id: str | None,
+        mode: RuntimeMode | None,
+        affect: AffectPlacement | None,
+    ) -> Reply:
+        started = time.perf_counter()
+        app = self._app
+        persona = await app.store.get_persona(persona_id)
+        mode = RuntimeMode(mode) if mode is not None else persona.runtime_mode
+        placement = AffectPlacement(affect) if affect is not None else persona.affect
+        if episode_id is not None:
+            replay = await self._replay(persona, episode_id, user_id, conversation_id, message)
+            if replay is not None:
+                return replay.model_copy(update={"latency_ms": _ms(started)})
+        key = (persona_id, conversation_id)
+        if self._settings.max_wait_seconds > 0:
+            await self.lanes.wait_idle(key, self._settings.max_wait_seconds)
+        with metering() as meter:
+            spoken = await self.talker.speak(
+                persona,
+                user_id=user_id,
+                conversation_id=conversation_id,
+                message=message,
+                mode=mode,
+                placement=placement,
+            )
+        text = spoken.text[: app.limits.max_response_chars]
+        try:
+            recorded = await app.record(
+                persona_id,
+                user_id=user_id,
+                conversation_id=conversation_id,
+                message=message,
+                response=text,
+                episode_id=episode_id,
+                enrich=False,
+            )
+        except ConflictError:
+            # a concurrent respond with the same episode_id stored its answer first
+            replay = None
+            if episode_id is not None:
+                replay = await self._replay(persona, episode_id, user_id, conversation_id, message)
+            if replay is None:
+                raise
+            return replay.model_copy(update={"latency_ms": _ms(started)})
+        episode = recorded.episode
+        if spoken.affect is not None:
+            try:
+                await app.store.put_affect(
+                    spoken.affect.model_copy(update={"episode_id": episode.id})
+                )
+            except ConflictError:  # another conversation with this user moved it first
+                log.warning("affect_update_lost", persona_id=persona_id, episode_id=episode.id)
+        turn = self._turn(episode, mode, placement, spoken.narrative_version)
+        await app.store.begin_turn(
+            turn,
+            usage_rows(
+                meter,
+                persona_id=persona_id,
+                conversation_id=conversation_id,
+                episode_id=episode.id,
+                turn=episode.turn,
+            ),
+        )
+        self.lanes.submit(key, partial(self.catch_up, persona_id, conversation_id, episode.turn))
+        reply = Reply(
+            text=text,
+            persona_id=persona_id,
+            user_id=user_id,
+            conversation_id=conversation_id,
+            episode_id=episode.id,
+            turn=episode.turn,
+            mode=mode,
+            affect=placement,
+            narrative_version_used=spoken.narrative_version,
+            latency_ms=_ms(started),
+            talker_ms=spoken.talker_ms,
+            created=recorded.created,
+        )
+        log.info(
+            "talker_replied",
+            persona_id=persona_id,
+            conversation_id=conversation_id,
+            turn=episode.turn,
+            mode=mode.value,
+            affect=placement.value,
+            narrative_version=spoken.narrative_version,
+            latency_ms=reply.latency_ms,
+            talker_ms=reply.talker_ms,
+        )
+        return reply
+
+    def _turn(
+        self, episode: Episode, mode: RuntimeMode, placement: AffectPlacement, narrative: int
+    ) -> ThinkerTurn:
+        thinking = mode is not RuntimeMode.BASELINE or placement is AffectPlacement.THINKER
+        now = self._app.clock.now()
+        return ThinkerTurn(
+            persona_id=episode.persona_id,
+            episode_id=episode.id,
+            conversation_id=episode.conversation_id,
+            user_id=episode.user_id,
+            turn=episode.turn,
+            mode=mode,
+            affect=placement,
+            status=ThinkerStatus.PENDING if thinking else ThinkerStatus.DONE,
+            narrative_version_used=narrative,
+            created_at=now,
+            updated_at=now,
+        )
+
+    async def _replay(
+        self,
+        persona: Persona,
+        episode_id: str,
+        user_id: str,
+        conversation_id: str,
+        message: str,
+    ) -> Reply | None:
+        """A repeated ``respond`` with a known ``episode_id``: the stored reply, without a
+        new model call (and the turn registered if a crash had lost that)."""
+        store = self._app.store
+        try:
+            episode = await store.get_episode(persona.id, episode_id)
+        except NotFoundError:
+            return None
+        if (episode.user_id, episode.conversation_id, episode.user_message) != (
+            user_id,
+            conversation_id,
+            message,
+        ):
+            raise ConflictError(
+                "episode id already used for another exchange",
+                persona_id=persona.id,
+                episode_id=episode_id,
+            )
+        try:
+            turn = await store.get_thinker_turn(persona.id, episode_id)
+        except NotFoundError:
+            turn = await store.begin_turn(
+                self._turn(episode, persona.runtime_mode, persona.affect, 0), []
+            )
+            self.lanes.submit(
+                (persona.id, conversation_id),
+                partial(self.catch_up, persona.id, conversation_id, episode.turn),
+            )
+        return Reply(
+            text=episode.agent_response,
+            persona_id=persona.id,
+            user_id=user_id,
+            conversation_id=conversation_id,
+            episode_id=episode.id,
+            turn=episode.turn,
+            mode=turn.mode,
+            affect=turn.affect,
+            narrative_version_used=turn.narrative_version_used,
+            latency_ms=0.0,
+            talker_ms=0.0,
+            created=False,
+        )
+
+    # the Thinker's lane jobs ----------------------------------------------------------------
+
+    async def catch_up(self, persona_id: str, conversation_id: str, up_to_turn: int | None) -> int:
+        """Think about the conversation's open turns up to ``up_to_turn`` (all: None) in
+        order, stopping at the first failure, then enrich. Returns how many turns were
+        closed."""
+        store = self._app.store
+        turns = await store.thinker_turns(persona_id, conversation_id, up_to_turn=up_to_turn)
+        closed = 0
+        for turn in turns:
+            if turn.status not in (ThinkerStatus.PENDING, ThinkerStatus.FAILED):
+                continue
+            if not await self.thinker.think(turn):
+                break
+            closed += 1
+        if turns:
+            await self._enrich(turns[-1])
+        return closed
+
+    async def _enrich(self, turn: ThinkerTurn) -> None:
+        """The interaction pipeline (memory, in every mode) for the persona's pending
+        episodes up to this turn's, oldest first; each one's usage is booked on itself."""
+        try:
+            enriched = await self.thinker.enrich_through(turn.persona_id, turn.episode_id)
+        except SonalityError as exc:
+            log.warning("enrichment_interrupted", episode_id=turn.episode_id, error=exc.message)
+            return
+        if enriched:
+            # the reflection scheduler's event path, as ``record`` feeds it
+            notify = getattr(self._app, "_notify_due", None)
+            if notify is not None and getattr(self._app, "_due_listeners", None):
+                await notify(turn.persona_id)
+
+    async def retry(self, persona_id: str) -> int:
+        """Re-run failed turns (and pending ones whose process died), in order per
+        conversation, on the conversations' lanes. Returns how many turns were closed."""
+        clock = self._app.clock
+        stale_before = clock.now() - timedelta(seconds=self._settings.stale_pending_seconds)
+        turns = await self._app.store.list_thinker_retries(persona_id, stale_before=stale_before)
+        conversations = dict.fromkeys(t.conversation_id for t in turns)
+        # the turns queued behind a failed one follow it, in order
+        jobs = [
+            self.lanes.submit(
+                (persona_id, conversation_id),
+                partial(self.catch_up, persona_id, conversation_id, None),
+            )
+            for conversation_id in conversations
+        ]
+        results = await asyncio.gather(*jobs)
+        closed = sum(r or 0 for r in results)
+        if turns:
+            log.info(
+                "thinker_retry_pass", persona_id=persona_id, candidates=len(turns), closed=closed
+            )
+        return closed
+
+    async def drain(
+        self, persona_id: str, conversation_id: str | None, max_seconds: float | None
+    ) -> bool:
+        def match(key: object) -> bool:
+            assert isinstance(key, tuple)
+            return key[0] == persona_id and (conversation_id is None or key[1] == conversation_id)
+
+        return await self.lanes.drain(match, max_seconds=max_seconds)
+
+    async def close(self) -> None:
+        await self.lanes.close(max_seconds=self._settings.shutdown_seconds)
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 1)

@@ -1,0 +1,261 @@
+"""The Talker (MIRROR's "voice"): one model call that answers at once.
+
+Its prompt (``prompts/talk.md``) holds the context block (core identity, snapshot, every
+fact of the user, relevant beliefs and past episodes), the Thinker's latest *committed*
+output — the conversation narrative (modes ``full``/``controller``) or the latest
+monologue threads (``threads``), framed as retrospective background rather than an
+instruction about the new message — the affect section when the persona has one, and the
+conversation window: system, first user message and the newest 10, 6, 4 or 2 messages,
+whichever fits in 20k tokens (``core.budget.conversation_window``). It never waits for the
+Thinker.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+import structlog
+from pydantic import BaseModel, ConfigDict
+
+from sonality.core.budget import Message, conversation_window
+from sonality.errors import LLMError
+from sonality.llm.prompts import PromptLibrary
+from sonality.mind.affect import AffectStages, block, initial_state
+from sonality.mind.context import Context
+from sonality.models import (
+    AffectPlacement,
+    AffectState,
+    ConversationMind,
+    Episode,
+    Persona,
+    RuntimeMode,
+)
+from sonality.ports import LLM, Clock, Store
+
+__all__ = ["Reply", "Spoken", "Talker", "inner_state"]
+
+log = structlog.get_logger("sonality.talker")
+
+_RECENT_EPISODES = 5
+"""Episodes read for the window: the newest 10 messages need at most the last five."""
+_FIRST_CACHE = 1024
+
+
+class Reply(BaseModel):
+    """What ``respond`` returns: the answer and where it was recorded."""
+
+    model_config = ConfigDict(frozen=True)
+
+    text: str
+    persona_id: str
+    user_id: str
+    conversation_id: str
+    episode_id: str
+    turn: int
+    mode: RuntimeMode
+    affect: AffectPlacement
+    narrative_version_used: int
+    """The committed narrative version the Talker answered with (0: none yet)."""
+    latency_ms: float
+    """Wall time of ``respond`` up to the return (the Thinker runs after it)."""
+    talker_ms: float
+    """Time spent in the Talker's own model calls (including affect stages placed there)."""
+    created: bool = True
+    """False when ``episode_id`` had been answered before and the stored reply came back."""
+
+
+@dataclass(frozen=True, slots=True)
+class Spoken:
+    text: str
+    narrative_version: int
+    affect: AffectState | None
+    """A new affect state to store (Talker placement), or None."""
+    talker_ms: float
+
+
+def inner_state(mode: RuntimeMode, mind: ConversationMind) -> str:
+    """The Thinker's committed output as the Talker sees it (empty in baseline)."""
+    if mode is RuntimeMode.BASELINE:
+        return ""
+    if mode is RuntimeMode.THREADS:
+        if not mind.monologue:
+            return "## My latest inner thoughts\n(None yet: this conversation has just begun.)"
+        e = mind.monologue[-1]
+        return (
+            f"## My latest inner thoughts (after turn {e.turn}; they look back on earlier "
+            "turns and are not about the new message)\n"
+            f"Reasoning: {e.reasoning}\nMemory: {e.memory}\nGoal: {e.goal}"
+        )
+    if mind.narrative is None:
+        return "## My internal narrative\n(None yet: this conversation has just begun.)"
+    n = mind.narrative
+    return (
+        f"## My internal narrative (v{n.version}, written after turn {n.turn}; it looks back "
+        "on earlier turns and is not about the new message)\n"
+        f"{n.text}"
+    )
+
+
+def _role_label(message: Message) -> str:
+    return "User" if message.role == "user" else "Me"
+
+
+class Talker:
+    """Builds the Talker's prompt and calls the model (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        store: Store,
+        llm: LLM,
+        clock: Clock,
+        count: Callable[[str], int],
+        context: Callable[[str, str, str], Awaitable[Context]],
+        affect: AffectStages,
+        window_tokens: int,
+        prompts: PromptLibrary,
+    ) -> None:
+        self._store = store
+        self._llm = llm
+        self._clock = clock
+        self._count = count
+        self._context = context
+        self._affect = affect
+        self._window_tokens = window_tokens
+        self._prompts = prompts
+        self._first: OrderedDict[tuple[str, str], Episode] = OrderedDict()
+
+    async def speak(
+        self,
+        persona: Persona,
+        *,
+        user_id: str,
+        conversation_id: str,
+        message: str,
+        mode: RuntimeMode,
+        placement: AffectPlacement,
+    ) -> Spoken:
+        mind = await self._store.conversation_mind(persona.id, conversation_id)
+        ctx = await self._context(persona.id, user_id, message)
+        history = await self._history(persona.id, conversation_id)
+        spent = 0.0
+        state: AffectState | None = None
+        new_state: AffectState | None = None
+        if placement is not AffectPlacement.OFF:
+            stored = await self._store.get_affect(persona.id, user_id)
+            state = stored or initial_state(persona.id, user_id, self._clock.now())
+            if placement is AffectPlacement.TALKER:
+                started = time.perf_counter()
+                try:
+                    state = new_state = await self._affect.run(
+                        persona,
+                        state,
+                        message=message,
+                        reply=None,
+                        previous_reply=history[-1].agent_response if history else None,
+                        facts=ctx.facts,
+                        now=self._clock.now(),
+                        episode_id=None,
+                    )
+                except LLMError as exc:  # the answer matters more: speak with what is stored
+                    log.warning("affect_skipped", persona_id=persona.id, error=type(exc).__name__)
+                    state = stored
+                spent += time.perf_counter() - started
+        background = ctx.as_prompt()
+        inner = inner_state(mode, mind)
+        feelings = block(state)
+        transcript = self._transcript(history, message, [background, inner, feelings])
+        started = time.perf_counter()
+        text = await self._llm.text(
+            "talk",
+            {
+                "persona_name": persona.name,
+                "background": background,
+                "inner_state": inner,
+                "affect": feelings,
+                "conversation": transcript,
+                "message": message,
+            },
+            component="talker",
+        )
+        spent += time.perf_counter() - started
+        return Spoken(
+            text=text.strip(),
+            narrative_version=mind.narrative_version,
+            affect=new_state,
+            talker_ms=round(spent * 1000, 1),
+        )
+
+    # the conversation window ---------------------------------------------------------
+
+    async def _history(self, persona_id: str, conversation_id: str) -> list[Episode]:
+        """The conversation's first episode (cached) and its newest few, in order."""
+        recent = list(
+            reversed(
+                await self._store.list_episodes(
+                    persona_id, conversation_id=conversation_id, limit=_RECENT_EPISODES
+                )
+            )
+        )
+        if not recent or recent[0].turn == 1:
+            return recent
+        key = (persona_id, conversation_id)
+        first = self._first.get(key)
+        if first is None:
+            chain = await self._store.conversation_chain(persona_id, conversation_id)
+            first = await self._store.get_episode(persona_id, chain[0])
+            self._first[key] = first
+            if len(self._first) > _FIRST_CACHE:
+                self._first.popitem(last=False)
+        return [first, *recent]
+
+    def _static_text(self) -> str:
+        template = self._prompts.get("talk")
+        system = template.system.template if template.system is not None else ""
+        return system + "\n" + template.user.template
+
+    def _transcript(self, history: Sequence[Episode], message: str, system: list[str]) -> str:
+        """The window's earlier messages as text, gaps marked (the new message is apart)."""
+        messages: list[Message] = []
+        position: dict[int, int] = {}
+        for episode in history:
+            asked = Message(role="user", content=episode.user_message)
+            messages.append(asked)
+            position[id(asked)] = 2 * episode.turn
+            if episode.agent_response.strip():
+                answered = Message(role="assistant", content=episode.agent_response)
+                messages.append(answered)
+                position[id(answered)] = 2 * episode.turn + 1
+        new = Message(role="user", content=message)
+        messages.append(new)
+        position[id(new)] = 2 * (history[-1].turn + 1 if history else 1)
+        counted: dict[str, int] = {}
+
+        def count(text: str) -> int:  # the ladder counts the same messages again and again
+            if text not in counted:
+                counted[text] = self._count(text)
+            return counted[text]
+
+        window = conversation_window(
+            "\n".join([self._static_text(), *system]),
+            messages,
+            count=count,
+            budget=self._window_tokens,
+        )
+        shown = [m for m in window if m.role != "system" and m is not new]
+        if not shown:
+            return "(This is the start of our conversation.)"
+        lines = ["Our conversation so far (oldest first):"]
+        previous: int | None = None
+        for m in shown:
+            at = position[id(m)]
+            if previous is not None and at - previous > 1:
+                lines.append("[… earlier messages left out …]")
+            lines.append(f"{_role_label(m)}: {m.content}")
+            previous = at
+        if shown and position[id(new)] - position[id(shown[-1])] > 1:
+            lines.append("[… earlier messages left out …]")
+        return "\n\n".join(lines)

@@ -1,0 +1,471 @@
+"""The Thinker (MIRROR's System 2): deliberation about one answered turn, after it.
+
+Per turn, by mode (``RuntimeMode``):
+
+- inner monologue (``threads``, ``full``): one structured call (``prompts/monologue.md``)
+  returning three first-person threads — reasoning, memory, goal. It sees its own earlier
+  entries (the stored history, bounded to 10k tokens: past 90% it drops the oldest back
+  to 80%, ``core.budget.truncate_history``) and an excerpt of the conversation up to the
+  turn. The "keep thinking" nudge is the prompt's user part and is never stored.
+- cognitive controller (``controller``, ``full``): one plain-text call
+  (``prompts/controller.md``) regenerating the conversation narrative (at most 3k tokens,
+  first person: the most important facts, the central question ahead, a response
+  strategy, pitfalls) from the threads — or, in ``controller`` mode, from the turn's
+  enrichment — and the previous narrative only.
+- affect (persona option, Thinker placement): ``mind.affect``'s two calls.
+
+Everything the turn produced is written by one compare-and-swap ``commit_thought``. No
+error chaining: a failed call, an invalid reply (the port re-asks once, then raises) or a
+lost race writes nothing — the previous narrative and monologue stay untouched, the turn
+is marked ``failed`` and retried later (or ``abandoned`` after ``max_attempts`` invalid
+replies). Malformed threads therefore never reach the controller.
+
+Budget: the monologue's prompt is sized so that, with the controller's and the affect
+stages' worst case reserved, the turn's extra input stays within MIRROR's 13k tokens.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import structlog
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from sonality.core.budget import clip_text, fit_items, truncate_history
+from sonality.errors import ConflictError, LLMError, LLMUnavailable, SonalityError
+from sonality.llm.prompts import PromptLibrary
+from sonality.llm.usage import UsageMeter
+from sonality.mind.accounting import metering, usage_rows
+from sonality.mind.affect import AffectStages, initial_state
+from sonality.mind.interaction import Enricher
+from sonality.models import (
+    AffectPlacement,
+    AffectState,
+    ConversationMind,
+    EnrichmentStatus,
+    Episode,
+    MonologueEntry,
+    Narrative,
+    Persona,
+    RuntimeMode,
+    ThinkerStatus,
+    ThinkerTurn,
+    ThoughtCommit,
+)
+from sonality.ports import LLM, Clock, Store
+
+__all__ = ["MonologueReply", "Thinker", "ThinkerBudget", "render_entry"]
+
+log = structlog.get_logger("sonality.thinker")
+
+_EXCERPT_TURNS = 3
+_CONFLICT_RETRIES = 3
+_MARGIN = 100
+"""Tokens kept free in each budget for what the static estimate cannot see."""
+_IDENTITY_TOKENS = {"monologue": 300, "controller": 200}
+"""The core identity, clipped, as the monologue and the controller see it."""
+
+
+class MonologueReply(BaseModel):
+    """Schema of the monologue call: three non-blank first-person threads."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    reasoning: str
+    memory: str
+    goal: str
+
+    @field_validator("reasoning", "memory", "goal")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        value = value.strip()
+        if not value:
+            raise ValueError("a thread must not be blank")
+        return value
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkerBudget:
+    """Token limits of the Thinker (MIRROR's constants by default)."""
+
+    history_tokens: int = 10_000
+    monologue_input_tokens: int = 10_000
+    extra_input_tokens: int = 13_000
+    narrative_tokens: int = 3_000
+    excerpt_tokens: int = 2_000
+    thread_tokens: int = 400
+    keep_narratives: int = 50
+    max_attempts: int = 3
+
+
+def render_entry(entry: MonologueEntry) -> str:
+    """A monologue entry as the monologue sees it again (and as its history is counted)."""
+    return (
+        f"[after turn {entry.turn}]\nreasoning: {entry.reasoning}\n"
+        f"memory: {entry.memory}\ngoal: {entry.goal}"
+    )
+
+
+def _exchange(episode: Episode) -> str:
+    return f"[turn {episode.turn}]\nUser: {episode.user_message}\nMe: {episode.agent_response}"
+
+
+class _NotReady(LLMUnavailable):
+    """A prerequisite (the episode's enrichment) is not there yet; retry later."""
+
+
+class Thinker:
+    """Thinks about answered turns, one at a time (the caller keeps the order)."""
+
+    def __init__(
+        self,
+        *,
+        store: Store,
+        llm: LLM,
+        clock: Clock,
+        count: Callable[[str], int],
+        enricher: Enricher,
+        affect: AffectStages,
+        budget: ThinkerBudget,
+        prompts: PromptLibrary,
+    ) -> None:
+        self._store = store
+        self._llm = llm
+        self._clock = clock
+        self._count = count
+        self._enricher = enricher
+        self._affect = affect
+        self._budget = budget
+        self._prompts = prompts
+        self._static: dict[str, int] = {}
+
+    # the turn ---------------------------------------------------------------------------
+
+    async def think(self, turn: ThinkerTurn) -> bool:
+        """Think about ``turn`` and commit it. True when the turn is closed afterwards
+        (done, here or by another process, or abandoned); False when it failed and waits
+        for a retry (later turns of the conversation must wait too)."""
+        for _ in range(_CONFLICT_RETRIES):
+            started = time.perf_counter()
+            with metering() as meter:
+                try:
+                    commit = await self._deliberate(turn)
+                    await self._store.commit_thought(commit)
+                except ConflictError:
+                    current = await self._store.get_thinker_turn(turn.persona_id, turn.episode_id)
+                    if current.status in (ThinkerStatus.DONE, ThinkerStatus.ABANDONED):
+                        return True
+                    turn = current
+                    continue
+                except LLMError as exc:
+                    unavailable = isinstance(exc, LLMUnavailable)
+                    return await self._failed(turn, exc, give_up=not unavailable)
+                except SonalityError as exc:
+                    return await self._failed(turn, exc, give_up=False)
+                except Exception as exc:  # a bug must not stop the conversation's lane
+                    log.exception("thinker_crashed", episode_id=turn.episode_id)
+                    return await self._failed(turn, exc, give_up=True)
+                finally:
+                    await self._save_usage(turn, meter)
+            log.info(
+                "thought_committed",
+                persona_id=turn.persona_id,
+                conversation_id=turn.conversation_id,
+                turn=turn.turn,
+                mode=turn.mode.value,
+                narrative_version=commit.narrative.version if commit.narrative else None,
+                monologue_dropped=len(commit.drop_monologue_turns),
+                duration_ms=round((time.perf_counter() - started) * 1000, 1),
+            )
+            return True
+        return False
+
+    async def _failed(self, turn: ThinkerTurn, exc: BaseException, *, give_up: bool) -> bool:
+        error = exc.message if isinstance(exc, SonalityError) else type(exc).__name__
+        give_up = give_up and turn.attempts + 1 >= self._budget.max_attempts
+        try:
+            await self._store.mark_thinker_failed(
+                turn.persona_id, turn.episode_id, error=error, give_up=give_up, at=self._clock.now()
+            )
+        except SonalityError as mark_error:
+            log.warning("thinker_mark_failed", episode_id=turn.episode_id, error=mark_error.message)
+        log.warning(
+            "thinker_failed",
+            persona_id=turn.persona_id,
+            conversation_id=turn.conversation_id,
+            turn=turn.turn,
+            error=type(exc).__name__,
+            attempts=turn.attempts + 1,
+            gave_up=give_up,
+        )
+        return give_up
+
+    async def _save_usage(self, turn: ThinkerTurn | Episode, meter: UsageMeter) -> None:
+        episode_id = turn.episode_id if isinstance(turn, ThinkerTurn) else turn.id
+        rows = usage_rows(
+            meter,
+            persona_id=turn.persona_id,
+            conversation_id=turn.conversation_id,
+            episode_id=episode_id,
+            turn=turn.turn,
+        )
+        if not rows:
+            return
+        try:
+            await self._store.add_turn_usage(rows)
+        except SonalityError as exc:
+            log.warning("turn_usage_not_saved", episode_id=episode_id, error=exc.message)
+            return
+        log.info(
+            "turn_usage",
+            persona_id=turn.persona_id,
+            conversation_id=turn.conversation_id,
+            turn=turn.turn,
+            **{
+                u.component: {
+                    "calls": u.calls,
+                    "input_tokens": u.input_tokens,
+                    "output_tokens": u.output_tokens,
+                }
+                for u in rows
+            },
+        )
+
+    async def enrich_through(self, persona_id: str, episode_id: str) -> int:
+        """Run the interaction pipeline on the persona's pending episodes, oldest first, up
+        to ``episode_id``'s (later ones are left to their own turns), one at a time so
+        each one's model usage is booked on its own episode. Returns how many were
+        enriched; stops early when the pipeline does (e.g. the model is down)."""
+        last = await self._store.get_episode(persona_id, episode_id)
+        enriched = 0
+        while True:
+            pending = await self._store.list_pending_episodes(persona_id, limit=1)
+            if not pending or pending[0].seq > last.seq:
+                return enriched
+            with metering() as meter:
+                report = await self._enricher.enrich_pending(persona_id, limit=1)
+            await self._save_usage(pending[0], meter)
+            enriched += report.enriched
+            if report.stopped_by is not None or not (report.enriched or report.failed):
+                return enriched
+
+    async def _deliberate(self, turn: ThinkerTurn) -> ThoughtCommit:
+        persona = await self._store.get_persona(turn.persona_id)
+        episode = await self._store.get_episode(turn.persona_id, turn.episode_id)
+        mind = await self._store.conversation_mind(turn.persona_id, turn.conversation_id)
+        mode = turn.mode
+        entry: MonologueEntry | None = None
+        dropped: tuple[int, ...] = ()
+        narrative: Narrative | None = None
+        affect: AffectState | None = None
+        if mode.monologue:
+            entry, dropped = await self._monologue(persona, turn, mind)
+        if mode.controller:
+            if entry is not None:
+                source = "\n\n".join(
+                    f"=== {name} ===\n{text}"
+                    for name, text in (
+                        ("Reasoning", entry.reasoning),
+                        ("Memory", entry.memory),
+                        ("Goal", entry.goal),
+                    )
+                )
+            else:
+                source = await self._digest(persona, episode)
+            narrative = await self._controller(persona, turn, mind, source)
+        if turn.affect is AffectPlacement.THINKER:
+            affect = await self._feel(persona, episode)
+        return ThoughtCommit(
+            persona_id=turn.persona_id,
+            conversation_id=turn.conversation_id,
+            user_id=turn.user_id,
+            episode_id=turn.episode_id,
+            turn=turn.turn,
+            expected_thought_turn=mind.thought_turn,
+            expected_narrative_version=mind.narrative_version,
+            monologue=entry,
+            drop_monologue_turns=dropped,
+            narrative=narrative,
+            keep_narratives=self._budget.keep_narratives,
+            affect=affect,
+            committed_at=self._clock.now(),
+        )
+
+    # budgets ----------------------------------------------------------------------------
+
+    def _static_tokens(self, prompt: str) -> int:
+        """Tokens of a prompt file's fixed text (placeholders excluded)."""
+        if prompt not in self._static:
+            template = self._prompts.get(prompt)
+            system = template.system.template if template.system is not None else ""
+            self._static[prompt] = self._count(system + "\n" + template.user.template)
+        return self._static[prompt]
+
+    def monologue_cap(self, mode: RuntimeMode, affect: AffectPlacement, narrative: int) -> int:
+        """Input tokens the monologue call may use this turn, so that the controller's
+        (with a ``narrative``-token previous narrative) and the affect stages' worst case
+        still fit in the per-turn extra input budget."""
+        b = self._budget
+        reserve = 0
+        if mode.controller:
+            reserve += self._static_tokens("controller") + narrative + 3 * b.thread_tokens
+            reserve += _IDENTITY_TOKENS["controller"] + 2 * _MARGIN
+        if affect is not AffectPlacement.OFF:  # in the Talker or here, it is this turn's
+            reserve += self._static_tokens("affect_update") + self._static_tokens("affect_appraise")
+            reserve += self._affect.input_tokens() + 2 * _MARGIN
+        return min(b.monologue_input_tokens, b.extra_input_tokens - reserve)
+
+    # the inner monologue ------------------------------------------------------------------
+
+    async def _excerpt(self, turn: ThinkerTurn, budget: int) -> str:
+        """The latest exchanges up to ``turn`` (newest first to fit, shown oldest first);
+        the turn itself always, clipped if it must be."""
+        chain = await self._store.conversation_chain(turn.persona_id, turn.conversation_id)
+        ids = chain[: turn.turn][-_EXCERPT_TURNS:]
+        episodes = [await self._store.get_episode(turn.persona_id, i) for i in ids]
+        newest = clip_text(_exchange(episodes[-1]), max(budget, 50), self._count)
+        older = fit_items(
+            [_exchange(e) for e in reversed(episodes[:-1])],
+            budget - self._count(newest),
+            self._count,
+        )
+        return "\n\n".join([*reversed(older), newest])
+
+    async def _monologue(
+        self, persona: Persona, turn: ThinkerTurn, mind: ConversationMind
+    ) -> tuple[MonologueEntry, tuple[int, ...]]:
+        b = self._budget
+        narrative_tokens = mind.narrative.tokens if mind.narrative is not None else 0
+        cap = self.monologue_cap(turn.mode, turn.affect, narrative_tokens)
+        identity = clip_text(persona.core_identity, _IDENTITY_TOKENS["monologue"], self._count)
+        room = cap - self._static_tokens("monologue") - self._count(identity) - _MARGIN
+        excerpt = await self._excerpt(turn, min(b.excerpt_tokens, max(room // 3, 100)))
+        room -= self._count(excerpt)
+        view: list[MonologueEntry] = []
+        for earlier in reversed(mind.monologue):
+            if earlier.tokens > room:
+                break
+            view.append(earlier)
+            room -= earlier.tokens
+        history = "\n\n".join(render_entry(e) for e in reversed(view))
+        reply = await self._llm.structured(
+            "monologue",
+            {
+                "persona_name": persona.name,
+                "core_identity": identity,
+                "history": history or "(This is my first thought about this conversation.)",
+                "excerpt": excerpt,
+                "turn": turn.turn,
+            },
+            MonologueReply,
+            component="monologue",
+        )
+        clip = self._clip_thread
+        entry = MonologueEntry(
+            persona_id=turn.persona_id,
+            conversation_id=turn.conversation_id,
+            user_id=turn.user_id,
+            turn=turn.turn,
+            episode_id=turn.episode_id,
+            reasoning=clip(reply.reasoning),
+            memory=clip(reply.memory),
+            goal=clip(reply.goal),
+            tokens=0,
+            created_at=self._clock.now(),
+        )
+        entry = entry.model_copy(update={"tokens": self._count(render_entry(entry))})
+        entries = [*mind.monologue, entry]
+        rendered = [render_entry(e) for e in entries]
+        cost = {r: e.tokens for r, e in zip(rendered, entries, strict=True)}
+        kept = truncate_history(rendered, count=lambda r: cost[r], budget=b.history_tokens)
+        dropped = tuple(e.turn for e in entries[: len(entries) - len(kept)])
+        return entry, dropped
+
+    def _clip_thread(self, text: str) -> str:
+        return clip_text(text, self._budget.thread_tokens, self._count)
+
+    # the cognitive controller -------------------------------------------------------------
+
+    async def _digest(self, persona: Persona, episode: Episode) -> str:
+        """What the controller sees in ``controller`` mode: the turn's enrichment (run now,
+        in order) and the exchange itself, clipped; never the raw history."""
+        await self.enrich_through(persona.id, episode.id)
+        episode = await self._store.get_episode(persona.id, episode.id)
+        if episode.enrichment_status is EnrichmentStatus.PENDING:
+            raise _NotReady("the episode is not enriched yet", episode_id=episode.id)
+        facts = [
+            f
+            for f in await self._store.list_facts(persona.id, episode.user_id)
+            if f.episode_id == episode.id
+        ]
+        lines = [f"Turn {episode.turn}."]
+        if episode.enrichment_status is EnrichmentStatus.ENRICHED:
+            ev = episode.evidence
+            if ev is not None and ev.topics:
+                lines.append(
+                    f"Topics: {', '.join(ev.topics)}; the user's stance: {ev.direction.value}; "
+                    f"evidence strength {ev.score:.2f} ({ev.reasoning_type.value})."
+                )
+            lines.append(f"Importance (1-10): {episode.importance}.")
+            if episode.insight:
+                lines.append(f"What it showed about me: {episode.insight}")
+        else:
+            lines.append("(The analysis of this turn failed; only the exchange is known.)")
+        if facts:
+            lines.append("The user disclosed:")
+            lines.extend(f"- [{f.kind.value}, severity {f.severity}] {f.text}" for f in facts)
+        user = clip_text(episode.user_message, 300, self._count)
+        mine = clip_text(episode.agent_response, 300, self._count)
+        lines.append(f"The exchange, in short: User: {user}\nMe: {mine}")
+        return clip_text("\n".join(lines), 3 * self._budget.thread_tokens, self._count)
+
+    async def _controller(
+        self, persona: Persona, turn: ThinkerTurn, mind: ConversationMind, source: str
+    ) -> Narrative:
+        previous = mind.narrative.text if mind.narrative is not None else ""
+        text = await self._llm.text(
+            "controller",
+            {
+                "persona_name": persona.name,
+                "core_identity": clip_text(
+                    persona.core_identity, _IDENTITY_TOKENS["controller"], self._count
+                ),
+                "previous_narrative": previous or "(None yet: this is the start.)",
+                "streams": source,
+                "turn": turn.turn,
+            },
+            component="controller",
+        )
+        text = clip_text(text.strip(), self._budget.narrative_tokens, self._count)
+        if not text:
+            raise _NotReady("the controller returned nothing usable", episode_id=turn.episode_id)
+        return Narrative(
+            persona_id=turn.persona_id,
+            conversation_id=turn.conversation_id,
+            user_id=turn.user_id,
+            version=mind.narrative_version + 1,
+            text=text,
+            turn=turn.turn,
+            episode_id=turn.episode_id,
+            tokens=self._count(text),
+            created_at=self._clock.now(),
+        )
+
+    # affect --------------------------------------------------------------------------------
+
+    async def _feel(self, persona: Persona, episode: Episode) -> AffectState:
+        stored = await self._store.get_affect(persona.id, episode.user_id)
+        state = stored or initial_state(persona.id, episode.user_id, self._clock.now())
+        facts = await self._store.list_facts(persona.id, episode.user_id)
+        return await self._affect.run(
+            persona,
+            state,
+            message=episode.user_message,
+            reply=episode.agent_response,
+            previous_reply=None,
+            facts=facts,
+            now=self._clock.now(),
+            episode_id=episode.id,
+        )
