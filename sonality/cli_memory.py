@@ -366,10 +366,15 @@ async def enrich(state: CliState, persona_id: str | None, as_json: bool) -> None
 
 
 def register(group: click.Group) -> None:
+    """Add every command to the ``sonality`` group (the modules import their heavy
+    dependencies lazily, inside the commands)."""
+    from sonality import cli_reflection
+    from sonality.browse import browse
+    from sonality.cli_chat import chat
     from sonality.cli_demo import demo
 
     for command in (persona, record, ingest, context, beliefs, facts, episodes, enrich, demo):
         group.add_command(command)
-    group.add_command(__import__("sonality.browse", fromlist=["browse"]).browse)
-    __import__("sonality.cli_reflection", fromlist=["register"]).register(group)
-    group.add_command(__import__("sonality.cli_chat", fromlist=["chat"]).chat)
+    group.add_command(browse)
+    group.add_command(chat)
+    cli_reflection.register(group)
