@@ -18,13 +18,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import os
 import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +31,10 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchkit import fill, load_devserver, pct  # noqa: E402
+
 from sonality.core.opinion import OpinionParams  # noqa: E402
 from sonality.llm.embedders import HashEmbedder  # noqa: E402
-from sonality.models import EpisodeDraft  # noqa: E402
 from sonality.observability import configure_logging  # noqa: E402
 from sonality.ports import Store  # noqa: E402
 from sonality.service import Sonality  # noqa: E402
@@ -111,36 +110,6 @@ def scripted() -> ScriptedLLM:
     return llm
 
 
-async def fill(store: Store, persona: str, start: int, stop: int, concurrency: int = 16) -> None:
-    embedder = HashEmbedder(DIMS)
-    t0 = datetime(2025, 1, 1, tzinfo=UTC)
-    queue = iter(range(start, stop))
-
-    async def worker() -> None:
-        for i in queue:
-            message = text(i)
-            [vector] = await embedder.embed([message])
-            await store.append_episode(
-                EpisodeDraft(
-                    id=f"fill-{i}",
-                    persona_id=persona,
-                    user_id=f"u{i % 50}",
-                    conversation_id=f"c{i % 200}",
-                    user_message=message,
-                    agent_response="Noted.",
-                    created_at=t0 + timedelta(minutes=i),
-                    embedding=vector,
-                )
-            )
-
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
 async def timed(samples: int, call: Callable[[int], Awaitable[Any]]) -> list[float]:
     out = []
     for i in range(samples):
@@ -170,7 +139,7 @@ async def bench_backend(
     have = 0
     for size in sizes:
         started = time.perf_counter()
-        await fill(store, "bench", have, size)
+        await fill(store, "bench", have, size, text, dimensions=DIMS)
         fill_s = time.perf_counter() - started
         have = size
         calls_before = len(llm.calls)
@@ -224,15 +193,6 @@ def print_row(r: dict[str, Any]) -> None:
         f"{r['llm_calls']:>10.1f} {r['tokens_in']:>7.0f} {r['tokens_out']:>8.0f}",
         flush=True,
     )
-
-
-def load_devserver() -> Any:
-    path = ROOT / "tools" / "neo4j-devserver" / "devserver.py"
-    spec = importlib.util.spec_from_file_location("devserver", path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 async def main() -> int:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import os
 import random
 import statistics
@@ -39,6 +38,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from benchkit import load_devserver, pct  # noqa: E402
 
 from sonality.llm.embedders import HashEmbedder  # noqa: E402
 from sonality.llm.prompts import RenderedPrompt  # noqa: E402
@@ -142,16 +143,6 @@ def scripted(seed: int, talker_ms: float = 0.0, thinker_ms: float = 0.0) -> Scri
     return llm
 
 
-def _load_devserver() -> Any:
-    path = ROOT / "tools" / "neo4j-devserver" / "devserver.py"
-    spec = importlib.util.spec_from_file_location("sonality_devserver", path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["sonality_devserver"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @asynccontextmanager
 async def open_store(backend: str) -> AsyncIterator[Store]:
     if backend == "sqlite":
@@ -170,7 +161,7 @@ async def open_store(backend: str) -> AsyncIterator[Store]:
     uri = os.environ.get("SONALITY_BENCH_NEO4J_URI")
     server = None
     if not uri:
-        server = _load_devserver().DevServer.start(log_path=Path(tempfile.mkdtemp()) / "neo4j.log")
+        server = load_devserver().DevServer.start(log_path=Path(tempfile.mkdtemp()) / "neo4j.log")
         uri = server.bolt_uri
     store = await Neo4jStore.open(uri, embedding_dimensions=DIMS)
     try:
@@ -186,11 +177,6 @@ async def open_store(backend: str) -> AsyncIterator[Store]:
 def message(rng: random.Random, i: int) -> str:
     size = 1_800 if i % 25 == 0 else rng.randint(40, 900)
     return f"(message {i}) " + prose(rng, size)
-
-
-def _pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 async def token_run(store: Store, turns: int, affect: str, seed: int) -> dict[str, Any]:
@@ -312,8 +298,8 @@ async def main() -> None:
         for mode in ("baseline", "full"):
             latency, talker, drain_s = await latency_run(store, args.latency_turns, mode, args)
             print(
-                f"  {mode:<10} {_pct(latency, 0.5):>8.1f} {_pct(latency, 0.95):>8.1f} "
-                f"{_pct(talker, 0.5):>11.1f} {_pct(talker, 0.95):>11.1f} {drain_s:>14.2f}"
+                f"  {mode:<10} {pct(latency, 0.5):>8.1f} {pct(latency, 0.95):>8.1f} "
+                f"{pct(talker, 0.5):>11.1f} {pct(talker, 0.95):>11.1f} {drain_s:>14.2f}"
             )
 
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import os
 import sys
 import tempfile
@@ -36,6 +35,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from benchkit import fill, load_devserver, pct  # noqa: E402
 
 from sonality.core.opinion import OpinionParams  # noqa: E402
 from sonality.llm.embedders import HashEmbedder  # noqa: E402
@@ -66,32 +67,6 @@ def scripted() -> ScriptedLLM:
         lambda _r, v: {"snapshot": f"{v['snapshot']} I keep weighing sources before I agree."},
     )
     return llm
-
-
-async def fill(store: Store, persona: str, start: int, stop: int, concurrency: int = 16) -> None:
-    """Raw exchanges ``start``..``stop - 1`` with embeddings (history volume)."""
-    embedder = HashEmbedder(DIMS)
-    t0 = datetime(2025, 1, 1, tzinfo=UTC)
-    queue = iter(range(start, stop))
-
-    async def worker() -> None:
-        for i in queue:
-            message = text(i)
-            [vector] = await embedder.embed([message])
-            await store.append_episode(
-                EpisodeDraft(
-                    id=f"fill-{i}",
-                    persona_id=persona,
-                    user_id=f"u{i % 50}",
-                    conversation_id=f"c{i % 200}",
-                    user_message=message,
-                    agent_response="Noted.",
-                    created_at=t0 + timedelta(minutes=i),
-                    embedding=vector,
-                )
-            )
-
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
 
 
 BULK_FILL = """
@@ -205,11 +180,6 @@ async def enrich_fresh(store: Store, persona: str, first: int, count: int) -> No
         await store.commit_enrichment(commit)
 
 
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
 async def bench_backend(
     name: str,
     open_store: Callable[[], Awaitable[Store]],
@@ -233,7 +203,7 @@ async def bench_backend(
         if bulk_uri is not None:
             await fill_neo4j_bulk(bulk_uri, "bench", have, size)
         else:
-            await fill(store, "bench", have, size)
+            await fill(store, "bench", have, size, text, dimensions=DIMS)
         fill_s = time.perf_counter() - started
         have = size
         for _ in range(warmup):  # unmeasured: JIT, caches, connection pool
@@ -283,15 +253,6 @@ def print_row(r: dict[str, Any]) -> None:
         f"{r['snapshot_chars']:>15}",
         flush=True,
     )
-
-
-def load_devserver() -> Any:
-    path = ROOT / "tools" / "neo4j-devserver" / "devserver.py"
-    spec = importlib.util.spec_from_file_location("devserver", path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 async def main() -> int:
