@@ -132,7 +132,7 @@ def main(ctx: click.Context) -> None:
 @run
 async def migrate(state: CliState, check: bool, as_json: bool) -> None:
     """Apply pending schema migrations to the configured store."""
-    from sonality.app import open_store
+    from sonality.wiring import open_store
 
     store = await open_store(state.settings)
     try:
@@ -167,8 +167,8 @@ async def migrate(state: CliState, check: bool, as_json: bool) -> None:
 @run
 async def doctor(state: CliState, as_json: bool, call_model: bool) -> None:
     """Check the store, the schema, pending enrichment and the model settings."""
-    from sonality.app import open_store
     from sonality.errors import SonalityError
+    from sonality.wiring import open_store
 
     settings = state.settings
     report: dict[str, Any] = {
@@ -247,8 +247,8 @@ def _redact(url: str) -> str:
 
 
 async def _ping_model(settings: Settings) -> bool:
-    from sonality.app import settings_llm
     from sonality.errors import LLMError
+    from sonality.wiring import settings_llm
 
     llm = settings_llm(settings)
     assert llm is not None

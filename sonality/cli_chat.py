@@ -174,10 +174,10 @@ async def chat(
     verbose: bool,
 ) -> None:
     """Chat with a persona in the terminal (full-agent mode)."""
-    from sonality.app import build, load_llm_factory
     from sonality.errors import LLMUnavailable, SonalityError
     from sonality.llm.tokens import count_tokens
     from sonality.observability import configure_logging
+    from sonality.wiring import build, load_llm_factory
 
     settings = state.settings
     if not verbose:

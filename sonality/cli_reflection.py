@@ -40,7 +40,7 @@ async def _with_app(
     *,
     owner: str | None = None,
 ) -> R:
-    from sonality.app import build, load_llm_factory
+    from sonality.wiring import build, load_llm_factory
 
     settings = state.settings
     llm = load_llm_factory(llm_spec, settings) if llm_spec else None

@@ -169,13 +169,21 @@ class Sonality:
 
     # lifecycle ----------------------------------------------------------------------
     @classmethod
-    async def open(cls, settings: object, *, migrate: bool | None = None) -> Sonality:
+    async def open(
+        cls,
+        settings: object,
+        *,
+        migrate: bool | None = None,
+        llm: LLM | None = None,
+        owner: str | None = None,
+    ) -> Sonality:
         """Build from :class:`sonality.config.Settings`. ``migrate`` applies pending schema
         steps first; by default it does so for the embedded SQLite file (the application
-        owns it) and not for Neo4j (run ``sonality migrate``)."""
-        from sonality.app import build
+        owns it) and not for Neo4j (run ``sonality migrate``). ``llm`` replaces the model
+        the settings name; ``owner`` names this process's reflection leases."""
+        from sonality.wiring import build
 
-        return await build(settings, migrate=migrate)
+        return await build(settings, migrate=migrate, llm=llm, owner=owner)
 
     @classmethod
     def from_settings(cls, settings: object, *, migrate: bool | None = None) -> _Opening:

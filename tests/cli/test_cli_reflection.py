@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from sonality.app import build
 from sonality.cli import main
 from sonality.config import Settings
+from sonality.wiring import build
 from tests.conftest import EMBEDDING_DIMENSIONS
 from tests.reflection.conftest import IDENTITY, SNAPSHOT
 from tests.reflection.fake_models import scripted_llm

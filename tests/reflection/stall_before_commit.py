@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from sonality.app import build
 from sonality.config import Settings
+from sonality.wiring import build
 from tests.reflection.fake_models import scripted_llm
 
 
