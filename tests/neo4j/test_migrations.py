@@ -14,7 +14,7 @@ from neo4j.time import DateTime
 
 from sonality.errors import MigrationChecksumMismatch, SchemaError
 from sonality.resources import resource_dir
-from sonality.storage.neo4j_store import Neo4jStore
+from sonality.storage.neo4j.store import Neo4jStore
 
 pytestmark = pytest.mark.neo4j
 
@@ -24,7 +24,8 @@ FIRST_MIGRATIONS = [
     "V0002__indexes",
     "V0003__episode_embedding_vector_index",
 ]
-MIGRATIONS = sorted(p.stem for p in resource_dir("migrations").glob("V*.cypher"))
+SHIPPED = resource_dir("migrations") / "neo4j"
+MIGRATIONS = sorted(p.stem for p in SHIPPED.glob("V*.cypher"))
 """Every shipped migration: the first three above, then those later features added."""
 LATER = f"V{len(MIGRATIONS) + 1:04d}__later"
 """A migration file newer than every shipped one."""
@@ -121,7 +122,7 @@ async def test_migrate_creates_the_schema_on_a_fresh_database(
     status = await store.schema_status()
     assert status.pending == ()
     assert status.current
-    folder = resource_dir("migrations")
+    folder = SHIPPED
     assert [(m.version, m.checksum) for m in status.applied] == [
         (i + 1, hashlib.sha256((folder / f"{n}.cypher").read_bytes()).hexdigest())
         for i, n in enumerate(MIGRATIONS)
@@ -166,7 +167,7 @@ async def test_an_edited_applied_migration_is_refused(
     """Changing an applied file makes migrate (and the schema check) raise
     MigrationChecksumMismatch naming that file; nothing more is applied."""
     folder = tmp_path / "migrations"
-    shutil.copytree(resource_dir("migrations"), folder)
+    shutil.copytree(SHIPPED, folder)
     store = await _open(opened, neo4j_uri, neo4j_auth, migrations_dir=folder)
     await store.migrate()
 
@@ -193,7 +194,7 @@ async def test_schema_status_lists_pending_then_none(
 ) -> None:
     """schema_status reports what is pending, also a new file added after a migrate."""
     folder = tmp_path / "migrations"
-    shutil.copytree(resource_dir("migrations"), folder)
+    shutil.copytree(SHIPPED, folder)
     store = await _open(opened, neo4j_uri, neo4j_auth, migrations_dir=folder)
     assert (await store.schema_status()).pending == tuple(MIGRATIONS)
     await store.migrate()
