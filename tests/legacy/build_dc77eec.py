@@ -60,14 +60,12 @@ from sonality.models import (
     TurnUsage,
     UserFact,
 )
-from tests.legacy.reads import read_everything
+from tests.legacy.graph import export
+from tests.legacy.reads import DIMS, FIXTURES, PROBE, read_everything
 
-HERE = Path(__file__).resolve().parent
-OUT = HERE / "dc77eec"
-ROOT = HERE.parent.parent
-DIMS = 64
+OUT = FIXTURES
+ROOT = FIXTURES.parent.parent.parent
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
-PROBE = tuple(1.0 if i in (0, 1) else 0.0 for i in range(DIMS))
 
 
 def at(minutes: float) -> datetime:
@@ -513,62 +511,6 @@ async def fill(store: Any) -> None:
     )
 
 
-# export ------------------------------------------------------------------------------------
-
-
-def _tag(value: Any) -> Any:
-    """Neo4j values as JSON: temporal values tagged, lists element by element."""
-    from neo4j.time import DateTime
-
-    if isinstance(value, DateTime):
-        return {"$datetime": value.iso_format()}
-    if isinstance(value, list):
-        return [_tag(v) for v in value]
-    assert value is None or isinstance(value, bool | int | float | str), type(value)
-    return value
-
-
-async def export_neo4j(driver: Any) -> dict[str, Any]:
-    async def rows(query: str) -> list[dict[str, Any]]:
-        records, _, _ = await driver.execute_query(query, database_="neo4j")
-        return [r.data() for r in records]
-
-    constraints = await rows("SHOW CONSTRAINTS YIELD name, createStatement RETURN * ORDER BY name")
-    indexes = await rows(
-        "SHOW INDEXES YIELD name, type, owningConstraint, createStatement "
-        "WHERE type <> 'LOOKUP' AND owningConstraint IS NULL RETURN * ORDER BY name"
-    )
-    nodes = await rows(
-        "MATCH (n) RETURN elementId(n) AS id, labels(n) AS labels, properties(n) AS props "
-        "ORDER BY id"
-    )
-    rels = await rows(
-        "MATCH (a)-[r]->(b) RETURN elementId(a) AS start, type(r) AS type, "
-        "properties(r) AS props, elementId(b) AS end ORDER BY start, type, end"
-    )
-    ids = {n["id"]: i for i, n in enumerate(nodes)}
-    return {
-        "schema": [c["createStatement"] for c in constraints]
-        + [i["createStatement"] for i in indexes],
-        "nodes": [
-            {
-                "labels": sorted(n["labels"]),
-                "props": {k: _tag(v) for k, v in sorted(n["props"].items())},
-            }
-            for n in nodes
-        ],
-        "relationships": [
-            {
-                "start": ids[r["start"]],
-                "type": r["type"],
-                "end": ids[r["end"]],
-                "props": {k: _tag(v) for k, v in sorted(r["props"].items())},
-            }
-            for r in rels
-        ],
-    }
-
-
 def _devserver() -> Any:
     path = ROOT / "tools" / "neo4j-devserver" / "devserver.py"
     spec = importlib.util.spec_from_file_location("sonality_devserver", path)
@@ -606,7 +548,7 @@ async def main() -> None:
         await store.close()
         driver = AsyncGraphDatabase.driver(server.bolt_uri)
         try:
-            graph = await export_neo4j(driver)
+            graph = await export(driver)
         finally:
             await driver.close()
     finally:

@@ -7,13 +7,27 @@ runs on the code of dc77eec and on today's.
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
+FIXTURES = Path(__file__).resolve().parent / "dc77eec"
+"""The stores the dc77eec code built (``build_dc77eec.py``)."""
+DIMS = 64
+"""Embedding dimensions of the legacy stores."""
+PROBE = tuple(1.0 if i in (0, 1) else 0.0 for i in range(DIMS))
+"""The query vector of ``similar_episodes``."""
 FAR_FUTURE = datetime(2100, 1, 1, tzinfo=UTC)
 """``stale_before`` that makes every pending Thinker turn stale."""
+
+
+def recorded_reads(backend: str) -> dict[str, Any]:
+    """What the dc77eec code's reads returned on ``backend``."""
+    reads: dict[str, Any] = json.loads((FIXTURES / "reads.json").read_text(encoding="utf-8"))
+    return dict(reads[backend])
 
 
 def _json(value: Any) -> Any:
@@ -30,7 +44,7 @@ def _json(value: Any) -> Any:
     return value
 
 
-async def read_everything(store: Any, probe: tuple[float, ...]) -> dict[str, Any]:
+async def read_everything(store: Any, probe: tuple[float, ...] = PROBE) -> dict[str, Any]:
     """Every read of every persona, user, conversation and topic the store holds.
     ``probe`` is the query vector for ``similar_episodes``."""
     out: dict[str, Any] = {"personas": await store.list_personas()}

@@ -58,18 +58,6 @@ INDEXES = {
 
 
 @pytest.fixture
-async def fresh(raw_graph: Any, neo4j_session_store: Any) -> AsyncIterator[Any]:
-    """The raw graph (tests/neo4j/conftest.py) of an empty database with no schema; the
-    session's schema is restored afterwards."""
-    await neo4j_session_store.delete_all()
-    await raw_graph.drop_schema()
-    yield raw_graph
-    await raw_graph.run("MATCH (n) DETACH DELETE n")
-    await raw_graph.drop_schema()
-    await neo4j_session_store.migrate()
-
-
-@pytest.fixture
 async def opened() -> AsyncIterator[list[Neo4jStore]]:
     """Stores a test opens (closed afterwards)."""
     stores: list[Neo4jStore] = []

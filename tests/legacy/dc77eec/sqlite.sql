@@ -239,10 +239,10 @@ CREATE TABLE schema_migrations (
     checksum TEXT NOT NULL,
     applied_at TEXT NOT NULL
 );
-INSERT INTO "schema_migrations" VALUES(1,'personas_and_episodes','5fcd7574e4f327ef6fba4b6e8d7e55245288ab4280ce291028f894ff2f71583a','2026-11-24T18:32:31.044331+00:00');
-INSERT INTO "schema_migrations" VALUES(2,'beliefs_insights_facts','263acd9e4e7ac7df03ed4871e06db985bd2028aa4488ba8bcadb04098994a062','2026-11-24T18:32:31.045330+00:00');
-INSERT INTO "schema_migrations" VALUES(3,'reflections_and_leases','1d65c64efae931373218dc10ba941d338bdbde4b8e3aa0267e0353581e8ccb87','2026-11-24T18:32:31.046351+00:00');
-INSERT INTO "schema_migrations" VALUES(4,'dual_process_runtime','df7182323ca3a75503518f8f5401dd1863b1e1a2020dab4d877c96f20d02957b','2026-11-24T18:32:31.047752+00:00');
+INSERT INTO "schema_migrations" VALUES(1,'personas_and_episodes','5fcd7574e4f327ef6fba4b6e8d7e55245288ab4280ce291028f894ff2f71583a','2026-11-24T18:49:22.615863+00:00');
+INSERT INTO "schema_migrations" VALUES(2,'beliefs_insights_facts','263acd9e4e7ac7df03ed4871e06db985bd2028aa4488ba8bcadb04098994a062','2026-11-24T18:49:22.619435+00:00');
+INSERT INTO "schema_migrations" VALUES(3,'reflections_and_leases','1d65c64efae931373218dc10ba941d338bdbde4b8e3aa0267e0353581e8ccb87','2026-11-24T18:49:22.620404+00:00');
+INSERT INTO "schema_migrations" VALUES(4,'dual_process_runtime','df7182323ca3a75503518f8f5401dd1863b1e1a2020dab4d877c96f20d02957b','2026-11-24T18:49:22.626079+00:00');
 CREATE TABLE snapshots (
     persona_id TEXT NOT NULL REFERENCES personas (id),
     version INTEGER NOT NULL CHECK (version >= 1),
