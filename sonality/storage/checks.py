@@ -38,11 +38,13 @@ __all__ = [
     "episode_counts",
     "episode_not_found",
     "first_snapshot",
+    "insights_consumed",
     "lease_is_free",
     "limit",
     "next_version",
     "reflection_may_commit",
     "same_exchange",
+    "staged_committed",
     "stored_error",
     "thought_is_new",
     "thought_may_commit",
@@ -175,6 +177,17 @@ def wrote_all(
     raise error(f"{what}", persona_id=persona_id, expected=expected, found=written)
 
 
+def staged_committed(persona_id: str, expected: int, committed: int) -> None:
+    """Every due staged delta was still uncommitted; else ``ConflictError``."""
+    wrote_all(
+        "a staged update to commit is unknown or committed already",
+        persona_id,
+        expected,
+        committed,
+        conflict=True,
+    )
+
+
 # reflection -------------------------------------------------------------------------------
 
 
@@ -202,6 +215,17 @@ def reflection_may_commit(commit: ReflectionCommit, lease_owner: str | None, cur
             expected=commit.expected_snapshot_version,
             current=current,
         )
+
+
+def insights_consumed(persona_id: str, expected: int, consumed: int) -> None:
+    """Every insight the reflection read was still pending; else ``ConflictError``."""
+    wrote_all(
+        "an insight to consume is unknown or consumed already",
+        persona_id,
+        expected,
+        consumed,
+        conflict=True,
+    )
 
 
 def unsuccessful_attempt(reflection: Reflection) -> None:

@@ -98,13 +98,7 @@ async def _commit(tx: AsyncManagedTransaction, commit: EnrichmentCommit) -> None
         committed = await count(
             tx, Query.STAGED_COMMIT, persona_id=pid, ids=due, committed_at=commit.interaction_count
         )
-        checks.wrote_all(
-            "a staged update to commit is unknown or committed already",
-            pid,
-            len(due),
-            committed,
-            conflict=True,
-        )
+        checks.staged_committed(pid, len(due), committed)
     await _upsert_beliefs(tx, commit.beliefs)
     if commit.topics:
         await fetch(tx, Query.ENRICHMENT_LINK_TOPICS, **ids, topics=list(commit.topics))

@@ -91,13 +91,7 @@ async def _commit(tx: AsyncManagedTransaction, commit: ReflectionCommit) -> None
             reflection_id=reflection.id,
             ids=ids,
         )
-        checks.wrote_all(
-            "an insight to consume is unknown or consumed already",
-            pid,
-            len(ids),
-            consumed,
-            conflict=True,
-        )
+        checks.insights_consumed(pid, len(ids), consumed)
     if commit.beliefs:
         beliefs = [belief_props(b) for b in commit.beliefs]
         await fetch(tx, Query.REFLECTION_DECAY_BELIEFS, persona_id=pid, beliefs=beliefs)

@@ -134,13 +134,7 @@ def _commit(conn: sqlite3.Connection, commit: EnrichmentCommit) -> None:
             (commit.interaction_count, pid, staged_id),
         )
         committed += cursor.rowcount
-    checks.wrote_all(
-        "a staged update to commit is unknown or committed already",
-        pid,
-        len(commit.committed_staged_ids),
-        committed,
-        conflict=True,
-    )
+    checks.staged_committed(pid, len(commit.committed_staged_ids), committed)
     _upsert_beliefs(conn, commit.beliefs)
     conn.executemany(
         "INSERT INTO provenance (persona_id, episode_id, topic, kind, delta, committed_at) "

@@ -23,25 +23,9 @@ from sonality.storage.sqlite.vectors import EmbeddingCache, encode_embedding
 __all__ = ["EPISODE_FIELDS", "SqliteEpisodes", "episode_columns", "episode_from"]
 
 EPISODE_FIELDS = (
-    "id",
-    "persona_id",
-    "user_id",
-    "conversation_id",
-    "turn",
-    "seq",
-    "user_message",
-    "agent_response",
-    "created_at",
-    "enrichment_status",
-    "enrichment_attempts",
-    "enrichment_error",
-    "interaction_index",
-    *shapes.EVIDENCE_FIELDS,
-    "defaulted",
-    "topics",
-    "importance",
-    "insight",
-    "disagreement",
+    *("id", "persona_id", "user_id", "conversation_id", "turn", "seq"),
+    *("user_message", "agent_response", "created_at", "enrichment_attempts", "enrichment_error"),
+    *shapes.ENRICHED_FIELDS,
 )
 """The columns an :class:`Episode` is read from."""
 

@@ -65,13 +65,7 @@ def _consume(conn: sqlite3.Connection, pid: str, reflection_id: str, ids: Sequen
             (pid, *chunk),
         )
         consumed += cursor.rowcount
-    checks.wrote_all(
-        "an insight to consume is unknown or consumed already",
-        pid,
-        len(ids),
-        consumed,
-        conflict=True,
-    )
+    checks.insights_consumed(pid, len(ids), consumed)
     conn.executemany(
         "INSERT INTO reflection_insights (persona_id, reflection_id, insight_id) VALUES (?, ?, ?)",
         [(pid, reflection_id, insight_id) for insight_id in ids],
