@@ -98,6 +98,15 @@ async def sqlite_store(tmp_path: Path) -> AsyncIterator[Any]:
         await store.close()
 
 
+@pytest.fixture
+async def opened() -> AsyncIterator[list[Any]]:
+    """Stores a test opens itself (closed afterwards)."""
+    stores: list[Any] = []
+    yield stores
+    for store in stores:
+        await store.close()
+
+
 @pytest.fixture(params=["sqlite", pytest.param("neo4j", marks=pytest.mark.neo4j)])
 def store(request: pytest.FixtureRequest) -> Any:
     """Each test using it runs once per backend."""

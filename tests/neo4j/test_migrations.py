@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -55,15 +54,6 @@ INDEXES = {
     "snapshot_persona",
     "episode_embedding",
 }
-
-
-@pytest.fixture
-async def opened() -> AsyncIterator[list[Neo4jStore]]:
-    """Stores a test opens (closed afterwards)."""
-    stores: list[Neo4jStore] = []
-    yield stores
-    for store in stores:
-        await store.close()
 
 
 async def _open(

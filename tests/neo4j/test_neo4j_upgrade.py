@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -34,14 +33,6 @@ async def legacy(fresh: Any) -> Any:
     """The dc77eec graph (schema, Migration records, data) loaded into the empty database."""
     await graph.load(fresh.driver, GRAPH)
     return fresh
-
-
-@pytest.fixture
-async def opened() -> AsyncIterator[list[Neo4jStore]]:
-    stores: list[Neo4jStore] = []
-    yield stores
-    for store in stores:
-        await store.close()
 
 
 async def test_legacy_graph_migrates_and_reads_back_unchanged(

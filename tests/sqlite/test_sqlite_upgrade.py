@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import shutil
 import sqlite3
-from collections.abc import AsyncIterator
 from contextlib import closing
 from pathlib import Path
 
@@ -25,14 +24,6 @@ def legacy_file(tmp_path: Path) -> Path:
     with closing(sqlite3.connect(path)) as conn:
         conn.executescript((FIXTURES / "sqlite.sql").read_text(encoding="utf-8"))
     return path
-
-
-@pytest.fixture
-async def opened() -> AsyncIterator[list[SqliteStore]]:
-    stores: list[SqliteStore] = []
-    yield stores
-    for store in stores:
-        await store.close()
 
 
 async def test_shipped_files_keep_the_checksums_recorded_before() -> None:
