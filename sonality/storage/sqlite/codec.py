@@ -91,14 +91,17 @@ def encode(model: BaseModel, *, exclude: set[str] | None = None) -> dict[str, An
 def decode(row: Row, *, prefix: str = "") -> dict[str, Any]:
     """The row's columns (those starting with ``prefix``, without it) as model input:
     times and JSON lists decoded, everything else as stored."""
-    out: dict[str, Any] = {}
-    for key in row.keys():  # noqa: SIM118 - sqlite3.Row iterates values, not keys
-        if not key.startswith(prefix):
-            continue
-        name, value = key[len(prefix) :], row[key]
-        if value is not None and name in TIME_COLUMNS:
-            value = decode_time(value)
-        elif value is not None and name in JSON_COLUMNS:
-            value = json.loads(value)
-        out[name] = value
-    return out
+    if prefix:
+        cut = len(prefix)
+        values = {k[cut:]: row[k] for k in row.keys() if k.startswith(prefix)}  # noqa: SIM118
+    elif isinstance(row, sqlite3.Row):
+        values = dict(zip(row.keys(), row, strict=True))  # a Row iterates its values
+    else:
+        values = dict(row)
+    for name in values.keys() & TIME_COLUMNS:
+        if values[name] is not None:
+            values[name] = decode_time(values[name])
+    for name in values.keys() & JSON_COLUMNS:
+        if values[name] is not None:
+            values[name] = json.loads(values[name])
+    return values
