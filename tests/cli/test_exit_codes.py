@@ -49,10 +49,10 @@ def invoke(env: dict[str, str], *args: str, stdin: str | None = None) -> Result:
 
 def one_error_line(result: Result) -> str:
     """The single ``error: …`` line a known error prints (no traceback)."""
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    found = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert len(found) == 1 and "Traceback" not in result.stderr, result.stderr
     assert result.exception is None or isinstance(result.exception, SystemExit)
-    return lines[0]
+    return found[0]
 
 
 def with_persona(env: dict[str, str]) -> dict[str, str]:
@@ -82,6 +82,16 @@ def test_bad_input_exits_2(env: dict[str, str]) -> None:
         *("--response", "r"),
     )
     assert result.exit_code == 2 and "user_id" in one_error_line(result)
+
+
+def test_bad_lines_of_an_ingested_file_exit_2(env: dict[str, str], tmp_path: Path) -> None:
+    """ingest keeps the good lines, reports the bad ones by number and exits 2 with one
+    error line naming them (JSON on stdout stays parseable)."""
+    path = tmp_path / "x.jsonl"
+    path.write_text('{"message": "one", "response": "1"}\n{oops\n', encoding="utf-8")
+    result = invoke(with_persona(env), "ingest", str(path), "--persona", "ada", "--json")
+    assert result.exit_code == 2
+    assert '"stored": 1' in result.stdout and "lines=[2]" in one_error_line(result)
 
 
 def test_a_usage_error_exits_2(env: dict[str, str]) -> None:
@@ -162,6 +172,7 @@ def test_enrichment_stopped_by_an_unreachable_model_exits_8(env: dict[str, str])
     result = invoke(unreachable, "enrich", "--persona", "ada")
     assert result.exit_code == 8, result.output
     assert "pending 1 (stopped: llm_unavailable)" in result.stdout
+    assert "unreachable" in one_error_line(result)
 
 
 def test_a_genuine_bug_exits_1_with_its_traceback(env: dict[str, str]) -> None:
