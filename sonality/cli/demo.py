@@ -5,8 +5,6 @@ knows."""
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from sonality.cli.shell import CliState, run
@@ -23,6 +21,8 @@ SAMPLE_USER = "sam"
 @run
 async def demo(state: CliState, persona_id: str) -> None:
     """Record the bundled sample conversation and show context, beliefs and facts."""
+    import json
+
     from sonality.errors import PersonaNotFound
     from sonality.resources import resource_dir
 

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -164,6 +162,8 @@ async def record(
 
 
 def _line_id(persona_id: str, path: Path, line_no: int, raw: str) -> str:
+    import hashlib
+
     digest = hashlib.sha256(f"{persona_id}\n{path.name}\n{line_no}\n{raw}".encode()).hexdigest()
     return f"ing_{digest[:32]}"
 
@@ -194,6 +194,7 @@ async def ingest(
     with their number; good ones are kept.
     """
     import asyncio
+    import json
 
     from sonality.errors import SonalityError, ValidationError
 

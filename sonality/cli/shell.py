@@ -8,7 +8,6 @@ and everything under them load inside the commands, so ``sonality --help`` stays
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from contextlib import asynccontextmanager
 from functools import wraps
@@ -141,6 +140,8 @@ def run(fn: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, R]:
 def emit(data: Any, as_json: bool, text: Callable[[], None]) -> None:
     """Print a result: ``data`` as JSON on stdout with ``--json``, else call ``text``."""
     if as_json:
+        import json
+
         click.echo(json.dumps(_plain(data), indent=2, ensure_ascii=False, default=str))
     else:
         text()
