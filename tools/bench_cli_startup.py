@@ -5,6 +5,8 @@ that imports click (the one library ``--help`` needs). Prints a table.
 
     python tools/bench_cli_startup.py                  # 15 samples of each
     python tools/bench_cli_startup.py --samples 40
+    git archive main sonality | tar -x -C /tmp/base && \
+      python tools/bench_cli_startup.py --baseline /tmp/base   # adds that tree's --help
 
 Target: ``sonality --help`` under 0.3 s. The ``over floor`` column is the time Sonality
 itself adds to starting Python, which is what the code controls; ``x click`` is the ratio to
@@ -42,19 +44,34 @@ def _commands() -> list[list[str]]:
 
 def _time(argv: list[str]) -> float:
     started = time.perf_counter()
-    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, env=os.environ | {"NO_COLOR": "1"})
+    done = subprocess.run(argv, stdout=subprocess.DEVNULL, env=os.environ | {"NO_COLOR": "1"})
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} exited {done.returncode}")
     return time.perf_counter() - started
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=15)
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="a source tree (holding sonality/) whose `sonality --help` is measured too",
+    )
     args = parser.parse_args()
 
     rows: dict[str, list[str]] = {
         "python -c pass (floor)": [sys.executable, "-c", "pass"],
         "python -c 'import click'": [sys.executable, "-c", "import click"],
     }
+    if args.baseline is not None:  # both trees started the same way, for a fair ratio
+        for label, tree in (("this tree", ROOT), ("baseline", args.baseline.resolve())):
+            rows[f"{label}: python -c main(['--help'])"] = [
+                sys.executable,
+                "-c",
+                f"import sys; sys.path.insert(0, {str(tree)!r}); "
+                "from sonality.cli import main; main(['--help'], prog_name='sonality')",
+            ]
     for command in _commands():
         rows[" ".join(["sonality", *command, "--help"])] = [*_sonality(), *command, "--help"]
     timings: dict[str, list[float]] = {name: [] for name in rows}
