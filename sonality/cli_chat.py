@@ -177,13 +177,14 @@ async def chat(
     from sonality.errors import LLMUnavailable, SonalityError
     from sonality.llm.tokens import count_tokens
     from sonality.observability import configure_logging
-    from sonality.wiring import build, load_llm_factory
+    from sonality.service import Sonality
+    from sonality.wiring import load_llm_factory
 
     settings = state.settings
     if not verbose:
         configure_logging(settings.log_format, "ERROR")
     llm = load_llm_factory(llm_spec, settings) if llm_spec else None
-    app = await build(settings, llm=llm)
+    app = await Sonality.open(settings, llm=llm)
     try:
         if app.llm is None:
             raise LLMUnavailable(

@@ -40,11 +40,12 @@ async def _with_app(
     *,
     owner: str | None = None,
 ) -> R:
-    from sonality.wiring import build, load_llm_factory
+    from sonality.service import Sonality
+    from sonality.wiring import load_llm_factory
 
     settings = state.settings
     llm = load_llm_factory(llm_spec, settings) if llm_spec else None
-    app = await build(settings, llm=llm, owner=owner)
+    app = await Sonality.open(settings, llm=llm, owner=owner)
     try:
         return await body(app)
     finally:

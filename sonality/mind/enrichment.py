@@ -1,10 +1,10 @@
 """One interaction, after its episode is durable: enrich it and commit what it changed.
 
-``plan_commit`` is pure: from the persona's state, the episode, the normalised enrichment
-and the staged deltas it builds the single :class:`EnrichmentCommit` the store applies in
-one transaction. ``Enricher`` is the shell around it: it processes a persona's pending
-episodes strictly in order (by ``seq``), calls the model, and retries the state part on a
-concurrent writer's conflict without calling the model again.
+``Enricher`` processes a persona's pending episodes strictly in order (by ``seq``): it
+asks the model (``mind.enrichment_prompt``: two structured calls, normalised), plans the
+single :class:`EnrichmentCommit` with the pure ``core.enrichment.plan_commit`` and has the
+store apply it in one transaction, retrying the state part on a concurrent writer's
+conflict without calling the model again.
 """
 
 from __future__ import annotations
@@ -12,128 +12,30 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
+from collections.abc import Callable
 
 import structlog
 from pydantic import BaseModel, ConfigDict
 
-from sonality.core.opinion import (
-    OpinionParams,
-    commit_due,
-    is_disagreement,
-    push_window,
-    stage,
-)
+from sonality.core.enrichment import Normalised, plan_commit
+from sonality.core.opinion import OpinionParams
 from sonality.errors import ConflictError, LLMError, LLMResponseInvalid, LLMUnavailable
-from sonality.mind.enrichment import EvidenceReply, InsightReply, Normalised, normalise
-from sonality.models import (
-    Belief,
-    EnrichmentCommit,
-    EnrichmentStatus,
-    Episode,
-    Insight,
-    Persona,
-    StagedUpdate,
-    UserFact,
-)
+from sonality.llm.prompts import Prompt
+from sonality.mind.enrichment_prompt import EvidenceReply, InsightReply, normalise
+from sonality.models import EnrichmentCommit, EnrichmentStatus, Episode, Persona
 from sonality.ports import LLM, Clock, Store
 
-__all__ = ["EnrichReport", "Enricher", "plan_commit"]
+__all__ = ["EnrichReport", "Enricher", "interaction_ids"]
 
 log = structlog.get_logger("sonality.enrichment")
 
 _CONFLICT_RETRIES = 5
 
 
-def plan_commit(
-    *,
-    persona: Persona,
-    episode: Episode,
-    enrichment: Normalised,
-    beliefs: Mapping[str, Belief],
-    due_staged: Sequence[StagedUpdate],
-    known_facts: Sequence[UserFact],
-    now: datetime,
-    params: OpinionParams,
-    window_size: int,
-    new_id: Callable[[str], str] | None = None,
-) -> EnrichmentCommit:
-    """Everything this interaction changes, as data. No I/O.
-
-    Ids start with the interaction index, so objects born in one pass sort in the order
-    of their interactions even when the clock did not move between them.
-    """
-    before = persona.interaction_count
-    index = before + 1
-    if new_id is None:
-        new_id = lambda prefix: f"{prefix}_{index:010d}_{uuid.uuid4().hex[:16]}"  # noqa: E731
-    evidence = enrichment.evidence
-    staged: tuple[StagedUpdate, ...] = ()
-    if not enrichment.blocked:
-        staged = stage(
-            persona.id,
-            episode.id,
-            evidence.topics,
-            evidence,
-            beliefs,
-            interaction_count_before=before,
-            id_factory=lambda: new_id("stg"),
-            params=params,
-        )
-    # with a zero cooling period a delta falls due in the interaction that staged it
-    due = [*due_staged, *(s for s in staged if s.due_at <= index)]
-    result = commit_due(persona.id, due, beliefs, now_index=index, now=now, params=params)
-    disagreement = not enrichment.blocked and any(
-        is_disagreement(beliefs[t].position, evidence.direction)
-        for t in evidence.topics
-        if t in beliefs
-    )
-    known = {fact.text.casefold() for fact in known_facts}
-    facts = tuple(
-        UserFact(
-            id=new_id("fact"),
-            persona_id=persona.id,
-            user_id=episode.user_id,
-            kind=draft.kind,
-            text=draft.text,
-            severity=draft.severity,
-            episode_id=episode.id,
-            created_at=now,
-        )
-        for draft in enrichment.facts
-        if draft.text.casefold() not in known
-    )
-    insight = (
-        Insight(
-            id=new_id("ins"),
-            persona_id=persona.id,
-            episode_id=episode.id,
-            text=enrichment.insight,
-            created_at=now,
-        )
-        if enrichment.insight
-        else None
-    )
-    return EnrichmentCommit(
-        persona_id=persona.id,
-        episode_id=episode.id,
-        expected_interaction_count=before,
-        interaction_count=index,
-        disagreement_window=push_window(persona.disagreement_window, disagreement, window_size),
-        evidence=evidence,
-        defaulted=enrichment.defaulted,
-        topics=evidence.topics,
-        importance=enrichment.importance,
-        disagreement=disagreement,
-        insight=insight,
-        facts=facts,
-        staged=staged,
-        committed_staged_ids=result.committed_ids,
-        beliefs=result.beliefs,
-        provenance=result.provenance,
-        shift_total=result.shift_total,
-    )
+def interaction_ids(index: int) -> Callable[[str], str]:
+    """Ids for the objects born in interaction ``index``: ``<prefix>_<index>_<random>``,
+    so they sort in the order of their interactions even when the clock did not move."""
+    return lambda prefix: f"{prefix}_{index:010d}_{uuid.uuid4().hex[:16]}"
 
 
 class EnrichReport(BaseModel):
@@ -216,7 +118,7 @@ class Enricher:
     async def _ask(self, persona: Persona, episode: Episode) -> Normalised:
         assert self._llm is not None
         evidence = await self._llm.structured(
-            "assess_evidence",
+            Prompt.ASSESS_EVIDENCE,
             {"user_message": episode.user_message},
             EvidenceReply,
             component="enrichment",
@@ -224,7 +126,7 @@ class Enricher:
         insight: InsightReply | None
         try:
             insight = await self._llm.structured(
-                "extract_insight",
+                Prompt.EXTRACT_INSIGHT,
                 {
                     "persona_name": persona.name,
                     "core_identity": persona.core_identity,
@@ -306,4 +208,5 @@ class Enricher:
             now=self._clock.now(),
             params=self._params,
             window_size=self._window,
+            new_id=interaction_ids(index),
         )

@@ -10,8 +10,9 @@ Two structured calls per episode, at most:
 The reply schemas accept anything of the right JSON *type*; values that are missing or out
 of range are replaced by defaults here and listed in ``defaulted``. A defaulted *critical*
 field (score, direction, topics) blocks every personality update for that episode: the
-episode is still counted and its facts kept, but no belief moves (fail closed). Replies of
-the wrong shape are the LLM port's business: it re-asks once, then raises.
+episode is still counted and its facts kept, but no belief moves (fail closed; the rule is
+``core.enrichment.CRITICAL_FIELDS``). Replies of the wrong shape are the LLM port's
+business: it re-asks once, then raises.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import math
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from sonality.core.enrichment import Normalised
 from sonality.models import (
     Direction,
     EvidenceAssessment,
@@ -29,15 +31,8 @@ from sonality.models import (
     normalise_topic,
 )
 
-__all__ = [
-    "CRITICAL_FIELDS",
-    "EvidenceReply",
-    "InsightReply",
-    "Normalised",
-    "normalise",
-]
+__all__ = ["EvidenceReply", "InsightReply", "normalise"]
 
-CRITICAL_FIELDS = frozenset({"evidence", "evidence.score", "evidence.direction", "evidence.topics"})
 MAX_TOPICS = 3
 MAX_INSIGHT_CHARS = 300
 MAX_FACT_CHARS = 500
@@ -75,21 +70,6 @@ class InsightReply(_Loose):
     """Schema of the ``extract_insight`` reply."""
 
     insight: str | None = None
-
-
-class Normalised(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    evidence: EvidenceAssessment
-    facts: tuple[UserFactDraft, ...]
-    importance: int
-    insight: str | None
-    defaulted: tuple[str, ...]
-
-    @property
-    def blocked(self) -> bool:
-        """True when a critical field was defaulted: no personality update may follow."""
-        return any(name in CRITICAL_FIELDS for name in self.defaulted)
 
 
 def _unit(value: float | None, name: str, defaulted: list[str], default: float = 0.0) -> float:
