@@ -223,9 +223,11 @@ def plan_reflection(
     assess health over the decayed beliefs, and plan the commit: a new snapshot version
     (none when the text did not change), the ``Reflection`` record, exactly the insights
     read consumed, the decayed beliefs, the reflection markers. A text that fails
-    validation gives a ``rejected`` record and no commit."""
+    validation gives a ``rejected`` record and no commit. Surrounding blanks of
+    ``new_text`` do not count."""
     persona = start.persona
     old = start.snapshot
+    new_text = new_text.strip()
     verdict = validate_snapshot(
         old.text,
         new_text,
