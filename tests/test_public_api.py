@@ -217,11 +217,13 @@ SONALITY_CONSTRUCTOR: list[tuple[str, str, object]] = [
 # Attributes applications, the CLI and the worker read off an instance.
 SONALITY_ATTRIBUTES = (
     "clock",
+    "context_builder",
     "embedder",
     "enricher",
     "limits",
     "llm",
     "opinion",
+    "recorder",
     "reflector",
     "runtime",
     "store",

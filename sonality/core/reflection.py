@@ -5,8 +5,8 @@ a :class:`ReflectionStart`, decays beliefs (:func:`reflection_decay`) and asks t
 for a new snapshot. What follows is pure and lives here: :func:`plan_reflection` validates
 the text (``core.snapshot``), assesses health (``core.health``) and builds either the
 single :class:`~sonality.models.ReflectionCommit` the store applies in one transaction,
-or the record of a rejection; :func:`failed_reflection` records an attempt the model never
-answered. No I/O, no clock: times and durations come from the caller.
+or the record of a rejection; :func:`unsuccessful_reflection` records an attempt that
+commits nothing. No I/O, no clock: times and durations come from the caller.
 """
 
 from __future__ import annotations
@@ -34,10 +34,10 @@ __all__ = [
     "ReflectionParams",
     "ReflectionPlan",
     "ReflectionStart",
-    "failed_reflection",
     "plan_reflection",
     "reflection_decay",
     "reflection_record",
+    "unsuccessful_reflection",
 ]
 
 
@@ -145,7 +145,7 @@ def reflection_record(
     )
 
 
-def _unsuccessful(
+def unsuccessful_reflection(
     start: ReflectionStart,
     outcome: ReflectionOutcome,
     reason: str,
@@ -158,7 +158,10 @@ def _unsuccessful(
     new_text: str | None = None,
     retention_ratio: float | None = None,
 ) -> ReflectionPlan:
-    # the snapshot stays, so health is the kept snapshot's, over the beliefs as read
+    """The record of an attempt that commits nothing: ``rejected`` (the text failed
+    validation) or ``failed`` (``reason`` such as ``llm_unavailable``, or ``conflict``
+    when the store refused a valid ``new_text``). The snapshot stays, so health is the
+    kept snapshot's, over the beliefs as read."""
     persona = start.persona
     health = assess_health(
         start.snapshot.text,
@@ -180,33 +183,6 @@ def _unsuccessful(
         llm_calls=llm_calls,
     )
     return ReflectionPlan(reflection=reflection, health=health)
-
-
-def failed_reflection(
-    start: ReflectionStart,
-    reason: str,
-    detail: str | None,
-    *,
-    params: ReflectionParams,
-    finished_at: datetime,
-    duration_ms: float,
-    llm_calls: int,
-    new_text: str | None = None,
-) -> ReflectionPlan:
-    """The record of an attempt that could not commit (``reason`` such as
-    ``llm_unavailable``, or ``conflict`` when the store refused a valid ``new_text``);
-    nothing to commit."""
-    return _unsuccessful(
-        start,
-        ReflectionOutcome.FAILED,
-        reason,
-        detail,
-        params=params,
-        finished_at=finished_at,
-        duration_ms=duration_ms,
-        llm_calls=llm_calls,
-        new_text=new_text,
-    )
 
 
 def plan_reflection(
@@ -238,7 +214,7 @@ def plan_reflection(
     )
     if not verdict.ok:
         assert verdict.reason is not None
-        return _unsuccessful(
+        return unsuccessful_reflection(
             start,
             ReflectionOutcome.REJECTED,
             verdict.reason.value,

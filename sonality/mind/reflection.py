@@ -51,9 +51,9 @@ from sonality.core.reflection import (
     ReflectionParams,
     ReflectionPlan,
     ReflectionStart,
-    failed_reflection,
     plan_reflection,
     reflection_decay,
+    unsuccessful_reflection,
 )
 from sonality.core.snapshot import word_diff
 from sonality.core.triggers import TriggerDecision, TriggerKind, TriggerState, decide
@@ -303,8 +303,9 @@ class Reflector:
             )
         except LLMError as exc:
             reason = "llm_unavailable" if isinstance(exc, LLMUnavailable) else "llm_invalid"
-            failed = failed_reflection(
+            failed = unsuccessful_reflection(
                 start,
+                ReflectionOutcome.FAILED,
                 reason,
                 exc.message,
                 params=self.params,
@@ -350,8 +351,9 @@ class Reflector:
                 }
             )
         except ConflictError as exc:
-            conflict = failed_reflection(
+            conflict = unsuccessful_reflection(
                 start,
+                ReflectionOutcome.FAILED,
                 "conflict",
                 str(exc),
                 params=self.params,

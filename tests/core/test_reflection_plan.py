@@ -10,9 +10,9 @@ from sonality.core.reflection import (
     ReflectionParams,
     ReflectionPlan,
     ReflectionStart,
-    failed_reflection,
     plan_reflection,
     reflection_decay,
+    unsuccessful_reflection,
 )
 from sonality.models import (
     Belief,
@@ -139,8 +139,15 @@ def test_a_failed_attempt_is_recorded_without_a_commit() -> None:
     """A model failure gives a ``failed`` record with its reason and no commit; a valid
     text refused by the store keeps its vocabulary ratio."""
     start = _start()
-    plan = failed_reflection(
-        start, "llm_unavailable", "down", params=PARAMS, finished_at=T0, duration_ms=1, llm_calls=1
+    plan = unsuccessful_reflection(
+        start,
+        ReflectionOutcome.FAILED,
+        "llm_unavailable",
+        "down",
+        params=PARAMS,
+        finished_at=T0,
+        duration_ms=1,
+        llm_calls=1,
     )
     assert plan.commit is None
     r = plan.reflection
@@ -150,8 +157,9 @@ def test_a_failed_attempt_is_recorded_without_a_commit() -> None:
         "down",
         None,
     )
-    refused = failed_reflection(
+    refused = unsuccessful_reflection(
         start,
+        ReflectionOutcome.FAILED,
         "conflict",
         "moved",
         params=PARAMS,
