@@ -16,7 +16,7 @@ and never a higher layer):
 8. ``testing/`` — the shipped fakes (anything below ``service``)
 9. ``service`` — the facade, ``Sonality(**parts)``
 10. ``sonality`` itself — the public namespace (re-exports the facade)
-11. ``scheduler``, ``browse`` / ``browser`` — the worker and the Browser asset server
+11. ``scheduler``, ``browser_assets`` — the worker and the Browser asset server
 12. ``cli/``, ``server/``, ``eval/`` — entry points (siblings)
 13. ``__main__``
 
@@ -48,26 +48,11 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("testing",),
     ("service",),
     (ROOT,),
-    ("scheduler", "browse", "browser"),
+    ("scheduler", "browser"),
     ("cli", "server", "eval"),
     ("__main__",),
 )
 ENTRY_POINTS = LAYERS[-2]
-
-# Violations another part of issue 9 removes (the ``sonality/cli/`` package and the Browser
-# asset server outside it). Each entry must still occur, so the lists only shrink: when the
-# change lands, the test names the entries to delete.
-PENDING_CYCLES: list[list[str]] = [
-    [
-        "sonality.browse",
-        "sonality.cli",
-        "sonality.cli_chat",
-        "sonality.cli_demo",
-        "sonality.cli_memory",
-        "sonality.cli_reflection",
-    ],
-]
-PENDING_EDGES: set[tuple[str, str]] = {("sonality.browse", "sonality.cli")}
 
 
 def _modules() -> dict[str, Path]:
@@ -186,9 +171,7 @@ def test_every_module_has_a_layer() -> None:
 
 def test_no_import_cycles() -> None:
     """No two modules of the package import each other, directly or through others."""
-    cycles = _cycles(_edges())
-    assert [c for c in cycles if c not in PENDING_CYCLES] == []
-    assert [c for c in PENDING_CYCLES if c not in cycles] == [], "fixed: delete from PENDING"
+    assert _cycles(_edges()) == []
 
 
 def test_imports_point_down_the_layers() -> None:
@@ -204,12 +187,9 @@ def test_imports_point_down_the_layers() -> None:
                 continue
             mine, theirs = _rank(area), _rank(other)
             assert mine is not None and theirs is not None
-            if theirs >= mine and (module, target) not in PENDING_EDGES:
+            if theirs >= mine:
                 bad.append(f"{module}:{line} -> {target} ({area} -> {other})")
     assert bad == []
-    edges = _edges()
-    stale = [edge for edge in PENDING_EDGES if edge[1] not in edges.get(edge[0], {})]
-    assert stale == [], "fixed: delete from PENDING_EDGES"
 
 
 def test_only_entry_points_import_the_fakes() -> None:
