@@ -22,7 +22,6 @@ from sonality.storage.neo4j.executor import (
     Neo4jAggregate,
     fetch,
     fetch_one,
-    lock_persona,
     write_matched,
 )
 
@@ -37,12 +36,8 @@ async def _append(
     tx: AsyncManagedTransaction, draft: EpisodeDraft, embedding: list[float] | None
 ) -> tuple[Episode, bool]:
     """Store ``draft`` as the next turn of its conversation, or return the stored copy
-    (``False``) when the id was used for the same exchange."""
-    ids = {"persona_id": draft.persona_id, "episode_id": draft.id}
-    await lock_persona(tx, draft.persona_id)  # serialises appends, so the check holds
-    existing = await fetch_one(tx, Query.EPISODE_GET, **ids)
-    if existing is not None:
-        return checks.same_exchange(episode_from(existing["episode"]), draft), False
+    (``False``) when the id was used for the same exchange. One statement
+    (``episode/append``): it locks the conversation, never the persona."""
     props = codec.encode(draft, exclude={"embedding"})
     row = await fetch_one(
         tx,
@@ -58,12 +53,14 @@ async def _append(
             "defaulted": [],
             "topics": [],
         },
+        embedding=embedding,
     )
     if row is None:
         raise PersonaNotFound("no such persona", persona_id=draft.persona_id)
-    if embedding is not None:
-        await fetch(tx, Query.EPISODE_SET_EMBEDDING, **ids, embedding=embedding)
-    return episode_from(row["episode"]), True
+    episode = episode_from(row["episode"])
+    if not row["created"]:
+        return checks.same_exchange(episode, draft), False
+    return episode, True
 
 
 async def _similar(
