@@ -55,24 +55,15 @@ class Query(StrEnum):
     EPISODE_SIMILAR_EXACT = "episode/similar_exact"
     EPISODE_SIMILAR_INDEXED = "episode/similar_indexed"
 
-    # enrichment commit (all run inside one write transaction)
-    ENRICHMENT_CREATE_FACTS = "enrichment/create_facts"
-    ENRICHMENT_CREATE_INSIGHT = "enrichment/create_insight"
-    ENRICHMENT_CREATE_STAGED = "enrichment/create_staged"
-    ENRICHMENT_LINK_TOPICS = "enrichment/link_topics"
-    ENRICHMENT_STATE = "enrichment/state"
-    ENRICHMENT_UPDATE_EPISODE = "enrichment/update_episode"
-    ENRICHMENT_UPDATE_PERSONA = "enrichment/update_persona"
+    # enrichment commit (one statement)
+    ENRICHMENT_COMMIT = "enrichment/commit"
 
     # beliefs and their provenance
-    BELIEF_CONTRADICTS = "belief/contradicts"
     BELIEF_EVIDENCE = "belief/evidence"
     BELIEF_LIST = "belief/list"
-    BELIEF_SUPPORTS = "belief/supports"
     BELIEF_UPSERT = "belief/upsert"
 
     # staged updates
-    STAGED_COMMIT = "staged/commit"
     STAGED_LIST = "staged/list"
 
     # insights
