@@ -74,19 +74,14 @@ class Query(StrEnum):
     FACT_RETRACT = "fact/retract"
 
     # reflection: the lease, the one-transaction commit, attempts, reads
-    REFLECTION_CONSUME_INSIGHTS = "reflection/consume_insights"
-    REFLECTION_CREATE = "reflection/create"
-    REFLECTION_DECAY_BELIEFS = "reflection/decay_beliefs"
+    REFLECTION_COMMIT = "reflection/commit"
     REFLECTION_EPISODES_SINCE = "reflection/episodes_since"
     REFLECTION_LEASE_GET = "reflection/lease_get"
     REFLECTION_LEASE_RELEASE = "reflection/lease_release"
     REFLECTION_LEASE_SET = "reflection/lease_set"
     REFLECTION_LIST = "reflection/list"
-    REFLECTION_MARK_ATTEMPT = "reflection/mark_attempt"
-    REFLECTION_PRUNE_SNAPSHOTS = "reflection/prune_snapshots"
+    REFLECTION_RECORD = "reflection/record"
     REFLECTION_SHIFTS = "reflection/shifts"
-    REFLECTION_STATE = "reflection/state"
-    REFLECTION_UPDATE_PERSONA = "reflection/update_persona"
 
     # dual-process runtime: persona defaults, Thinker turns, narratives, monologue, affect, usage
     RUNTIME_ADD_USAGE = "runtime/add_usage"
