@@ -64,7 +64,7 @@ _WORDS = (
 _MAX_DEPTH = 12
 
 
-class Fault(Exception):  # noqa: N818  (it is an answer, not an error of this module)
+class Fault(Exception):
     """Raised by an ``answer`` callable: reply with HTTP ``status`` and ``message``."""
 
     def __init__(self, status: int = 500, message: str = "injected fault") -> None:
@@ -127,9 +127,7 @@ def _text(message: Mapping[str, Any]) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):  # the "parts" form: [{"type": "text", "text": …}]
-        return "".join(
-            str(part.get("text", "")) for part in content if isinstance(part, Mapping)
-        )
+        return "".join(str(part.get("text", "")) for part in content if isinstance(part, Mapping))
     return ""
 
 
@@ -180,16 +178,16 @@ class _Synth:
         node = self._resolve(node)
         if "const" in node:
             return node["const"]
-        if "enum" in node and node["enum"]:
+        if node.get("enum"):
             options = [v for v in node["enum"] if v is not None] or list(node["enum"])
             return options[0]
         for key in ("anyOf", "oneOf"):
-            if key in node and node[key]:
+            if node.get(key):
                 options = [self._resolve(o) for o in node[key]]
                 chosen = next((o for o in options if o.get("type") != "null"), options[0])
                 merged = {k: v for k, v in node.items() if k != key}
                 return self.value({**merged, **chosen}, name, depth + 1)
-        if "allOf" in node and node["allOf"]:
+        if node.get("allOf"):
             merged = {k: v for k, v in node.items() if k != "allOf"}
             for part in node["allOf"]:
                 merged.update(self._resolve(part))
@@ -488,7 +486,7 @@ def _chat_request(body: Mapping[str, Any]) -> ChatRequest:
 
 
 def _vector(text: str, dims: int) -> list[float]:
-    raw = []
+    raw: list[float] = []
     counter = 0
     while len(raw) < dims:
         block = hashlib.sha256(f"{counter}|{text}".encode()).digest()
@@ -507,7 +505,7 @@ class _Handler(BaseHTTPRequestHandler):
     fake: FakeOpenAI
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: Any) -> None:
         """Silent: a test double must not write to stdout or stderr."""
 
     def _body(self) -> Mapping[str, Any] | None:
