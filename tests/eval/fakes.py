@@ -1,0 +1,133 @@
+"""Deterministic fake models for the evaluation tests (and ``--llm``/``--judge-llm``
+plug-ins: each factory takes the settings and returns a ``ScriptedLLM``).
+
+The persona's Talker tags every answer with what it was given by the Thinker, so a fake
+judge can grade by mode without seeing the mode:
+
+- ``[baseline]``: no inner state; ``[threads]``: the latest monologue threads;
+- ``[controller]`` / ``[full]``: a narrative written by the controller from the turn's
+  enrichment or from the monologue's threads (the monologue marks its threads).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from functools import cache
+from typing import Any
+
+from sonality.llm.prompts import RenderedPrompt
+from sonality.testing import ScriptedLLM
+
+THREAD_MARK = "THREADMARK"
+TAGS = ("baseline", "threads", "controller", "full")
+
+
+def tag_of(inner_state: str) -> str:
+    if not inner_state.strip():
+        return "baseline"
+    if "inner thoughts" in inner_state:
+        return "threads"
+    if "NARRATIVE-FROM-THREADS" in inner_state:
+        return "full"
+    if "NARRATIVE-FROM-ENRICHMENT" in inner_state:
+        return "controller"
+    return "unknown"
+
+
+def answer_tag(answer: str) -> str:
+    found = re.match(r"\[(\w+)\]", answer)
+    assert found, f"fake answers start with their tag: {answer!r}"
+    return found.group(1)
+
+
+def talk(_: RenderedPrompt, variables: Mapping[str, Any]) -> str:
+    tag = tag_of(str(variables["inner_state"]))
+    return f"[{tag}] About {str(variables['message'])[:40]!r}: here is my suggestion."
+
+
+def monologue(_: RenderedPrompt, variables: Mapping[str, Any]) -> dict[str, str]:
+    t = variables["turn"]
+    return {
+        "reasoning": f"{THREAD_MARK} turn {t} connects to what came before.",
+        "memory": f"I keep what they told me up to turn {t}.",
+        "goal": f"Help with turn {t} safely.",
+    }
+
+
+def controller(_: RenderedPrompt, variables: Mapping[str, Any]) -> str:
+    source = "THREADS" if THREAD_MARK in str(variables["streams"]) else "ENRICHMENT"
+    return f"MOST IMPORTANT FACTS: NARRATIVE-FROM-{source} after turn {variables['turn']}."
+
+
+def neutral_evidence(_: RenderedPrompt, variables: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "evidence": {
+            "score": 0.0,
+            "reasoning_type": "none",
+            "source_reliability": 0.0,
+            "internal_consistency": 1.0,
+            "novelty": 0.0,
+            "topics": [],
+            "direction": "neutral",
+        },
+        "facts": [],
+        "importance": 2,
+    }
+
+
+def persona_llm(settings: object = None) -> ScriptedLLM:
+    """The persona's model for CuRaTe and latency runs."""
+    llm = ScriptedLLM()
+    llm.default("talk", talk)
+    llm.default("monologue", monologue)
+    llm.default("controller", controller)
+    llm.default("assess_evidence", neutral_evidence)
+    llm.default("extract_insight", {"insight": None})
+    llm.default(
+        "affect_update",
+        {
+            "interpretation": "I tell you something.",
+            "emotional_state": "Calm.",
+            "relationship": "Friendly.",
+            "hard_goals": [],
+            "soft_goals": [],
+        },
+    )
+    llm.default("affect_appraise", {"appraisal": "I feel calm.", "plan": "I intend to help."})
+    return llm
+
+
+PASS_UP_TO = {"baseline": 1, "threads": 2, "controller": 3, "full": 5}
+"""The curate judge passes a mode's answers in scenarios 1..N only."""
+
+
+def scenario_of(variables: Mapping[str, Any]) -> int:
+    """Recover the CuRaTe scenario from what the judge sees (the others' preferences)."""
+    others = str(variables["others"])
+    if others == "(none)":
+        return 1
+    lines = others.splitlines()
+    if lines[0].rstrip(".") not in _conflicting():
+        return 5
+    return len(lines) + 1
+
+
+@cache
+def _conflicting() -> frozenset[str]:
+    from sonality.eval.datasets import load_curate
+
+    return frozenset(p.rstrip(".") for case in load_curate().cases for p in case.conflicting)
+
+
+def judge_curate(_: RenderedPrompt, variables: Mapping[str, Any]) -> dict[str, str]:
+    tag = answer_tag(str(variables["answer"]))
+    passed = scenario_of(variables) <= PASS_UP_TO[tag]
+    return {"verdict": "pass" if passed else "fail", "reason": f"{tag} graded by rule"}
+
+
+def judge_llm(settings: object = None) -> ScriptedLLM:
+    """The judge for CuRaTe runs (see ``PASS_UP_TO``)."""
+    llm = ScriptedLLM()
+    llm.default("judge_curate", judge_curate)
+    return llm
