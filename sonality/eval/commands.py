@@ -344,3 +344,67 @@ async def _curate(
         return c.plot(tables, path, title=f"CuRaTe pass rate · {info.model}")
 
     _finish(common, "curate", info, outcome, tables.model_dump(), c.render(tables), usage, plot)
+
+
+@eval_group.command("latency")
+@_common_options
+@click.option("--modes", default="baseline,full", show_default=True, help="Ablation modes.")
+@click.option(
+    "--affect", type=click.Choice(["off", "talker", "thinker"]), default="off", show_default=True
+)
+@click.option("--distractors", type=click.IntRange(0, 20), default=3, show_default=True)
+@click.option(
+    "--time-scale",
+    type=click.FloatRange(min=0, min_open=True),
+    default=1.0,
+    show_default=True,
+    help="Multiply every simulated human delay (1 = real time).",
+)
+@click.option("--typing-wpm", type=click.FloatRange(min=1), default=40.0, show_default=True)
+@click.option("--reading-wpm", type=click.FloatRange(min=1), default=250.0, show_default=True)
+def latency_command(**kw: Any) -> None:
+    """Latency with simulated typing, reading and thinking (MIRROR's Appendix I)."""
+    common = _common(kw)
+    modes = _list(kw["modes"], MODES, "--modes")
+    _run(_latency)(
+        common,
+        modes=modes,
+        affect=kw["affect"],
+        distractors=kw["distractors"],
+        time_scale=kw["time_scale"],
+        typing_wpm=kw["typing_wpm"],
+        reading_wpm=kw["reading_wpm"],
+    )
+
+
+async def _latency(common: Common, **values: Any) -> None:
+    from sonality.eval import latency as lt
+    from sonality.eval.datasets import load_curate
+    from sonality.eval.runner import ResultsFile, run_units
+    from sonality.eval.session import open_session
+
+    options = _options(lt.LatencyOptions, limit=common.limit, seed=common.seed, **values)
+    data = load_curate(common.cases)
+    units = lt.build_units(data, options)
+    if common.dry_run:
+        _dry_run(common, "sonality eval latency", lambda est: lt.estimate(units, options, est))
+        return
+    info = _info(common, "latency", data, options.model_dump(exclude={"limit"}))
+    results = ResultsFile(common.output / "latency.jsonl", info, fresh=common.fresh)
+    async with open_session(common, "latency") as session:
+        outcome = await run_units(
+            units,
+            key=lambda u: u.key,
+            work=lambda u: lt.run_conversation(session.app, u, options),
+            label="latency",
+            concurrency=common.concurrency,
+            results=results,
+            progress=session.progress,
+        )
+        usage = _usage(session, outcome)
+    tables = lt.compute_tables(outcome.records, options)
+
+    def plot(path: Path) -> Path:
+        return lt.plot(tables, path, title=f"Response time by turn type · {info.model}")
+
+    _finish(common, "latency", info, outcome, tables.model_dump(), lt.render(tables), usage, plot)

@@ -49,6 +49,7 @@ __all__ = [
     "build_units",
     "compute_tables",
     "estimate",
+    "estimate_dialogue",
     "plot",
     "render",
     "run_dialogue",
@@ -367,33 +368,40 @@ snapshot, the user's facts), before any episode is retrieved."""
 
 def estimate(units: Sequence[CurateUnit], options: CurateOptions, est: Estimate) -> None:
     """Add the calls of every unit to ``est`` (see ``sonality.eval.estimate``)."""
-    talk_out = 180
     for unit in units:
-        mode = unit.mode
-        est.unit(mode)
-        history = 0
-        monologue_history = 0
-        narrative = 0
-        for turn in unit.turns:
-            message = tokens(turn.text)
-            inner = narrative if mode in ("controller", "full") else 0
-            if mode == "threads":
-                inner = 220
-            est.call(mode, "talk", _CONTEXT_TOKENS + history + inner + message)
-            if options.affect != "off":
-                est.call(mode, "affect_update", 300 + message + talk_out)
-                est.call(mode, "affect_appraise", 300 + message)
-            if mode in ("threads", "full"):
-                excerpt = min(history + message + talk_out, 2000)
-                est.call(mode, "monologue", 60 + monologue_history + excerpt)
-                monologue_history = min(monologue_history + 220, 10_000)
-            if mode in ("controller", "full"):
-                streams = 220 if mode == "full" else 120
-                est.call(mode, "controller", 60 + narrative + streams)
-                narrative = 380
-            est.call(mode, "assess_evidence", message)
-            est.call(mode, "extract_insight", 40 + message + talk_out)
-            history += message + talk_out
+        estimate_dialogue(unit, options.affect, est)
+
+
+def estimate_dialogue(unit: CurateUnit, affect: str, est: Estimate, *, judge: bool = True) -> None:
+    """The calls of one dialogue: per turn the Talker, the mode's Thinker modules, the
+    enrichment (and the affect stages), then the judge."""
+    talk_out = 180
+    mode = unit.mode
+    est.unit(mode)
+    history = 0
+    monologue_history = 0
+    narrative = 0
+    for turn in unit.turns:
+        message = tokens(turn.text)
+        inner = narrative if mode in ("controller", "full") else 0
+        if mode == "threads":
+            inner = 220
+        est.call(mode, "talk", _CONTEXT_TOKENS + history + inner + message)
+        if affect != "off":
+            est.call(mode, "affect_update", 300 + message + talk_out)
+            est.call(mode, "affect_appraise", 300 + message)
+        if mode in ("threads", "full"):
+            excerpt = min(history + message + talk_out, 2000)
+            est.call(mode, "monologue", 60 + monologue_history + excerpt)
+            monologue_history = min(monologue_history + 220, 10_000)
+        if mode in ("controller", "full"):
+            streams = 220 if mode == "full" else 120
+            est.call(mode, "controller", 60 + narrative + streams)
+            narrative = 380
+        est.call(mode, "assess_evidence", message)
+        est.call(mode, "extract_insight", 40 + message + talk_out)
+        history += message + talk_out
+    if judge:
         est.unit("judge")
         est.call(
             "judge",
