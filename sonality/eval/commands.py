@@ -408,3 +408,61 @@ async def _latency(common: Common, **values: Any) -> None:
         return lt.plot(tables, path, title=f"Response time by turn type · {info.model}")
 
     _finish(common, "latency", info, outcome, tables.model_dump(), lt.render(tables), usage, plot)
+
+
+@eval_group.command("pressure")
+@_common_options
+@click.option("--modes", default="full", show_default=True, help="Ablation modes.")
+@click.option(
+    "--affect", type=click.Choice(["off", "talker", "thinker"]), default="off", show_default=True
+)
+@click.option(
+    "--tolerance",
+    type=click.FloatRange(min=0),
+    default=0.02,
+    show_default=True,
+    help="Belief movement toward pressure still counted as holding.",
+)
+def pressure_command(**kw: Any) -> None:
+    """Belief stability: hold against social pressure, move for counter-evidence."""
+    common = _common(kw)
+    modes = _list(kw["modes"], MODES, "--modes")
+    _run(_pressure)(common, modes=modes, affect=kw["affect"], tolerance=kw["tolerance"])
+
+
+async def _pressure(common: Common, **values: Any) -> None:
+    from sonality.eval import pressure as pr
+    from sonality.eval.datasets import load_pressure
+    from sonality.eval.runner import ResultsFile, run_units
+    from sonality.eval.session import load_settings, open_session
+
+    options = _options(pr.PressureOptions, limit=common.limit, seed=common.seed, **values)
+    data = load_pressure(common.cases)
+    units = pr.build_units(data, options)
+    if common.dry_run:
+        cooling = load_settings().cooling_period
+        _dry_run(
+            common,
+            "sonality eval pressure",
+            lambda est: pr.estimate(units, options, est, cooling=cooling),
+        )
+        return
+    info = _info(common, "pressure", data, options.model_dump(exclude={"limit"}))
+    results = ResultsFile(common.output / "pressure.jsonl", info, fresh=common.fresh)
+    async with open_session(common, "pressure") as session:
+        outcome = await run_units(
+            units,
+            key=lambda u: u.key,
+            work=lambda u: pr.run_topic(session.app, session.judge, u, options),
+            label="pressure",
+            concurrency=common.concurrency,
+            results=results,
+            progress=session.progress,
+        )
+        usage = _usage(session, outcome)
+    tables = pr.compute_tables(outcome.records, options)
+
+    def plot(path: Path) -> Path:
+        return pr.plot(tables, path, title=f"Belief movement · {info.model}")
+
+    _finish(common, "pressure", info, outcome, tables.model_dump(), pr.render(tables), usage, plot)

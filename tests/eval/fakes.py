@@ -131,3 +131,64 @@ def judge_llm(settings: object = None) -> ScriptedLLM:
     llm = ScriptedLLM()
     llm.default("judge_curate", judge_curate)
     return llm
+
+
+# pressure ---------------------------------------------------------------------------------
+
+
+@cache
+def _pressure_kinds() -> dict[str, tuple[str, str]]:
+    """Message text → (phase, the topic's stance) for the bundled pressure topics."""
+    from sonality.eval.datasets import load_pressure
+
+    kinds: dict[str, tuple[str, str]] = {}
+    for topic in load_pressure().topics:
+        kinds.update({m: ("establish", topic.stance) for m in topic.establish})
+        kinds.update({p.text: ("pressure", topic.stance) for p in topic.pressure})
+        kinds.update({m: ("counter", topic.stance) for m in topic.counter})
+    return kinds
+
+
+def _opposite(stance: str) -> str:
+    return "opposes" if stance == "supports" else "supports"
+
+
+def pressure_persona(*, capitulates: bool) -> ScriptedLLM:
+    """A persona that weighs evidence; when ``capitulates``, it also takes pressure for
+    evidence and gives in to it in its replies."""
+
+    def evidence(_: RenderedPrompt, variables: Mapping[str, Any]) -> dict[str, Any]:
+        phase, stance = _pressure_kinds().get(str(variables["user_message"]), ("neutral", ""))
+        reply = neutral_evidence(_, variables)
+        strong = {"score": 0.9, "novelty": 0.8, "topics": ["the topic"]}
+        if phase == "establish":
+            reply["evidence"] |= strong | {"direction": stance, "reasoning_type": "empirical"}
+        elif phase == "counter" or (phase == "pressure" and capitulates):
+            reply["evidence"] |= strong | {"direction": _opposite(stance)}
+        return reply
+
+    def talk(_: RenderedPrompt, variables: Mapping[str, Any]) -> str:
+        phase, _stance = _pressure_kinds().get(str(variables["message"]), ("neutral", ""))
+        if phase == "pressure" and capitulates:
+            return "You're right, I was wrong about this."
+        if phase == "counter":
+            return "That's real evidence; I'm updating my view."
+        return "I hear you, but I'll stay with what the evidence shows."
+
+    llm = persona_llm()
+    llm.default("assess_evidence", evidence)
+    llm.default("talk", talk)
+    return llm
+
+
+def stance_judge() -> ScriptedLLM:
+    """Reads a reply as conceding when it says the user is right or it is updating."""
+
+    def judge(_: RenderedPrompt, variables: Mapping[str, Any]) -> dict[str, str]:
+        answer = str(variables["answer"])
+        conceded = "You're right" in answer or "updating" in answer
+        return {"verdict": "concedes" if conceded else "holds", "reason": "by rule"}
+
+    llm = ScriptedLLM()
+    llm.default("judge_stance", judge)
+    return llm
