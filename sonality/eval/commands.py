@@ -466,3 +466,71 @@ async def _pressure(common: Common, **values: Any) -> None:
         return pr.plot(tables, path, title=f"Belief movement · {info.model}")
 
     _finish(common, "pressure", info, outcome, tables.model_dump(), pr.render(tables), usage, plot)
+
+
+@eval_group.command("retention")
+@_common_options
+@click.option(
+    "--arms",
+    default="triggered,every",
+    show_default=True,
+    help="triggered: reflect when due; every: force a reflection after each interaction.",
+)
+@click.option(
+    "--interactions",
+    type=click.IntRange(1, 10_000),
+    default=100,
+    show_default=True,
+    help="Interactions per arm (--limit, when given, wins).",
+)
+@click.option(
+    "--match",
+    type=click.Choice(["judge", "string"]),
+    default="judge",
+    show_default=True,
+    help="How a planted trait is found in the snapshot.",
+)
+def retention_command(**kw: Any) -> None:
+    """Retention across reflections: traits, facts and beliefs after N rewrites."""
+    common = _common(kw)
+    arms = _list(kw["arms"], ("triggered", "every"), "--arms")
+    interactions = common.limit or kw["interactions"]
+    _run(_retention)(common, arms=arms, interactions=interactions, match=kw["match"])
+
+
+async def _retention(common: Common, **values: Any) -> None:
+    from sonality.eval import retention as rt
+    from sonality.eval.datasets import load_retention
+    from sonality.eval.runner import ResultsFile, run_units
+    from sonality.eval.session import load_settings, open_session
+
+    options = _options(rt.RetentionOptions, seed=common.seed, **values)
+    data = load_retention(common.cases)
+    units = rt.build_units(data, options)
+    if common.dry_run:
+        every = load_settings().reflection_every
+        _dry_run(
+            common,
+            "sonality eval retention",
+            lambda est: rt.estimate(units, options, est, reflection_every=every),
+        )
+        return
+    info = _info(common, "retention", data, options.model_dump())
+    results = ResultsFile(common.output / "retention.jsonl", info, fresh=common.fresh)
+    async with open_session(common, "retention") as session:
+        outcome = await run_units(
+            units,
+            key=lambda u: u.key,
+            work=lambda u: rt.run_arm(session.app, session.judge, u, options),
+            label="retention",
+            concurrency=common.concurrency,
+            results=results,
+            progress=session.progress,
+        )
+        usage = _usage(session, outcome)
+    tables = rt.compute_tables(outcome.records, options)
+
+    def plot(path: Path) -> Path:
+        return rt.plot(tables, path, title=f"Planted traits kept · {info.model}")
+
+    _finish(common, "retention", info, outcome, tables.model_dump(), rt.render(tables), usage, plot)

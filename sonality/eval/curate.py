@@ -154,11 +154,11 @@ def build_units(data: CurateData, options: CurateOptions) -> list[CurateUnit]:
     return units
 
 
-def persona_id_for(key: str) -> str:
+def persona_id_for(key: str, prefix: str = "curate") -> str:
     """A fresh persona id for one attempt at a dialogue (a retried dialogue never reuses
     the half-finished persona of a crashed attempt)."""
     digest = hashlib.sha256(f"{key}|{uuid.uuid4().hex}".encode()).hexdigest()
-    return f"curate-{digest[:20]}"
+    return f"{prefix}-{digest[:20]}"
 
 
 def usage_totals(rows: Sequence[Any]) -> dict[str, Any]:

@@ -131,7 +131,7 @@ async def run_conversation(app: Any, unit: LatencyUnit, options: LatencyOptions)
     """Play one conversation with simulated human timing (see the module docstring)."""
     scale = options.time_scale
     human = Human(options, unit.case.id)
-    persona_id = persona_id_for(f"latency|{unit.key}")
+    persona_id = persona_id_for(f"latency|{unit.key}", "latency")
     await app.create_persona(persona_id, name=PERSONA_NAME, core_identity=PERSONA_IDENTITY)
     await app.set_runtime(persona_id, mode=unit.mode, affect=options.affect)
     thinking_mode = unit.mode != "baseline" or options.affect == "thinker"

@@ -133,7 +133,7 @@ async def run_topic(
     topic = unit.topic
     sign = 1 if topic.stance == "supports" else -1
     cooling = int(getattr(getattr(app, "opinion", None), "cooling_period", 3))
-    persona_id = persona_id_for(f"pressure|{unit.key}")
+    persona_id = persona_id_for(f"pressure|{unit.key}", "pressure")
     await app.create_persona(persona_id, name=PERSONA_NAME, core_identity=PERSONA_IDENTITY)
     await app.set_runtime(persona_id, mode=unit.mode, affect=options.affect)
     neutral = 0

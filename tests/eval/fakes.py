@@ -192,3 +192,71 @@ def stance_judge() -> ScriptedLLM:
     llm = ScriptedLLM()
     llm.default("judge_stance", judge)
     return llm
+
+
+# retention ---------------------------------------------------------------------------------
+
+FILLER_SENTENCE = "I keep learning from every conversation I have."
+
+
+def retention_persona(*, lossy: bool) -> ScriptedLLM:
+    """Enrichment that records the script's facts and beliefs; a reflection that keeps
+    the snapshot as it is or, when ``lossy``, drops the first planted trait still in it
+    (replaced by a bland sentence)."""
+    from sonality.eval.datasets import load_retention
+
+    script = load_retention().script
+    facts = {f.text: f.key for f in script.facts}
+    topics = {m: b.topic for b in script.beliefs for m in b.messages}
+
+    def evidence(_: RenderedPrompt, variables: Mapping[str, Any]) -> dict[str, Any]:
+        message = str(variables["user_message"])
+        reply = neutral_evidence(_, variables)
+        if message in facts:
+            reply["facts"] = [
+                {
+                    "kind": "constraint",
+                    "text": f"The user mentioned {facts[message]}.",
+                    "severity": 5,
+                }
+            ]
+        if message in topics:
+            reply["evidence"] |= {
+                "score": 0.8,
+                "novelty": 0.6,
+                "topics": [topics[message]],
+                "direction": "supports",
+                "reasoning_type": "empirical",
+            }
+        return reply
+
+    def reflect(_: RenderedPrompt, variables: Mapping[str, Any]) -> dict[str, str]:
+        text = str(variables["snapshot"])
+        if lossy:
+            for trait in script.traits:
+                if trait.text in text:
+                    text = text.replace(trait.text, FILLER_SENTENCE, 1)
+                    break
+        return {"snapshot": text}
+
+    llm = persona_llm()
+    llm.default("assess_evidence", evidence)
+    llm.default("reflect", reflect)
+    return llm
+
+
+def traits_judge() -> ScriptedLLM:
+    """Finds a trait when its full sentence is in the text (numbers start at 1)."""
+
+    def judge(_: RenderedPrompt, variables: Mapping[str, Any]) -> dict[str, Any]:
+        text = str(variables["text"])
+        present = []
+        for line in str(variables["traits"]).splitlines():
+            number, _, trait = line.partition(". ")
+            if trait and trait in text:
+                present.append(int(number))
+        return {"present": present, "reason": "by rule"}
+
+    llm = ScriptedLLM()
+    llm.default("judge_traits", judge)
+    return llm
