@@ -260,3 +260,22 @@ def traits_judge() -> ScriptedLLM:
     llm = ScriptedLLM()
     llm.default("judge_traits", judge)
     return llm
+
+
+# plug-in factories for ``--llm`` / ``--judge-llm`` (they receive the settings) -------------
+
+
+def capitulating_llm(settings: object) -> ScriptedLLM:
+    return pressure_persona(capitulates=True)
+
+
+def stance_judge_llm(settings: object) -> ScriptedLLM:
+    return stance_judge()
+
+
+def lossy_llm(settings: object) -> ScriptedLLM:
+    return retention_persona(lossy=True)
+
+
+def traits_judge_llm(settings: object) -> ScriptedLLM:
+    return traits_judge()
