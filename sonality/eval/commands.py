@@ -8,8 +8,7 @@ runs, so ``sonality --help`` stays fast.
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from functools import wraps
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
@@ -17,9 +16,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 import click
 
 if TYPE_CHECKING:
-    from sonality.eval.estimate import Estimate
-    from sonality.eval.runner import RunInfo, RunOutcome
-    from sonality.eval.session import Common, Session
+    from sonality.eval.session import Common
 
 __all__ = ["eval_group"]
 
@@ -148,121 +145,6 @@ def _options(model: type[Any], **values: Any) -> Any:
         raise ValidationError(f"bad option {first['loc'][0]}: {first['msg']}") from None
 
 
-# shared steps ------------------------------------------------------------------------------
-
-
-def _dry_run(common: Common, title: str, fill: Callable[[Estimate], None]) -> None:
-    from sonality.eval.estimate import Estimate, render
-    from sonality.eval.session import judge_model_name, load_settings, persona_model_name
-    from sonality.llm.pricing import price
-
-    settings = load_settings()
-    est = Estimate(
-        model=persona_model_name(common, settings), judge=judge_model_name(common, settings)
-    )
-    fill(est)
-    report = est.report(price)
-    if common.as_json:
-        click.echo(json.dumps({"dry_run": report}, indent=2))
-    else:
-        click.echo(render(report, title))
-
-
-def _info(common: Common, eval_name: str, dataset: Any, options: Mapping[str, Any]) -> RunInfo:
-    from sonality.eval.runner import RunInfo
-    from sonality.eval.session import (
-        backend_of,
-        judge_model_name,
-        load_settings,
-        persona_model_name,
-        store_url,
-    )
-
-    settings = load_settings()
-    return RunInfo.create(
-        eval_name,
-        model=persona_model_name(common, settings),
-        judge=judge_model_name(common, settings),
-        dataset=dataset.source,
-        dataset_sha256=dataset.sha256,
-        seed=common.seed,
-        store=backend_of(store_url(common, eval_name)),
-        options=options,
-    )
-
-
-def _usage(session: Session, outcome: RunOutcome) -> dict[str, Any]:
-    """Persona calls summed over every record (resumed ones too) and this process's judge
-    calls."""
-    by_component: dict[str, int] = {}
-    totals: dict[str, Any] = {"calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
-    for record in outcome.records:
-        usage = record.get("usage") or {}
-        for k in totals:
-            totals[k] += usage.get(k, 0)
-        for comp, n in (usage.get("by_component") or {}).items():
-            by_component[comp] = by_component.get(comp, 0) + n
-    judge: dict[str, Any] = {}
-    meter = getattr(session.judge.llm, "usage", None)
-    if meter is not None:
-        judge_usage = meter.snapshot().get("judge")
-        if judge_usage is not None:
-            judge = judge_usage.model_dump()
-    return {"persona": {**totals, "by_component": by_component}, "judge_this_process": judge}
-
-
-def _finish(
-    common: Common,
-    eval_name: str,
-    info: RunInfo,
-    outcome: RunOutcome,
-    tables: Mapping[str, Any],
-    markdown: str,
-    usage: Mapping[str, Any],
-    plot: Callable[[Path], Path] | None,
-) -> None:
-    from sonality.eval import plots
-    from sonality.eval.session import write_outputs
-
-    plot_path: str | None = None
-    plot_note = None
-    if plot is not None and common.plot:
-        if plots.available():
-            plot_path = str(plot(common.output / f"{eval_name}.png"))
-        else:
-            plot_note = "plot skipped: install sonality[eval] for matplotlib"
-            click.echo(plot_note, err=True)
-    stats = (
-        f"{len(outcome.records)} units ({outcome.resumed} resumed, {len(outcome.failed)} failed)"
-        f" in {outcome.wall_seconds:.1f}s; persona calls {usage['persona']['calls']}"
-    )
-    summary = {
-        "run": info.model_dump(),
-        "tables": dict(tables),
-        "units": len(outcome.records),
-        "resumed": outcome.resumed,
-        "failed": outcome.failed,
-        "wall_seconds": round(outcome.wall_seconds, 3),
-        "usage": dict(usage),
-        "plot": plot_path,
-    }
-    document = f"{info.header()}\n\n{markdown}\n{stats}"
-    files = write_outputs(common, eval_name, summary, document)
-    files["results"] = str(common.output / f"{eval_name}.jsonl")
-    if plot_path:
-        files["plot"] = plot_path
-    summary["files"] = files
-    if common.as_json:
-        click.echo(json.dumps(summary, indent=2, ensure_ascii=False, default=str))
-    else:
-        click.echo(document)
-        click.echo("files: " + ", ".join(f"{k} {v}" for k, v in files.items()))
-    if outcome.failed:
-        click.echo(
-            f"{len(outcome.failed)} units failed; rerun the same command to retry them", err=True
-        )
-
-
 # the group ---------------------------------------------------------------------------------
 
 
@@ -307,8 +189,7 @@ async def _curate(
 ) -> None:
     from sonality.eval import curate as c
     from sonality.eval.datasets import load_curate
-    from sonality.eval.runner import ResultsFile, run_units
-    from sonality.eval.session import open_session
+    from sonality.eval.session import execute
 
     options = _options(
         c.CurateOptions,
@@ -322,28 +203,19 @@ async def _curate(
     )
     data = load_curate(common.cases)
     units = c.build_units(data, options)
-    if common.dry_run:
-        _dry_run(common, "sonality eval curate", lambda est: c.estimate(units, options, est))
-        return
-    info = _info(common, "curate", data, options.model_dump(exclude={"limit"}))
-    results = ResultsFile(common.output / "curate.jsonl", info, fresh=common.fresh)
-    async with open_session(common, "curate") as session:
-        outcome = await run_units(
-            units,
-            key=lambda u: u.key,
-            work=lambda u: c.run_dialogue(session.app, session.judge, u, affect=options.affect),
-            label="curate",
-            concurrency=common.concurrency,
-            results=results,
-            progress=session.progress,
-        )
-        usage = _usage(session, outcome)
-    tables = c.compute_tables(outcome.records, options)
-
-    def plot(path: Path) -> Path:
-        return c.plot(tables, path, title=f"CuRaTe pass rate · {info.model}")
-
-    _finish(common, "curate", info, outcome, tables.model_dump(), c.render(tables), usage, plot)
+    await execute(
+        common,
+        "curate",
+        data=data,
+        units=units,
+        identity=options.model_dump(exclude={"limit"}),
+        estimate=lambda est: c.estimate(units, options, est),
+        work=lambda s: lambda u: c.run_dialogue(s.app, s.judge, u, affect=options.affect),
+        compute=lambda records: c.compute_tables(records, options),
+        render=c.render,
+        plot=c.plot,
+        plot_title="CuRaTe pass rate",
+    )
 
 
 @eval_group.command("latency")
@@ -380,34 +252,24 @@ def latency_command(**kw: Any) -> None:
 async def _latency(common: Common, **values: Any) -> None:
     from sonality.eval import latency as lt
     from sonality.eval.datasets import load_curate
-    from sonality.eval.runner import ResultsFile, run_units
-    from sonality.eval.session import open_session
+    from sonality.eval.session import execute
 
     options = _options(lt.LatencyOptions, limit=common.limit, seed=common.seed, **values)
     data = load_curate(common.cases)
     units = lt.build_units(data, options)
-    if common.dry_run:
-        _dry_run(common, "sonality eval latency", lambda est: lt.estimate(units, options, est))
-        return
-    info = _info(common, "latency", data, options.model_dump(exclude={"limit"}))
-    results = ResultsFile(common.output / "latency.jsonl", info, fresh=common.fresh)
-    async with open_session(common, "latency") as session:
-        outcome = await run_units(
-            units,
-            key=lambda u: u.key,
-            work=lambda u: lt.run_conversation(session.app, u, options),
-            label="latency",
-            concurrency=common.concurrency,
-            results=results,
-            progress=session.progress,
-        )
-        usage = _usage(session, outcome)
-    tables = lt.compute_tables(outcome.records, options)
-
-    def plot(path: Path) -> Path:
-        return lt.plot(tables, path, title=f"Response time by turn type · {info.model}")
-
-    _finish(common, "latency", info, outcome, tables.model_dump(), lt.render(tables), usage, plot)
+    await execute(
+        common,
+        "latency",
+        data=data,
+        units=units,
+        identity=options.model_dump(exclude={"limit"}),
+        estimate=lambda est: lt.estimate(units, options, est),
+        work=lambda s: lambda u: lt.run_conversation(s.app, u, options),
+        compute=lambda records: lt.compute_tables(records, options),
+        render=lt.render,
+        plot=lt.plot,
+        plot_title="Response time by turn type",
+    )
 
 
 @eval_group.command("pressure")
@@ -433,39 +295,26 @@ def pressure_command(**kw: Any) -> None:
 async def _pressure(common: Common, **values: Any) -> None:
     from sonality.eval import pressure as pr
     from sonality.eval.datasets import load_pressure
-    from sonality.eval.runner import ResultsFile, run_units
-    from sonality.eval.session import load_settings, open_session
+    from sonality.eval.session import execute, load_settings
 
     options = _options(pr.PressureOptions, limit=common.limit, seed=common.seed, **values)
     data = load_pressure(common.cases)
     units = pr.build_units(data, options)
-    if common.dry_run:
-        cooling = load_settings().cooling_period
-        _dry_run(
-            common,
-            "sonality eval pressure",
-            lambda est: pr.estimate(units, options, est, cooling=cooling),
-        )
-        return
-    info = _info(common, "pressure", data, options.model_dump(exclude={"limit"}))
-    results = ResultsFile(common.output / "pressure.jsonl", info, fresh=common.fresh)
-    async with open_session(common, "pressure") as session:
-        outcome = await run_units(
-            units,
-            key=lambda u: u.key,
-            work=lambda u: pr.run_topic(session.app, session.judge, u, options),
-            label="pressure",
-            concurrency=common.concurrency,
-            results=results,
-            progress=session.progress,
-        )
-        usage = _usage(session, outcome)
-    tables = pr.compute_tables(outcome.records, options)
-
-    def plot(path: Path) -> Path:
-        return pr.plot(tables, path, title=f"Belief movement · {info.model}")
-
-    _finish(common, "pressure", info, outcome, tables.model_dump(), pr.render(tables), usage, plot)
+    await execute(
+        common,
+        "pressure",
+        data=data,
+        units=units,
+        identity=options.model_dump(exclude={"limit"}),
+        estimate=lambda est: pr.estimate(
+            units, options, est, cooling=load_settings().cooling_period
+        ),
+        work=lambda s: lambda u: pr.run_topic(s.app, s.judge, u, options),
+        compute=lambda records: pr.compute_tables(records, options),
+        render=pr.render,
+        plot=pr.plot,
+        plot_title="Belief movement",
+    )
 
 
 @eval_group.command("retention")
@@ -501,36 +350,23 @@ def retention_command(**kw: Any) -> None:
 async def _retention(common: Common, **values: Any) -> None:
     from sonality.eval import retention as rt
     from sonality.eval.datasets import load_retention
-    from sonality.eval.runner import ResultsFile, run_units
-    from sonality.eval.session import load_settings, open_session
+    from sonality.eval.session import execute, load_settings
 
     options = _options(rt.RetentionOptions, seed=common.seed, **values)
     data = load_retention(common.cases)
     units = rt.build_units(data, options)
-    if common.dry_run:
-        every = load_settings().reflection_every
-        _dry_run(
-            common,
-            "sonality eval retention",
-            lambda est: rt.estimate(units, options, est, reflection_every=every),
-        )
-        return
-    info = _info(common, "retention", data, options.model_dump())
-    results = ResultsFile(common.output / "retention.jsonl", info, fresh=common.fresh)
-    async with open_session(common, "retention") as session:
-        outcome = await run_units(
-            units,
-            key=lambda u: u.key,
-            work=lambda u: rt.run_arm(session.app, session.judge, u, options),
-            label="retention",
-            concurrency=common.concurrency,
-            results=results,
-            progress=session.progress,
-        )
-        usage = _usage(session, outcome)
-    tables = rt.compute_tables(outcome.records, options)
-
-    def plot(path: Path) -> Path:
-        return rt.plot(tables, path, title=f"Planted traits kept · {info.model}")
-
-    _finish(common, "retention", info, outcome, tables.model_dump(), rt.render(tables), usage, plot)
+    await execute(
+        common,
+        "retention",
+        data=data,
+        units=units,
+        identity=options.model_dump(),
+        estimate=lambda est: rt.estimate(
+            units, options, est, reflection_every=load_settings().reflection_every
+        ),
+        work=lambda s: lambda u: rt.run_arm(s.app, s.judge, u, options),
+        compute=lambda records: rt.compute_tables(records, options),
+        render=rt.render,
+        plot=rt.plot,
+        plot_title="Planted traits kept",
+    )

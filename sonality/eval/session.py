@@ -13,11 +13,13 @@ output folder, never the configured production store.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, cast
+
+import click
 
 from sonality.errors import ConfigError
 from sonality.eval.judge import Judge
@@ -25,10 +27,12 @@ from sonality.eval.progress import Progress
 
 if TYPE_CHECKING:
     from sonality.config import Settings
+    from sonality.eval.estimate import Estimate
+    from sonality.eval.runner import RunInfo, RunOutcome
     from sonality.ports import LLM
     from sonality.service import Sonality
 
-__all__ = ["Common", "Session", "open_session", "write_outputs"]
+__all__ = ["Common", "Session", "execute", "open_session", "write_outputs"]
 
 
 @dataclass(frozen=True)
@@ -180,3 +184,156 @@ def write_outputs(
     )
     markdown_path.write_text(markdown + "\n", encoding="utf-8")
     return {"summary": str(summary_path), "tables": str(markdown_path)}
+
+
+# the steps every command shares ---------------------------------------------------------
+
+
+def dry_run(common: Common, title: str, fill: Callable[[Estimate], None]) -> None:
+    from sonality.eval.estimate import Estimate, render
+    from sonality.llm.pricing import price
+
+    settings = load_settings()
+    est = Estimate(
+        model=persona_model_name(common, settings), judge=judge_model_name(common, settings)
+    )
+    fill(est)
+    report = est.report(price)
+    if common.as_json:
+        click.echo(json.dumps({"dry_run": report}, indent=2))
+    else:
+        click.echo(render(report, title))
+
+
+def run_info(common: Common, eval_name: str, dataset: Any, options: Mapping[str, Any]) -> RunInfo:
+    from sonality.eval.runner import RunInfo
+
+    settings = load_settings()
+    return RunInfo.create(
+        eval_name,
+        model=persona_model_name(common, settings),
+        judge=judge_model_name(common, settings),
+        dataset=dataset.source,
+        dataset_sha256=dataset.sha256,
+        seed=common.seed,
+        store=backend_of(store_url(common, eval_name)),
+        options=options,
+    )
+
+
+def usage_summary(session: Session, outcome: RunOutcome) -> dict[str, Any]:
+    """Persona calls summed over every record (resumed ones too) and this process's judge
+    calls."""
+    by_component: dict[str, int] = {}
+    totals: dict[str, Any] = {"calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
+    for record in outcome.records:
+        usage = record.get("usage") or {}
+        for k in totals:
+            totals[k] += usage.get(k, 0)
+        for comp, n in (usage.get("by_component") or {}).items():
+            by_component[comp] = by_component.get(comp, 0) + n
+    judge: dict[str, Any] = {}
+    meter = getattr(session.judge.llm, "usage", None)
+    if meter is not None:
+        judge_usage = meter.snapshot().get("judge")
+        if judge_usage is not None:
+            judge = judge_usage.model_dump()
+    return {"persona": {**totals, "by_component": by_component}, "judge_this_process": judge}
+
+
+def finish(
+    common: Common,
+    eval_name: str,
+    info: RunInfo,
+    outcome: RunOutcome,
+    tables: Mapping[str, Any],
+    markdown: str,
+    usage: Mapping[str, Any],
+    plot: Callable[[Path], Path] | None,
+) -> None:
+    from sonality.eval import plots
+
+    plot_path: str | None = None
+    plot_note = None
+    if plot is not None and common.plot:
+        if plots.available():
+            plot_path = str(plot(common.output / f"{eval_name}.png"))
+        else:
+            plot_note = "plot skipped: install sonality[eval] for matplotlib"
+            click.echo(plot_note, err=True)
+    stats = (
+        f"{len(outcome.records)} units ({outcome.resumed} resumed, {len(outcome.failed)} failed)"
+        f" in {outcome.wall_seconds:.1f}s; persona calls {usage['persona']['calls']}"
+    )
+    summary = {
+        "run": info.model_dump(),
+        "tables": dict(tables),
+        "units": len(outcome.records),
+        "resumed": outcome.resumed,
+        "failed": outcome.failed,
+        "wall_seconds": round(outcome.wall_seconds, 3),
+        "usage": dict(usage),
+        "plot": plot_path,
+    }
+    document = f"{info.header()}\n\n{markdown}\n{stats}"
+    files = write_outputs(common, eval_name, summary, document)
+    files["results"] = str(common.output / f"{eval_name}.jsonl")
+    if plot_path:
+        files["plot"] = plot_path
+    summary["files"] = files
+    if common.as_json:
+        click.echo(json.dumps(summary, indent=2, ensure_ascii=False, default=str))
+    else:
+        click.echo(document)
+        click.echo("files: " + ", ".join(f"{k} {v}" for k, v in files.items()))
+    if outcome.failed:
+        click.echo(
+            f"{len(outcome.failed)} units failed; rerun the same command to retry them", err=True
+        )
+
+
+async def execute(
+    common: Common,
+    name: str,
+    *,
+    data: Any,
+    units: Sequence[Any],
+    identity: Mapping[str, Any],
+    estimate: Callable[[Estimate], None],
+    work: Callable[[Session], Callable[[Any], Awaitable[dict[str, Any]]]],
+    compute: Callable[[list[dict[str, Any]]], Any],
+    render: Callable[[Any], str],
+    plot: Callable[..., Path],
+    plot_title: str,
+) -> None:
+    """Dry run, or: open the results file, run every unit in a session, compute the
+    tables and write everything out (the skeleton every evaluation shares)."""
+    from sonality.eval.runner import ResultsFile, run_units
+
+    if common.dry_run:
+        dry_run(common, f"sonality eval {name}", estimate)
+        return
+    info = run_info(common, name, data, identity)
+    results = ResultsFile(common.output / f"{name}.jsonl", info, fresh=common.fresh)
+    async with open_session(common, name) as session:
+        outcome = await run_units(
+            units,
+            key=lambda u: str(u.key),
+            work=work(session),
+            label=name,
+            concurrency=common.concurrency,
+            results=results,
+            progress=session.progress,
+        )
+        usage = usage_summary(session, outcome)
+    tables = compute(outcome.records)
+    finish(
+        common,
+        name,
+        info,
+        outcome,
+        tables.model_dump(),
+        render(tables),
+        usage,
+        lambda path: plot(tables, path, title=f"{plot_title} · {info.model}"),
+    )
