@@ -1,4 +1,6 @@
-"""``sonality eval``: the click group of the evaluation suite.
+"""``sonality eval``: the click group of the evaluation suite, registered in the CLI's
+registry (``sonality/cli/__init__.py``, through ``sonality/cli/eval.py``); its errors
+become one line and their kind's exit code there, like every command's.
 
 Importing this module imports click and nothing heavy: every command imports what it
 needs (the facade, litellm through the LLM adapter, matplotlib through ``plots``) when it
@@ -26,22 +28,6 @@ R = TypeVar("R")
 MODES = ("baseline", "threads", "controller", "full")
 
 
-class EvalGroup(click.Group):
-    """Turns Sonality's errors into one line on stderr and the branch's exit code."""
-
-    def invoke(self, ctx: click.Context) -> Any:
-        from sonality.errors import SonalityError, exit_code_for
-
-        try:
-            return super().invoke(ctx)
-        except SonalityError as exc:
-            click.echo(f"error: {exc}", err=True)
-            ctx.exit(exit_code_for(exc))
-        except KeyboardInterrupt:
-            click.echo("interrupted (finished units are kept; rerun to continue)", err=True)
-            ctx.exit(130)
-
-
 def _common_options(fn: Callable[P, R]) -> Callable[P, R]:
     options = [
         click.option("--model", help="Persona model (litellm name). Default: SONALITY_MODEL."),
@@ -49,7 +35,7 @@ def _common_options(fn: Callable[P, R]) -> Callable[P, R]:
         click.option(
             "--api-key", envvar="SONALITY_EVAL_API_KEY", help="Persona model key (never logged)."
         ),
-        click.option("--llm", "llm_spec", metavar="M:F", help="Persona model plug-in."),
+        click.option("--llm", "llm_spec", metavar="MODULE:CALLABLE", help="Persona model plug-in."),
         click.option("--judge-model", help="Judge model. Default: the persona model."),
         click.option("--judge-api-base", help="Judge endpoint."),
         click.option(
@@ -57,7 +43,9 @@ def _common_options(fn: Callable[P, R]) -> Callable[P, R]:
             envvar="SONALITY_EVAL_JUDGE_API_KEY",
             help="Judge key (never logged).",
         ),
-        click.option("--judge-llm", "judge_spec", metavar="M:F", help="Judge model plug-in."),
+        click.option(
+            "--judge-llm", "judge_spec", metavar="MODULE:CALLABLE", help="Judge model plug-in."
+        ),
         click.option(
             "--store",
             help="Store URL for the evaluation's personas. Default: a SQLite file in --output.",
@@ -148,7 +136,7 @@ def _options(model: type[Any], **values: Any) -> Any:
 # the group ---------------------------------------------------------------------------------
 
 
-@click.group("eval", cls=EvalGroup)
+@click.group("eval")
 def eval_group() -> None:
     """Evaluate a model with Sonality: CuRaTe safety (MIRROR's protocol), latency,
     belief stability under pressure, and retention across reflections.

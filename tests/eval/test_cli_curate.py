@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from sonality.eval.commands import eval_group
+from sonality.cli import main
 from sonality.testing.openai_server import FakeOpenAI
 
 
@@ -21,8 +21,8 @@ def test_dry_run_prints_calls_and_tokens_per_mode(tmp_path: Path) -> None:
     dialogue, prices them from litellm's cost map, and sends and writes nothing."""
     out = tmp_path / "out"
     result = CliRunner().invoke(
-        eval_group,
-        ["curate", "--dry-run", "--json", "--model", "gpt-4o-mini", "--output", str(out)],
+        main,
+        ["eval", "curate", "--dry-run", "--json", "--model", "gpt-4o-mini", "--output", str(out)],
     )
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)["dry_run"]
@@ -51,7 +51,7 @@ def test_dry_run_prints_calls_and_tokens_per_mode(tmp_path: Path) -> None:
 def test_dry_run_table_says_unpriced_for_unknown_models() -> None:
     """A model litellm cannot price is reported as unpriced, not as free."""
     result = CliRunner().invoke(
-        eval_group, ["curate", "--dry-run", "--limit", "1", "--model", "openai/no-such-model"]
+        main, ["eval", "curate", "--dry-run", "--limit", "1", "--model", "openai/no-such-model"]
     )
     assert result.exit_code == 0, result.output
     assert "unpriced" in result.stdout and "$0.00" not in result.stdout
@@ -82,7 +82,7 @@ def test_small_run_over_http_completes_and_resumes(tmp_path: Path) -> None:
             str(out),
             "--json",
         ]
-        first = CliRunner().invoke(eval_group, args)
+        first = CliRunner().invoke(main, ["eval", *args])
         assert first.exit_code == 0, first.output
         summary = json.loads(first.stdout)
         chats = server.chat_requests()
@@ -99,12 +99,12 @@ def test_small_run_over_http_completes_and_resumes(tmp_path: Path) -> None:
         assert len(lines) == 17 and "run" in json.loads(lines[0])
         assert "curate: 16/16" in first.stderr  # progress on stderr, not stdout
 
-        again = CliRunner().invoke(eval_group, args)
+        again = CliRunner().invoke(main, ["eval", *args])
         assert again.exit_code == 0, again.output
         assert json.loads(again.stdout)["resumed"] == 16
         assert len(server.chat_requests()) == len(chats)
 
-        other = CliRunner().invoke(eval_group, [*args, "--judge-model", "openai/other"])
+        other = CliRunner().invoke(main, ["eval", *args, "--judge-model", "openai/other"])
         assert other.exit_code == 5
         assert "another run" in other.stderr and len(other.stderr.strip().splitlines()) == 1
 
@@ -115,8 +115,8 @@ def test_bad_cases_file_is_one_line_and_writes_nothing(tmp_path: Path) -> None:
     cases.write_text('{"id": "x1", "category": "Allergies"}\n', encoding="utf-8")
     out = tmp_path / "out"
     result = CliRunner().invoke(
-        eval_group,
-        ["curate", "--cases", str(cases), "--model", "openai/x", "--output", str(out)],
+        main,
+        ["eval", "curate", "--cases", str(cases), "--model", "openai/x", "--output", str(out)],
     )
     assert result.exit_code == 2
     assert result.stderr.startswith("error: bad record") and "line=1" in result.stderr
@@ -127,7 +127,7 @@ def test_bad_cases_file_is_one_line_and_writes_nothing(tmp_path: Path) -> None:
 def test_no_model_is_a_configuration_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Without a model the run stops before doing anything, with exit code 3."""
     monkeypatch.delenv("SONALITY_MODEL", raising=False)
-    result = CliRunner().invoke(eval_group, ["curate", "--output", str(tmp_path / "o")])
+    result = CliRunner().invoke(main, ["eval", "curate", "--output", str(tmp_path / "o")])
     assert result.exit_code == 3 and "no model to evaluate" in result.stderr
 
 

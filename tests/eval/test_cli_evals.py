@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from sonality.eval.commands import eval_group
+from sonality.cli import main
 from sonality.testing.openai_server import FakeOpenAI
 
 
 def _invoke(*args: str) -> Any:
-    result = CliRunner().invoke(eval_group, list(args))
+    result = CliRunner().invoke(main, ["eval", *args])
     assert result.exit_code == 0, (result.output, result.exception)
     return json.loads(result.stdout)
 
