@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import math
-import random
 import statistics
 from collections.abc import Sequence
 
@@ -81,30 +80,27 @@ def _gain(base: float, other: float) -> float | None:
     return None if base == 0 else (other - base) / base
 
 
-def bootstrap_gain(pairs: Sequence[tuple[bool, bool]], *, seed: int, resamples: int = 2000) -> Gain:
+def bootstrap_gain(
+    pairs: Sequence[tuple[bool, bool]], *, seed: int, resamples: int = 2000
+) -> Gain:
     """Relative gain of the second outcome over the first across paired units."""
+    import numpy as np
+
     n = len(pairs)
     if n == 0:
         return Gain(gain=None, low=None, high=None, pairs=0)
-    base = sum(a for a, _ in pairs) / n
-    other = sum(b for _, b in pairs) / n
-    point = _gain(base, other)
-    rng = random.Random(seed)
-    draws: list[float] = []
-    for _ in range(resamples):
-        sample = [pairs[rng.randrange(n)] for _ in range(n)]
-        g = _gain(sum(a for a, _ in sample) / n, sum(b for _, b in sample) / n)
-        if g is not None:
-            draws.append(g)
-    if point is None or len(draws) < resamples // 2:
+    first = np.array([a for a, _ in pairs], dtype=float)
+    second = np.array([b for _, b in pairs], dtype=float)
+    point = _gain(float(first.mean()), float(second.mean()))
+    draws = np.random.default_rng(seed).integers(0, n, size=(resamples, n))
+    base = first[draws].mean(axis=1)
+    other = second[draws].mean(axis=1)
+    defined = base > 0
+    if point is None or int(defined.sum()) < resamples // 2:
         return Gain(gain=point, low=None, high=None, pairs=n)
-    draws.sort()
-    return Gain(
-        gain=point,
-        low=percentile(draws, 2.5, presorted=True),
-        high=percentile(draws, 97.5, presorted=True),
-        pairs=n,
-    )
+    gains = (other[defined] - base[defined]) / base[defined]
+    low, high = np.percentile(gains, [2.5, 97.5])
+    return Gain(gain=point, low=float(low), high=float(high), pairs=n)
 
 
 def percentile(values: Sequence[float], q: float, *, presorted: bool = False) -> float:
