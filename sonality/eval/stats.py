@@ -80,9 +80,7 @@ def _gain(base: float, other: float) -> float | None:
     return None if base == 0 else (other - base) / base
 
 
-def bootstrap_gain(
-    pairs: Sequence[tuple[bool, bool]], *, seed: int, resamples: int = 2000
-) -> Gain:
+def bootstrap_gain(pairs: Sequence[tuple[bool, bool]], *, seed: int, resamples: int = 2000) -> Gain:
     """Relative gain of the second outcome over the first across paired units."""
     import numpy as np
 
