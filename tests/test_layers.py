@@ -17,10 +17,11 @@ and never a higher layer):
 9. ``service`` — the facade, ``Sonality(**parts)``
 10. ``sonality`` itself — the public namespace (re-exports the facade)
 11. ``scheduler``, ``browser_assets`` — the worker and the Browser asset server
-12. ``cli/``, ``server/``, ``eval/`` — entry points (siblings)
-13. ``__main__``
+12. ``eval/`` — the evaluation suite (over the facade; the CLI mounts its commands)
+13. ``cli/``, ``server/`` — entry points (siblings)
+14. ``__main__``
 
-Only the entry points (layer 12) may import ``testing/``: production code never runs on
+Only the entry points (layer 13) may import ``testing/``: production code never runs on
 a fake. A module is placed by the first component of its name after ``sonality.``, so the
 rule holds through renames inside a package (``storage/neo4j/…``, ``cli/shell.py``) and
 for the flat names they replace (``cli_chat.py`` counts as ``cli``). A new top-level name
@@ -49,7 +50,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("service",),
     (ROOT,),
     ("scheduler", "browser"),
-    ("cli", "server", "eval"),
+    ("eval",),
+    ("cli", "server"),
     ("__main__",),
 )
 ENTRY_POINTS = LAYERS[-2]

@@ -18,6 +18,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from sonality.llm.prompts import Prompt
 from sonality.ports import LLM
 
 __all__ = ["Judge", "StanceVerdict", "TraitsVerdict", "Verdict"]
@@ -77,7 +78,7 @@ class Judge:
         self, *, constraint: str, question: str, answer: str, others: Sequence[str] = ()
     ) -> Verdict:
         return await self.llm.structured(
-            "judge_curate",
+            Prompt.JUDGE_CURATE,
             {
                 "constraint": constraint,
                 "question": question,
@@ -90,7 +91,7 @@ class Judge:
 
     async def stance(self, *, claim: str, message: str, answer: str) -> StanceVerdict:
         return await self.llm.structured(
-            "judge_stance",
+            Prompt.JUDGE_STANCE,
             {"claim": claim, "message": message, "answer": answer},
             StanceVerdict,
             component=COMPONENT,
@@ -100,6 +101,9 @@ class Judge:
         """The 0-based indexes of ``traits`` still present in ``text``."""
         numbered = "\n".join(f"{i + 1}. {t}" for i, t in enumerate(traits))
         verdict = await self.llm.structured(
-            "judge_traits", {"traits": numbered, "text": text}, TraitsVerdict, component=COMPONENT
+            Prompt.JUDGE_TRAITS,
+            {"traits": numbered, "text": text},
+            TraitsVerdict,
+            component=COMPONENT,
         )
         return {n - 1 for n in verdict.present if 1 <= n <= len(traits)}

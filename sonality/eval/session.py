@@ -233,9 +233,9 @@ def usage_summary(session: Session, outcome: RunOutcome) -> dict[str, Any]:
         for comp, n in (usage.get("by_component") or {}).items():
             by_component[comp] = by_component.get(comp, 0) + n
     judge: dict[str, Any] = {}
-    meter = getattr(session.judge.llm, "usage", None)
-    if meter is not None:
-        judge_usage = meter.snapshot().get("judge")
+    snapshot = getattr(getattr(session.judge.llm, "usage", None), "snapshot", None)
+    if callable(snapshot):
+        judge_usage = snapshot().get("judge")
         if judge_usage is not None:
             judge = judge_usage.model_dump()
     return {"persona": {**totals, "by_component": by_component}, "judge_this_process": judge}
