@@ -60,9 +60,7 @@ def prompt_tokens(name: str) -> int:
     """Tokens of prompt ``name``'s fixed text (placeholders removed)."""
     from sonality.llm.prompts import PromptLibrary
 
-    template = PromptLibrary().get(name)
-    system = template.system.template if template.system is not None else ""
-    return tokens(system + template.user.template)
+    return tokens(PromptLibrary().fixed_text(name))
 
 
 class EstimateRow(BaseModel):
