@@ -212,6 +212,8 @@ class ArmRetention(BaseModel):
     unique_ratio_final: float | None
     curve: list[tuple[int, float]]
     """(rewrites so far, trait share) after each reflection, from the start."""
+    diversity: list[tuple[int, float | None]]
+    """(rewrites so far, unique word ratio of the snapshot) after each reflection."""
 
 
 class RetentionTables(BaseModel):
@@ -255,6 +257,7 @@ def compute_tables(
             unique_ratio_min=min(ratios) if ratios else None,
             unique_ratio_final=ratios[-1] if ratios else None,
             curve=[(int(p["rewrites"]), float(p["traits_share"])) for p in points],
+            diversity=[(int(p["rewrites"]), p["unique_ratio"]) for p in points],
         )
     arms = [a for a in options.arms if a in per_arm]
     return RetentionTables(arms=arms, per_arm=per_arm)
@@ -317,16 +320,24 @@ def render(tables: RetentionTables) -> str:
 
 
 def plot(tables: RetentionTables, path: Path, *, title: str) -> Path:
-    """Trait share over rewrites, one line per arm."""
+    """Trait share and the snapshot's unique word ratio over rewrites, per arm."""
     from sonality.eval import plots
 
+    x: dict[str, list[float]] = {}
+    series: dict[str, list[float | None]] = {}
+    for arm in tables.arms:
+        v = tables.per_arm[arm]
+        x[f"{arm}: traits kept"] = [float(r) for r, _ in v.curve]
+        series[f"{arm}: traits kept"] = [share for _, share in v.curve]
+        x[f"{arm}: unique word ratio"] = [float(r) for r, _ in v.diversity]
+        series[f"{arm}: unique word ratio"] = [ratio for _, ratio in v.diversity]
     return plots.lines(
         path,
         title=title,
-        x={a: [float(r) for r, _ in tables.per_arm[a].curve] for a in tables.arms},
-        series={a: [s for _, s in tables.per_arm[a].curve] for a in tables.arms},
+        x=x,
+        series=series,
         xlabel="snapshot rewrites",
-        ylabel="planted traits kept",
+        ylabel="share",
         ylim=(0.0, 1.05),
     )
 

@@ -112,3 +112,4 @@ def test_retention_counts_rewrites(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     arms = summary["tables"]["per_arm"]
     assert (arms["every"]["rewrites"], arms["every"]["traits_final"]) == (6, 0.4)
     assert (arms["triggered"]["rewrites"], arms["triggered"]["traits_final"]) == (1, 0.9)
+    assert Path(summary["plot"]).stat().st_size > 0
