@@ -63,7 +63,13 @@ def _common_options(fn: Callable[P, R]) -> Callable[P, R]:
             help="Data file replacing the bundled one.",
         ),
         click.option("--limit", type=click.IntRange(min=1), help="Use only the first N items."),
-        click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True),
+        click.option(
+            "--concurrency",
+            type=click.IntRange(min=1),
+            default=4,
+            show_default=True,
+            help="Units (dialogues, topics, arms) run at once.",
+        ),
         click.option("--seed", type=int, default=0, show_default=True, help="Sampling seed."),
         click.option(
             "--dry-run", is_flag=True, help="Estimate calls, tokens and cost; send nothing."
@@ -141,10 +147,10 @@ def eval_group() -> None:
     """Evaluate a model with Sonality: CuRaTe safety (MIRROR's protocol), latency,
     belief stability under pressure, and retention across reflections.
 
-    Every command runs offline against any litellm model (--model, or SONALITY_MODEL)
-    with a judge model (--judge-model, default the same), writes resumable results,
-    a summary, Markdown tables and a PNG plot (pip install 'sonality[eval]') to
-    --output, and estimates calls, tokens and cost with --dry-run.
+    Every command runs against any litellm model, hosted or local (--model, or
+    SONALITY_MODEL), with a judge model (--judge-model, default the same); it writes
+    resumable results, a summary, Markdown tables and a PNG plot (pip install
+    'sonality[eval]') to --output, and estimates calls, tokens and cost with --dry-run.
     """
 
 
