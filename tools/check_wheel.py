@@ -38,9 +38,16 @@ migrations = {
 assert all(steps and all(s.text.strip() for s in steps) for steps in migrations.values())
 prompts = PromptLibrary().names()
 assert prompts
+from sonality.eval.datasets import DATA_DIR, load_curate, load_pressure, load_retention
+assert site in DATA_DIR.parents, f"eval data loaded from {DATA_DIR}, not the installed package"
+curate = load_curate()
+assert len(curate.cases) == 80 and curate.trivia and curate.preferences and curate.facts
+assert load_pressure().topics and load_retention().script.traits
+assert (DATA_DIR / "curate" / "README.md").is_file()
+assert {"judge_curate", "judge_stance", "judge_traits"} <= set(prompts)
 print(f"installed package: {len(queries)} queries, "
       f"{len(migrations['neo4j'])} + {len(migrations['sqlite'])} migrations, "
-      f"{len(prompts)} prompts")
+      f"{len(prompts)} prompts, {len(curate.cases)} CuRaTe cases")
 """
 
 
