@@ -582,6 +582,37 @@ def _cmd_build(ns: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_measure(ns: argparse.Namespace) -> int:
+    """Start and stop each version ``--runs`` times, with and without its CDS archive (when it
+    has one), and print the median start-up time and RSS at ready (figures for the README)."""
+    versions = VERSIONS if ns.version == "all" else (ns.version,)
+    print(
+        f"{'neo4j':<6} {'cds':<4} {'runs':>4} {'start-up s (median, min-max)':>30} {'rss MiB':>8}"
+    )
+    for version in versions:
+        build(version=version)
+        modes = ["on", "off"] if cds_archive_current(version) else ["off"]
+        for mode in modes:
+            startups: list[float] = []
+            rss: list[int] = []
+            for _ in range(ns.runs):
+                server = DevServer.start(version=version, extra_env={"NEO4J_DEVSERVER_CDS": mode})
+                try:
+                    startups.append(server.startup_seconds)
+                    rss.append(server.rss_bytes())
+                finally:
+                    server.stop()
+            startups.sort()
+            rss.sort()
+            spread = f"{startups[len(startups) // 2]:.1f} ({startups[0]:.1f}-{startups[-1]:.1f})"
+            print(
+                f"{version:<6} {mode:<4} {ns.runs:>4} {spread:>30} "
+                f"{rss[len(rss) // 2] / 2**20:>8.0f}",
+                flush=True,
+            )
+    return 0
+
+
 def _cmd_start(ns: argparse.Namespace) -> int:
     pid_file = Path(ns.pid_file).resolve() if ns.pid_file else None
     if pid_file is not None:
@@ -688,6 +719,13 @@ def main(argv: list[str] | None = None) -> int:
     p_start.add_argument("--timeout", type=float, default=180.0)
     p_start.add_argument("--detach", action="store_true", help="run in the background")
     p_start.set_defaults(func=_cmd_start)
+
+    p_measure = sub.add_parser(
+        "measure", help="start-up time and RSS per version, with and without the CDS archive"
+    )
+    p_measure.add_argument("--version", choices=[*VERSIONS, "all"], default="all")
+    p_measure.add_argument("--runs", type=int, default=3)
+    p_measure.set_defaults(func=_cmd_measure)
 
     p_stop = sub.add_parser("stop", help="SIGTERM the server in --pid-file and wait for it")
     p_stop.add_argument("--pid-file", required=True)

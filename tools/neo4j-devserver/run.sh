@@ -92,9 +92,15 @@ elif [[ "${NEO4J_DEVSERVER_CDS:-on}" != off && -f "$cds_archive" \
     cds_opts=("-XX:SharedArchiveFile=$cds_archive" -Xshare:auto)
 fi
 
+# An explicit class path in a fixed (C-locale, sorted) order rather than "lib/*", whose expansion
+# follows directory order: a CDS archive is only used when the class path matches the dump's exactly.
+jars=("$jar")
+while IFS= read -r dep; do jars+=("$dep"); done < <(LC_ALL=C ls -1d "$lib"/*.jar | LC_ALL=C sort)
+class_path="$(IFS=:; echo "${jars[*]}")"
+
 # shellcheck disable=SC2206  # word splitting of the user's option string is intended
 heap_opts=(${NEO4J_DEVSERVER_JAVA_OPTS:--Xms64m -Xmx1g})
 
 exec "$java" "${neo4j_jvm_flags[@]}" "${cds_opts[@]}" "${heap_opts[@]}" \
-    -cp "$jar:$lib/*" \
+    -cp "$class_path" \
     dev.sonality.devserver.Launcher "$@"
