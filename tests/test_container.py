@@ -140,6 +140,7 @@ def test_dockerignore_lets_through_every_file_the_dockerfile_copies() -> None:
         ".venv/bin/python",
         ".git/HEAD",
         ".neo4j-data/data/databases/neo4j/neostore",
+        ".neo4j-data-2026/devserver.log",
         "tools/neo4j-devserver/lib/5.26/neo4j-kernel-5.26.30.jar",
         "tools/neo4j-devserver/target/2026/neo4j-devserver.jsa",
         "tools/neo4j-devserver/jdk21/java-runtime/bin/java",
