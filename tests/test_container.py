@@ -183,6 +183,22 @@ def test_the_wheel_builds_from_exactly_the_docker_copy_set(tmp_path: Path) -> No
         assert f"sonality/_resources/{resource}" in names
 
 
+def test_dependency_layer_installs_exactly_the_runtime_dependencies(tmp_path: Path) -> None:
+    """The Dockerfile's dependency stage, run as written in a folder holding only
+    pyproject.toml, lists exactly ``[project].dependencies`` for ``pip wheel -r``."""
+    [run] = [args for name, args in _instructions() if name == "RUN" and "requirements.txt" in args]
+    listing = run.split("&&")[0]
+    shutil.copy2(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+    subprocess.run(
+        ["sh", "-c", listing], cwd=tmp_path, env={**os.environ, "PATH": path}, check=True
+    )
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    listed = (tmp_path / "requirements.txt").read_text(encoding="utf-8").splitlines()
+    assert listed == config["project"]["dependencies"]
+    assert "-r requirements.txt" in run
+
+
 def _health(path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, str(HEALTHCHECK), str(path), *args],
