@@ -19,12 +19,13 @@ its context as fields (never secrets, never raw user text)::
         ├── LLMUnavailable          no model configured, or it could not be reached
         └── LLMResponseInvalid      the reply did not validate, even after one re-ask
 
-The CLI maps each branch to its own exit code (see :data:`EXIT_CODES`).
+Each branch carries its own exit code (``exit_code``: 2 validation, 3 config, 4 not found,
+5 conflict, 6 schema, 7 store, 8 model); the CLI exits with it. 1 is left for bugs.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 __all__ = [
     "EXIT_CODES",
@@ -50,6 +51,9 @@ __all__ = [
 class SonalityError(Exception):
     """Base of every error Sonality raises on purpose."""
 
+    exit_code: ClassVar[int] = 1
+    """The CLI's exit status for this kind of error (each branch of the tree has its own)."""
+
     def __init__(self, message: str, **context: Any) -> None:
         super().__init__(message)
         self.message = message
@@ -65,13 +69,19 @@ class SonalityError(Exception):
 class ConfigError(SonalityError):
     """Settings are missing or inconsistent."""
 
+    exit_code = 3
+
 
 class ValidationError(SonalityError):
     """Input rejected at the boundary; nothing was written."""
 
+    exit_code = 2
+
 
 class NotFoundError(SonalityError):
     """A requested object does not exist."""
+
+    exit_code = 4
 
 
 class PersonaNotFound(NotFoundError):
@@ -80,6 +90,8 @@ class PersonaNotFound(NotFoundError):
 
 class ConflictError(SonalityError):
     """A concurrent writer changed the state first; retrying is safe."""
+
+    exit_code = 5
 
 
 class AlreadyExists(ConflictError):
@@ -93,6 +105,8 @@ class LeaseHeld(ConflictError):
 class StoreError(SonalityError):
     """The store failed."""
 
+    exit_code = 7
+
 
 class StoreUnavailable(StoreError):
     """The store could not be reached."""
@@ -101,6 +115,8 @@ class StoreUnavailable(StoreError):
 class SchemaError(StoreError):
     """The schema is missing, outdated or inconsistent with the settings."""
 
+    exit_code = 6
+
 
 class MigrationChecksumMismatch(SchemaError):
     """An already-applied migration file was edited."""
@@ -108,6 +124,8 @@ class MigrationChecksumMismatch(SchemaError):
 
 class LLMError(SonalityError):
     """A model call failed."""
+
+    exit_code = 8
 
 
 class LLMUnavailable(LLMError):
@@ -119,19 +137,21 @@ class LLMResponseInvalid(LLMError):
 
 
 EXIT_CODES: dict[type[SonalityError], int] = {
-    ValidationError: 2,
-    ConfigError: 3,
-    NotFoundError: 4,
-    ConflictError: 5,
-    SchemaError: 6,
-    StoreError: 7,
-    LLMError: 8,
+    branch: branch.exit_code
+    for branch in (
+        ValidationError,
+        ConfigError,
+        NotFoundError,
+        ConflictError,
+        SchemaError,
+        StoreError,
+        LLMError,
+    )
 }
+"""The branches of the tree and their exit codes (subclasses inherit their branch's)."""
 
 
 def exit_code_for(error: BaseException) -> int:
-    """Exit code for an error: the nearest registered ancestor's, 1 when unknown."""
-    for cls in type(error).__mro__:
-        if cls in EXIT_CODES:
-            return EXIT_CODES[cls]
-    return 1
+    """Exit code for an error: its class's ``exit_code``; 1 for anything that is not a
+    Sonality error (a bug)."""
+    return error.exit_code if isinstance(error, SonalityError) else 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import re
+import socket
 import urllib.request
 import zipfile
 from pathlib import Path
@@ -12,9 +13,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from sonality.browse import (
+from sonality.browser_assets import (
+    DEFAULT_PORT,
     BrowseAssets,
     BrowseServer,
+    bolt_from_store,
     browser_url,
     load_queries,
     post_connect_command,
@@ -214,3 +217,33 @@ def _runnables(guide: str) -> set[str]:
         for command in html.unescape(topic).split(";"):
             found.add(":" + command.strip().lstrip(":"))
     return found
+
+
+def test_bolt_address_from_the_store_setting() -> None:
+    """A Bolt or Neo4j store URL gives the Browser's Bolt address (port 7687 by default,
+    credentials dropped); an SQLite store gives none."""
+    assert bolt_from_store("bolt://db.example:7688") == "bolt://db.example:7688"
+    assert bolt_from_store("neo4j+s://u:p@db.example") == "neo4j+s://db.example:7687"
+    assert bolt_from_store("sqlite:///tmp/x.db") is None
+
+
+def test_cli_default_port_is_the_servers() -> None:
+    """`sonality browse` defaults to the asset server's own default port."""
+    from sonality.cli import browse
+
+    assert browse.DEFAULT_PORT == DEFAULT_PORT
+
+
+def test_a_busy_port_is_a_configuration_error(tmp_path: Path) -> None:
+    """`sonality browse` on a port another process holds exits 3 with one line naming it."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        result = CliRunner().invoke(
+            main,
+            ["browse", "--port", str(port)],
+            env={"SONALITY_STORE": f"sqlite:///{tmp_path / 'b.db'}"},
+        )
+    assert result.exit_code == 3
+    assert result.stderr.startswith(f"error: cannot listen on 127.0.0.1:{port}")

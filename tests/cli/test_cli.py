@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from sonality.cli import main
+from tests.cli.surface import EXPECTED
 
 
 @pytest.fixture
@@ -30,15 +31,31 @@ def invoke(env: dict[str, str], *args: str) -> tuple[int, str, str]:
 
 
 def test_help_does_not_import_litellm() -> None:
-    """`sonality --help` prints usage without importing litellm or the driver."""
+    """`sonality --help`, and every command's and subcommand's `--help`, print usage without
+    importing litellm, the Neo4j driver or APScheduler."""
     code = (
-        "import sys; from sonality.cli import main\n"
-        "try:\n    main(['--help'])\nexcept SystemExit: pass\n"
-        "assert 'litellm' not in sys.modules and 'neo4j' not in sys.modules, 'heavy import'\n"
+        "import sys, click\n"
+        "from sonality.cli import main\n"
+        "def paths(group, prefix):\n"
+        "    for name, cmd in group.commands.items():\n"
+        "        yield [*prefix, name]\n"
+        "        if isinstance(cmd, click.Group):\n"
+        "            yield from paths(cmd, [*prefix, name])\n"
+        "seen = []\n"
+        "for path in [[], *paths(main, [])]:\n"
+        "    try:\n        main([*path, '--help'], prog_name='sonality')\n"
+        "    except SystemExit as exc:\n        assert exc.code == 0, (path, exc.code)\n"
+        "    seen.append(' '.join(path))\n"
+        "heavy = sorted(m for m in ('litellm', 'neo4j', 'apscheduler') if m in sys.modules)\n"
+        "assert not heavy, heavy\n"
+        "print('helped:', len(seen), file=sys.stderr)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert "migrate" in out.stdout and "persona" in out.stdout
+    assert "Usage: sonality snapshot rollback [OPTIONS]" in out.stdout
+    commands = [line for line in EXPECTED.read_text("utf-8").splitlines() if line[:1] != " "]
+    assert f"helped: {len(commands)}" in out.stderr  # the root and every (sub)command
 
 
 def test_version(env: dict[str, str]) -> None:

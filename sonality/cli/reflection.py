@@ -1,4 +1,4 @@
-"""CLI commands of reflection: ``reflect``, ``reflections``, ``snapshot history|show|rollback``
+"""The reflection commands: ``reflect``, ``reflections``, ``snapshot history|show|rollback``
 and ``worker``.
 
 ``--llm package.module:callable`` (on ``reflect`` and ``worker``) replaces the model named
@@ -9,47 +9,27 @@ a plug-in point for your own LLM adapter (or ``sonality.testing.ScriptedLLM`` in
 from __future__ import annotations
 
 import sys
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from sonality.cli import CliState, emit, json_option, persona_option, run, with_app
+from sonality.cli.shell import (
+    CliState,
+    Unsuccessful,
+    emit,
+    json_option,
+    lines,
+    llm_option,
+    persona_option,
+    run,
+)
 
 if TYPE_CHECKING:
     from sonality.mind.reflection import ReflectionReport
     from sonality.models import Reflection, Snapshot
-    from sonality.service import Sonality
 
-__all__ = ["register"]
-
-R = TypeVar("R")
-
-llm_option = click.option(
-    "--llm",
-    "llm_spec",
-    metavar="MODULE:CALLABLE",
-    help="Build the model with this factory (called with the settings) instead of SONALITY_MODEL.",
-)
-
-
-async def _with_app(
-    state: CliState,
-    llm_spec: str | None,
-    body: Callable[[Sonality], Awaitable[R]],
-    *,
-    owner: str | None = None,
-) -> R:
-    from sonality.wiring import build, load_llm_factory
-
-    settings = state.settings
-    llm = load_llm_factory(llm_spec, settings) if llm_spec else None
-    app = await build(settings, llm=llm, owner=owner)
-    try:
-        return await body(app)
-    finally:
-        await app.close()
+__all__ = ["reflect", "reflections", "snapshot", "worker"]
 
 
 # reflect ---------------------------------------------------------------------------------
@@ -129,17 +109,17 @@ async def reflect(
     if (persona_id is None) == (not all_personas):
         raise click.UsageError("give exactly one of --persona or --all")
 
-    async def body(app: Sonality) -> list[ReflectionReport]:
+    reports: list[ReflectionReport] = []
+    async with state.app(llm_spec=llm_spec) as app:
         if persona_id is not None:
-            return [await app.reflect(persona_id, force=force, dry_run=dry_run)]
-        personas = [p.id for p in await app.personas()]
-        reports = []
-        with click.progressbar(personas, label="reflecting", file=sys.stderr, show_pos=True) as bar:
-            for pid in bar:
-                reports.append(await app.reflect(pid, force=force, dry_run=dry_run))
-        return reports
-
-    reports = await _with_app(state, llm_spec, body)
+            reports.append(await app.reflect(persona_id, force=force, dry_run=dry_run))
+        else:
+            personas = [p.id for p in await app.personas()]
+            with click.progressbar(
+                personas, label="reflecting", file=sys.stderr, show_pos=True
+            ) as bar:
+                for pid in bar:
+                    reports.append(await app.reflect(pid, force=force, dry_run=dry_run))
 
     def text() -> None:
         for report in reports:
@@ -147,13 +127,10 @@ async def reflect(
         if not reports:
             click.echo("no personas")
 
-    if as_json:
-        data: Any = [_report_json(r) for r in reports]
-        emit(data if all_personas else data[0], True, text)
-    else:
-        text()
+    payload = [_report_json(r) for r in reports]
+    emit(payload if all_personas else payload[0], as_json, text)
     if any(r.outcome in ("rejected", "failed") for r in reports):
-        raise SystemExit(1)
+        raise Unsuccessful
 
 
 def _reflection_text(r: Reflection) -> str:
@@ -174,15 +151,9 @@ def _reflection_text(r: Reflection) -> str:
 @run
 async def reflections(state: CliState, persona_id: str, limit: int, as_json: bool) -> None:
     """List a persona's reflection attempts, newest first."""
-    items = await with_app(state, lambda app: app.reflections(persona_id, limit=limit))
-
-    def text() -> None:
-        for item in items:
-            click.echo(_reflection_text(item))
-        if not items:
-            click.echo("no reflections yet")
-
-    emit(items, as_json, text)
+    async with state.app() as app:
+        items = await app.reflections(persona_id, limit=limit)
+    emit(items, as_json, lambda: lines(items, _reflection_text, "no reflections yet"))
 
 
 # snapshots -------------------------------------------------------------------------------
@@ -206,7 +177,8 @@ def _snapshot_line(s: Snapshot) -> str:
 @run
 async def snapshot_history(state: CliState, persona_id: str, as_json: bool) -> None:
     """Every kept version, newest first."""
-    items = list(await with_app(state, lambda app: app.snapshots(persona_id)))
+    async with state.app() as app:
+        items = list(await app.snapshots(persona_id))
 
     def text() -> None:
         for item in items:
@@ -227,15 +199,16 @@ async def snapshot_show(
     """Print one version's text."""
     from sonality.errors import NotFoundError
 
-    async def body(app: Sonality) -> Snapshot:
+    async with state.app() as app:
         if version is None:
-            return await app.snapshot(persona_id)
-        for item in await app.snapshots(persona_id):
-            if item.version == version:
-                return item
-        raise NotFoundError("no such snapshot version", persona_id=persona_id, version=version)
-
-    item = await with_app(state, body)
+            item = await app.snapshot(persona_id)
+        else:
+            found = [s for s in await app.snapshots(persona_id) if s.version == version]
+            if not found:
+                raise NotFoundError(
+                    "no such snapshot version", persona_id=persona_id, version=version
+                )
+            item = found[0]
 
     def text() -> None:
         click.echo(f"v{item.version} ({item.reason}, {item.created_at:%Y-%m-%d %H:%M})")
@@ -254,7 +227,8 @@ async def snapshot_rollback(
     state: CliState, persona_id: str, to_version: int, as_json: bool
 ) -> None:
     """Make an old version's text current again, as a new version (``rollback:N``)."""
-    item = await with_app(state, lambda app: app.rollback_snapshot(persona_id, to_version))
+    async with state.app() as app:
+        item = await app.rollback_snapshot(persona_id, to_version)
     emit(
         item,
         as_json,
@@ -309,24 +283,16 @@ async def worker(
         heartbeat_file=heartbeat_file,
     )
 
-    async def body(app: Sonality) -> list[dict[str, Any]]:
+    async with state.app(llm_spec=llm_spec, owner=owner) as app:
         runner = Worker(app, params)
-        if once:
-            return await runner.run_once()
-        await runner.run_forever()
-        return runner.reflections
-
-    outcomes = await _with_app(state, llm_spec, body, owner=owner)
-    if once:
-        emit(
-            outcomes,
-            as_json,
-            lambda: click.echo(
-                "\n".join(f"{o['persona_id']}: {o['outcome']}" for o in outcomes) or "nothing due"
-            ),
-        )
-
-
-def register(group: click.Group) -> None:
-    for command in (reflect, reflections, snapshot, worker):
-        group.add_command(command)
+        if not once:
+            await runner.run_forever()
+            return
+        outcomes = await runner.run_once()
+    emit(
+        outcomes,
+        as_json,
+        lambda: click.echo(
+            "\n".join(f"{o['persona_id']}: {o['outcome']}" for o in outcomes) or "nothing due"
+        ),
+    )

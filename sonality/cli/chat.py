@@ -17,14 +17,13 @@ same plug-in point as the worker's). Logs are hidden unless ``--verbose``.
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import click
 
-from sonality.cli import CliState, persona_option, run
+from sonality.cli.shell import CliState, llm_option, persona_option, run
 
 if TYPE_CHECKING:
     from sonality.models import Persona
@@ -91,11 +90,7 @@ async def _command(app: Sonality, persona: Persona, user_id: str, cid: str, line
                 return True
             await _why(app, persona, argument)
         elif name == "reflect":
-            reflect = getattr(app, "reflect", None)
-            if reflect is None:
-                click.echo("(reflection is not available in this build)")
-                return True
-            report = await reflect(persona.id, force=True)
+            report = await app.reflect(persona.id, force=True)
             click.echo(
                 f"reflection {report.outcome}"
                 + (f" ({report.reason})" if report.reason else "")
@@ -154,12 +149,7 @@ async def _why(app: Sonality, persona: Persona, topic: str) -> None:
     type=click.Choice(["off", "talker", "thinker"]),
     help="Override the persona's affect placement for this session.",
 )
-@click.option(
-    "--llm",
-    "llm_spec",
-    metavar="MODULE:CALLABLE",
-    help="Build the model with this factory (called with the settings) instead of SONALITY_MODEL.",
-)
+@llm_option
 @click.option("--verbose", is_flag=True, help="Show the service's logs on stderr.")
 @click.pass_obj
 @run
@@ -174,22 +164,21 @@ async def chat(
     verbose: bool,
 ) -> None:
     """Chat with a persona in the terminal (full-agent mode)."""
+    import asyncio
+
     from sonality.errors import LLMUnavailable, SonalityError
     from sonality.llm.tokens import count_tokens
     from sonality.observability import configure_logging
-    from sonality.wiring import build, load_llm_factory
 
     settings = state.settings
     if not verbose:
         configure_logging(settings.log_format, "ERROR")
-    llm = load_llm_factory(llm_spec, settings) if llm_spec else None
-    app = await build(settings, llm=llm)
-    try:
-        if app.llm is None:
-            raise LLMUnavailable(
-                "chat needs a model: set SONALITY_MODEL (see README) or pass "
-                "--llm package.module:callable"
-            )
+    if not (llm_spec or settings.model):
+        raise LLMUnavailable(
+            "chat needs a model: set SONALITY_MODEL (see README) or pass "
+            "--llm package.module:callable"
+        )
+    async with state.app(llm_spec=llm_spec) as app:
         persona = await app.persona(persona_id)
         await asyncio.to_thread(count_tokens, "load the tokenizer before the first turn")
         cid = conversation_id or datetime.now(UTC).strftime("chat-%Y%m%d-%H%M%S")
@@ -224,5 +213,3 @@ async def chat(
             click.echo(f"{persona.id}> {reply.text}")
         click.echo("(finishing background thinking…)")
         await app.drain(persona.id, conversation_id=cid)
-    finally:
-        await app.close()

@@ -1,34 +1,30 @@
-"""CLI commands of the memory backend: personas, record, ingest, context, reads, enrich,
-and ``demo`` (the main job on the embedded default)."""
+"""The memory-backend commands: ``persona create|list|show``, ``record``, ``ingest``,
+``context``, the reads (``beliefs``, ``facts``, ``episodes``) and ``enrich``."""
 
 from __future__ import annotations
 
-import asyncio
-import hashlib
-import json
 import sys
-from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from sonality.cli import CliState, emit, json_option, persona_option, run, with_app
+from sonality.cli.shell import CliState, emit, json_option, lines, persona_option, run
 
 if TYPE_CHECKING:
+    from sonality.errors import SonalityError
     from sonality.models import Belief, Episode, Persona, UserFact
-    from sonality.service import Sonality
 
-__all__ = ["register"]
-
-T = TypeVar("T")
-
-
-def _lines(items: Sequence[T], render: Callable[[T], str], empty: str) -> None:
-    for item in items:
-        click.echo(render(item))
-    if not items:
-        click.echo(empty)
+__all__ = [
+    "beliefs",
+    "context",
+    "enrich",
+    "episodes",
+    "facts",
+    "ingest",
+    "persona",
+    "record",
+]
 
 
 def _persona_text(p: Persona) -> str:
@@ -85,11 +81,12 @@ async def persona_create(
         raise click.UsageError("give exactly one of --identity or --identity-file")
     text = identity
     if identity_file is not None:
+        import asyncio
+
         text = await asyncio.to_thread(identity_file.read_text, "utf-8")
     assert text is not None
-    created = await with_app(
-        state, lambda app: app.create_persona(persona_id, name=name, core_identity=text)
-    )
+    async with state.app() as app:
+        created = await app.create_persona(persona_id, name=name, core_identity=text)
     emit(created, as_json, lambda: click.echo(f"created {_persona_text(created)}"))
 
 
@@ -99,8 +96,9 @@ async def persona_create(
 @run
 async def persona_list(state: CliState, as_json: bool) -> None:
     """List personas."""
-    personas = await with_app(state, lambda app: app.personas())
-    emit(personas, as_json, lambda: _lines(personas, _persona_text, "no personas yet"))
+    async with state.app() as app:
+        personas = await app.personas()
+    emit(personas, as_json, lambda: lines(personas, _persona_text, "no personas yet"))
 
 
 @persona.command("show")
@@ -110,21 +108,16 @@ async def persona_list(state: CliState, as_json: bool) -> None:
 @run
 async def persona_show(state: CliState, persona_id: str, as_json: bool) -> None:
     """Show one persona with its current snapshot."""
-
-    async def body(app: Sonality) -> dict[str, Any]:
-        return {
-            "persona": await app.persona(persona_id),
-            "snapshot": await app.snapshot(persona_id),
-        }
-
-    data = await with_app(state, body)
+    async with state.app() as app:
+        found = await app.persona(persona_id)
+        current = await app.snapshot(persona_id)
 
     def text() -> None:
-        click.echo(_persona_text(data["persona"]))
-        click.echo(f"core identity: {data['persona'].core_identity}")
-        click.echo(f"snapshot v{data['snapshot'].version}: {data['snapshot'].text}")
+        click.echo(_persona_text(found))
+        click.echo(f"core identity: {found.core_identity}")
+        click.echo(f"snapshot v{current.version}: {current.text}")
 
-    emit(data, as_json, text)
+    emit({"persona": found, "snapshot": current}, as_json, text)
 
 
 @click.command()
@@ -148,17 +141,15 @@ async def record(
     as_json: bool,
 ) -> None:
     """Record one exchange (and enrich it when a model is configured)."""
-    recorded = await with_app(
-        state,
-        lambda app: app.record(
+    async with state.app() as app:
+        recorded = await app.record(
             persona_id,
             user_id=user_id,
             conversation_id=conversation_id,
             message=message,
             response=response,
             episode_id=episode_id,
-        ),
-    )
+        )
     ep = recorded.episode
     emit(
         recorded,
@@ -171,6 +162,8 @@ async def record(
 
 
 def _line_id(persona_id: str, path: Path, line_no: int, raw: str) -> str:
+    import hashlib
+
     digest = hashlib.sha256(f"{persona_id}\n{path.name}\n{line_no}\n{raw}".encode()).hexdigest()
     return f"ing_{digest[:32]}"
 
@@ -200,17 +193,17 @@ async def ingest(
     content, so re-running the same file is a no-op (resumable). Bad lines are reported
     with their number; good ones are kept.
     """
-    from sonality.errors import SonalityError
+    import asyncio
+    import json
 
-    lines = (await asyncio.to_thread(file.read_text, "utf-8")).splitlines()
+    from sonality.errors import SonalityError, ValidationError
 
-    async def body(app: Sonality) -> dict[str, Any]:
+    rows = (await asyncio.to_thread(file.read_text, "utf-8")).splitlines()
+    async with state.app() as app:
         await app.persona(persona_id)
         stored = skipped = 0
         bad: list[dict[str, Any]] = []
-        with click.progressbar(
-            list(enumerate(lines, 1)), label="ingesting", file=sys.stderr
-        ) as bar:
+        with click.progressbar(list(enumerate(rows, 1)), label="ingesting", file=sys.stderr) as bar:
             for line_no, raw in bar:
                 if not raw.strip():
                     continue
@@ -236,9 +229,12 @@ async def ingest(
                 else:
                     skipped += 1
         report = None if no_enrich else await app.enrich_pending(persona_id)
-        return {"stored": stored, "already_stored": skipped, "bad_lines": bad, "enrichment": report}
-
-    result = await with_app(state, body)
+    result: dict[str, Any] = {
+        "stored": stored,
+        "already_stored": skipped,
+        "bad_lines": bad,
+        "enrichment": report,
+    }
 
     def text() -> None:
         for item in result["bad_lines"]:
@@ -251,11 +247,15 @@ async def ingest(
             _echo_enrichment(result["enrichment"])
 
     emit(result, as_json, text)
-    if result["bad_lines"]:
-        raise SystemExit(2)
+    if bad:
+        raise ValidationError(
+            f"{len(bad)} bad line(s) not recorded",
+            lines=[item["line"] for item in bad],
+        )
 
 
 def _echo_enrichment(report: Any) -> None:
+    """One line for an enrichment pass (``sonality.service``'s report)."""
     line = f"enriched {report.enriched}, failed {report.failed}, pending {report.remaining}"
     if report.stopped_by == "no_model":
         line += " (no model configured: set SONALITY_MODEL to enrich)"
@@ -275,9 +275,8 @@ async def context(
     state: CliState, persona_id: str, user_id: str, message: str, as_json: bool
 ) -> None:
     """Print the context block an application would inject before answering MESSAGE."""
-    ctx = await with_app(
-        state, lambda app: app.context(persona_id, user_id=user_id, message=message)
-    )
+    async with state.app() as app:
+        ctx = await app.context(persona_id, user_id=user_id, message=message)
     emit(ctx, as_json, lambda: click.echo(ctx.as_prompt()))
 
 
@@ -289,14 +288,9 @@ async def context(
 @run
 async def beliefs(state: CliState, persona_id: str, include_retired: bool, as_json: bool) -> None:
     """List a persona's beliefs."""
-    found = await with_app(
-        state, lambda app: app.beliefs(persona_id, include_retired=include_retired)
-    )
-    emit(
-        found,
-        as_json,
-        lambda: _lines(found, _belief_text, "no beliefs yet"),
-    )
+    async with state.app() as app:
+        found = await app.beliefs(persona_id, include_retired=include_retired)
+    emit(found, as_json, lambda: lines(found, _belief_text, "no beliefs yet"))
 
 
 @click.command()
@@ -307,12 +301,9 @@ async def beliefs(state: CliState, persona_id: str, include_retired: bool, as_js
 @run
 async def facts(state: CliState, persona_id: str, user_id: str, as_json: bool) -> None:
     """List what a user disclosed that must not be forgotten."""
-    found = await with_app(state, lambda app: app.facts(persona_id, user_id=user_id))
-    emit(
-        found,
-        as_json,
-        lambda: _lines(found, _fact_text, "no facts yet"),
-    )
+    async with state.app() as app:
+        found = await app.facts(persona_id, user_id=user_id)
+    emit(found, as_json, lambda: lines(found, _fact_text, "no facts yet"))
 
 
 @click.command()
@@ -332,13 +323,11 @@ async def episodes(
     as_json: bool,
 ) -> None:
     """List recent episodes, newest first."""
-    found = await with_app(
-        state,
-        lambda app: app.episodes(
+    async with state.app() as app:
+        found = await app.episodes(
             persona_id, user_id=user_id, conversation_id=conversation_id, limit=limit
-        ),
-    )
-    emit(found, as_json, lambda: _lines(found, _episode_text, "no episodes"))
+        )
+    emit(found, as_json, lambda: lines(found, _episode_text, "no episodes"))
 
 
 @click.command()
@@ -348,12 +337,9 @@ async def episodes(
 @run
 async def enrich(state: CliState, persona_id: str | None, as_json: bool) -> None:
     """Enrich pending episodes, oldest first, per persona."""
-
-    async def body(app: Sonality) -> list[Any]:
+    async with state.app() as app:
         ids = [persona_id] if persona_id else [p.id for p in await app.personas()]
-        return [await app.enrich_pending(pid) for pid in ids]
-
-    reports = await with_app(state, body)
+        reports = [await app.enrich_pending(pid) for pid in ids]
 
     def text() -> None:
         for report in reports:
@@ -361,20 +347,22 @@ async def enrich(state: CliState, persona_id: str | None, as_json: bool) -> None
             _echo_enrichment(report)
 
     emit(reports, as_json, text)
-    if any(r.stopped_by not in (None, "no_model") for r in reports):
-        raise SystemExit(8)
+    for report in reports:
+        if report.stopped_by is not None and report.stopped_by != "no_model":
+            raise _stopped(report.persona_id, report.stopped_by)
 
 
-def register(group: click.Group) -> None:
-    """Add every command to the ``sonality`` group (the modules import their heavy
-    dependencies lazily, inside the commands)."""
-    from sonality import cli_reflection
-    from sonality.browse import browse
-    from sonality.cli_chat import chat
-    from sonality.cli_demo import demo
+def _stopped(persona_id: str, reason: str) -> SonalityError:
+    """The error of the kind that stopped an enrichment pass (the model, or writers that
+    kept conflicting); the episodes left stay pending for the next pass."""
+    from sonality.errors import ConflictError, LLMError, LLMResponseInvalid, LLMUnavailable
 
-    for command in (persona, record, ingest, context, beliefs, facts, episodes, enrich, demo):
-        group.add_command(command)
-    group.add_command(browse)
-    group.add_command(chat)
-    cli_reflection.register(group)
+    if reason == "llm_unavailable":
+        return LLMUnavailable("enrichment stopped: the model is unreachable", persona_id=persona_id)
+    if reason == "llm_invalid":
+        return LLMResponseInvalid(
+            "enrichment stopped: the model's replies did not validate", persona_id=persona_id
+        )
+    if reason == "conflict":
+        return ConflictError("enrichment stopped: writers kept conflicting", persona_id=persona_id)
+    return LLMError("enrichment stopped", persona_id=persona_id, reason=reason)

@@ -5,15 +5,9 @@ knows."""
 
 from __future__ import annotations
 
-import json
-from typing import TYPE_CHECKING, Any
-
 import click
 
-from sonality.cli import CliState, run, with_app
-
-if TYPE_CHECKING:
-    from sonality.service import Sonality
+from sonality.cli.shell import CliState, run
 
 __all__ = ["demo"]
 
@@ -27,6 +21,8 @@ SAMPLE_USER = "sam"
 @run
 async def demo(state: CliState, persona_id: str) -> None:
     """Record the bundled sample conversation and show context, beliefs and facts."""
+    import json
+
     from sonality.errors import PersonaNotFound
     from sonality.resources import resource_dir
 
@@ -37,8 +33,7 @@ async def demo(state: CliState, persona_id: str) -> None:
         if line.strip()
     ]
     settings = state.settings
-
-    async def body(app: Sonality) -> dict[str, Any]:
+    async with state.app() as app:
         try:
             await app.persona(persona_id)
         except PersonaNotFound:
@@ -61,30 +56,22 @@ async def demo(state: CliState, persona_id: str) -> None:
             )
             new += recorded.created
         report = await app.enrich_pending(persona_id)
-        ctx = await app.context(
+        context = await app.context(
             persona_id, user_id=SAMPLE_USER, message="Any snack ideas for a mountain hike?"
         )
-        return {
-            "new": new,
-            "report": report,
-            "context": ctx,
-            "beliefs": await app.beliefs(persona_id),
-            "facts": await app.facts(persona_id, user_id=SAMPLE_USER),
-            "counts": await app.store.count_episodes(persona_id),
-        }
-
-    out = await with_app(state, body)
+        beliefs = await app.beliefs(persona_id)
+        facts = await app.facts(persona_id, user_id=SAMPLE_USER)
+        counts = await app.store.count_episodes(persona_id)
     click.echo(f"store: {settings.store}")
     click.echo(
-        f"recorded {out['new']} new exchanges of the sample conversation "
-        f"({len(rows) - out['new']} were already stored)"
+        f"recorded {new} new exchanges of the sample conversation "
+        f"({len(rows) - new} were already stored)"
     )
-    counts = out["counts"]
     click.echo(
         f"episodes: {counts['enriched']} enriched, {counts['pending']} pending, "
         f"{counts['failed']} failed"
     )
-    if out["report"].stopped_by == "no_model":
+    if report.stopped_by == "no_model":
         click.echo(
             "\nEnrichment is pending: no model is configured, so the episodes are stored "
             "safely but no beliefs, facts or insights have been extracted yet.\n"
@@ -93,17 +80,17 @@ async def demo(state: CliState, persona_id: str) -> None:
             "  SONALITY_MODEL=openai/llama3.1 SONALITY_LLM_API_BASE=http://localhost:11434/v1 "
             "sonality enrich"
         )
-    elif out["report"].stopped_by:
-        click.echo(f"\nEnrichment stopped early: {out['report'].stopped_by}")
+    elif report.stopped_by:
+        click.echo(f"\nEnrichment stopped early: {report.stopped_by}")
     click.echo("\n=== context for: 'Any snack ideas for a mountain hike?' ===")
-    click.echo(out["context"].as_prompt())
+    click.echo(context.as_prompt())
     click.echo("\n=== beliefs ===")
-    for b in out["beliefs"]:
+    for b in beliefs:
         click.echo(f"{b.topic:<28} {b.position:+.3f}  confidence {b.confidence:.3f}")
-    if not out["beliefs"]:
+    if not beliefs:
         click.echo("(none yet)")
     click.echo(f"\n=== facts about {SAMPLE_USER} ===")
-    for f in out["facts"]:
+    for f in facts:
         click.echo(f"[{f.kind.value}, severity {f.severity}] {f.text}")
-    if not out["facts"]:
+    if not facts:
         click.echo("(none yet)")

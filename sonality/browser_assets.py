@@ -1,4 +1,5 @@
-"""``sonality browse``: serve the Neo4j Browser style, guide and saved queries.
+"""The Neo4j Browser assets and the small HTTP server that serves them (``sonality
+browse`` wires it to the command line).
 
 Neo4j Browser fetches remote styles (``:style <url>``) and guides (``:guide <url>``) from
 the page, so they must come from an HTTP server that sends CORS headers, on a host the
@@ -30,22 +31,17 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 from urllib.parse import quote, urlsplit
 
-import click
-
 from sonality.resources import resource_dir
-
-if TYPE_CHECKING:
-    from sonality.cli import CliState
 
 __all__ = [
     "DEFAULT_PORT",
     "BrowseAssets",
     "BrowseServer",
     "SavedQuery",
-    "browse",
+    "bolt_from_store",
     "browser_url",
     "load_queries",
     "post_connect_command",
@@ -320,84 +316,11 @@ class BrowseServer:
         self.stop()
 
 
-def _bolt_from_store(store: str) -> str | None:
+def bolt_from_store(store: str) -> str | None:
+    """The Bolt address in a ``SONALITY_STORE`` URL (``bolt://``, ``neo4j://`` and their
+    TLS forms, port 7687 unless given), or None for any other store."""
     parts = urlsplit(store)
     if parts.scheme not in ("bolt", "neo4j", "bolt+s", "neo4j+s", "bolt+ssc", "neo4j+ssc"):
         return None
     host = parts.hostname or "localhost"
     return f"{parts.scheme}://{host}:{parts.port or 7687}"
-
-
-@click.command()
-@click.option("--persona", default="ada", show_default=True, help="Persona the guide starts on.")
-@click.option("--topic", default="nuclear_power", show_default=True, help="Topic to start on.")
-@click.option("--user", "user_id", default="sam", show_default=True, help="User to start on.")
-@click.option("--port", default=DEFAULT_PORT, show_default=True, type=click.IntRange(0, 65535))
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option(
-    "--browser",
-    "browser_http",
-    default=None,
-    help="Where Neo4j serves its Browser [default: http://<bolt host>:7474].",
-)
-@click.option(
-    "--bolt",
-    default=None,
-    help="Bolt URL the Browser connects to [default: SONALITY_STORE if it is a bolt:// or "
-    "neo4j:// URL, else bolt://localhost:7687].",
-)
-@click.option(
-    "--no-auth/--auth",
-    "no_auth",
-    default=None,
-    help="Preselect 'no authentication' [default: when SONALITY_NEO4J_PASSWORD is empty].",
-)
-@click.option(
-    "--export",
-    "export_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Write the style, guide, queries and favorites.zip there and exit.",
-)
-@click.pass_obj
-def browse(
-    state: CliState,
-    persona: str,
-    topic: str,
-    user_id: str,
-    port: int,
-    host: str,
-    browser_http: str | None,
-    bolt: str | None,
-    no_auth: bool | None,
-    export_dir: Path | None,
-) -> None:
-    """Serve the Neo4j Browser style, guide and saved queries; print the Browser URL."""
-    if export_dir is not None:
-        assets = BrowseAssets(
-            f"http://localhost:{port}", persona=persona, topic=topic, user=user_id
-        )
-        for path in assets.export(export_dir):
-            click.echo(f"wrote {path}")
-        return
-    settings = state.settings
-    bolt_url = bolt or _bolt_from_store(settings.store) or "bolt://localhost:7687"
-    if browser_http is None:
-        browser_http = f"http://{urlsplit(bolt_url).hostname or 'localhost'}:7474"
-    if no_auth is None:
-        no_auth = not settings.neo4j_password.get_secret_value()
-    try:
-        server = BrowseServer(host=host, port=port, persona=persona, topic=topic, user=user_id)
-    except OSError as exc:
-        raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror}") from None
-    base = server.url
-    click.echo(f"Neo4j Browser   {browser_url(browser_http, bolt_url, no_auth=no_auth)}")
-    click.echo(f"style           :style {base}/sonality.grass")
-    click.echo(f"guide           :guide {base}/guide.html")
-    click.echo(f"favourites      {base}/favorites.zip  (drop it on the Browser window)")
-    click.echo(f"post-connect    {post_connect_command(base)}")
-    click.echo(f"serving on {base} (persona {persona}); Ctrl-C stops")
-    with server:
-        try:
-            server.wait()
-        except KeyboardInterrupt:
-            click.echo("stopped")

@@ -1,0 +1,59 @@
+"""``sonality``: a thin command-line shell over the facade, and the one list of its
+commands.
+
+Each command opens the app from settings (``shell.CliState``), calls the facade, and prints
+the result (``shell.emit``: text, or JSON with ``--json``); an error becomes one line on
+stderr and its kind's exit code. Heavy modules (litellm, the drivers, the scheduler) load
+inside the commands, so ``sonality --help`` stays fast. Logs go to stderr.
+
+Every command is added below, by name, in one list: nothing registers itself by being
+imported. One module per group of commands, each importing only ``shell``.
+"""
+
+from __future__ import annotations
+
+import click
+
+from sonality import __version__
+from sonality.cli import browse, chat, demo, memory, reflection, schema
+from sonality.cli.shell import CliState, SonalityGroup
+
+__all__ = ["main"]
+
+
+@click.group(cls=SonalityGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="sonality")
+@click.pass_context
+def main(ctx: click.Context) -> None:
+    """Sonality: long-term personality and memory for LLM agents.
+
+    Configuration comes from SONALITY_* environment variables (see README). The default
+    store is an embedded SQLite file in your user data directory.
+    """
+    ctx.obj = CliState()
+
+
+for command in (
+    # schema
+    schema.migrate,
+    schema.doctor,
+    # memory backend
+    memory.persona,
+    memory.record,
+    memory.ingest,
+    memory.context,
+    memory.beliefs,
+    memory.facts,
+    memory.episodes,
+    memory.enrich,
+    # reflection
+    reflection.reflect,
+    reflection.reflections,
+    reflection.snapshot,
+    reflection.worker,
+    # full agent, sample, Neo4j Browser
+    chat.chat,
+    demo.demo,
+    browse.browse,
+):
+    main.add_command(command)

@@ -1,0 +1,135 @@
+"""The schema commands: ``migrate`` (apply or check pending migrations) and ``doctor``
+(store, schema, pending enrichment and model settings at a glance)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from sonality import __version__
+from sonality.cli.shell import CliState, Unsuccessful, emit, json_option, run
+
+if TYPE_CHECKING:
+    from sonality.config import Settings
+
+__all__ = ["doctor", "migrate"]
+
+
+@click.command()
+@click.option("--check", is_flag=True, help="Apply nothing; exit 1 when migrations are pending.")
+@json_option
+@click.pass_obj
+@run
+async def migrate(state: CliState, check: bool, as_json: bool) -> None:
+    """Apply pending schema migrations to the configured store."""
+    async with state.store() as store:
+        status = await store.schema_status()
+        if check:
+            emit(
+                {"backend": status.backend, "pending": list(status.pending)},
+                as_json,
+                lambda: click.echo(
+                    f"{len(status.pending)} pending: {', '.join(status.pending)}"
+                    if status.pending
+                    else "schema is current"
+                ),
+            )
+            if status.pending:
+                raise Unsuccessful
+            return
+        applied = await store.migrate()
+    emit(
+        {"backend": status.backend, "applied": applied},
+        as_json,
+        lambda: click.echo("\n".join(f"applied {name}" for name in applied) or "nothing to apply"),
+    )
+
+
+@click.command()
+@json_option
+@click.option("--call-model", is_flag=True, help="Also send one tiny request to the model.")
+@click.pass_obj
+@run
+async def doctor(state: CliState, as_json: bool, call_model: bool) -> None:
+    """Check the store, the schema, pending enrichment and the model settings."""
+    from sonality.errors import SonalityError
+
+    settings = state.settings
+    report: dict[str, Any] = {
+        "version": __version__,
+        "store": {"backend": settings.store_backend, "url": _redact(settings.store)},
+        "model": {"configured": bool(settings.model), "name": settings.model},
+        "embedding": {
+            "model": settings.embedding_model or "built-in hashed embedder",
+            "dimensions": settings.embedding_dimensions,
+        },
+    }
+    try:
+        async with state.store() as store:
+            await store.ping()
+            status = await store.schema_status()
+            report["store"].update(reachable=True)
+            report["schema"] = {"current": status.current, "pending": list(status.pending)}
+            if status.current:
+                pending: dict[str, dict[str, int]] = {}
+                for persona in await store.list_personas():
+                    pending[persona.id] = await store.count_episodes(persona.id)
+                report["episodes"] = pending
+    except SonalityError as exc:
+        report["store"].update(reachable=False, error=str(exc))
+    healthy = bool(report["store"]["reachable"]) and bool(report.get("schema", {}).get("current"))
+    if call_model and settings.model:
+        report["model"]["reachable"] = await _ping_model(settings)
+        healthy &= bool(report["model"]["reachable"])
+
+    def text() -> None:
+        store_info = report["store"]
+        click.echo(f"sonality {__version__}")
+        click.echo(
+            f"store      {store_info['backend']} {store_info['url']} "
+            f"{'reachable' if store_info.get('reachable') else 'UNREACHABLE'}"
+            + (f" ({store_info['error']})" if "error" in store_info else "")
+        )
+        if "schema" in report:
+            schema = report["schema"]
+            click.echo(
+                "schema     "
+                + ("current" if schema["current"] else f"PENDING: {', '.join(schema['pending'])}")
+            )
+        for pid, counts in report.get("episodes", {}).items():
+            click.echo(
+                f"persona    {pid}: {counts['enriched']} enriched, {counts['pending']} pending, "
+                f"{counts['failed']} failed"
+            )
+        model = report["model"]
+        click.echo(
+            "model      "
+            + (model["name"] if model["configured"] else "not configured (set SONALITY_MODEL)")
+            + ("" if "reachable" not in model else f" reachable={model['reachable']}")
+        )
+        click.echo(f"embedding  {report['embedding']['model']}")
+
+    emit(report, as_json, text)
+    if not healthy:
+        raise Unsuccessful
+
+
+def _redact(url: str) -> str:
+    if "@" in url and "://" in url:
+        scheme, rest = url.split("://", 1)
+        return f"{scheme}://***@{rest.split('@', 1)[1]}"
+    return url
+
+
+async def _ping_model(settings: Settings) -> bool:
+    from sonality.errors import LLMError
+    from sonality.wiring import settings_llm
+
+    llm = settings_llm(settings)
+    assert llm is not None
+    try:
+        await llm.text("ping", {}, component="doctor")
+    except LLMError:
+        return False
+    return True
