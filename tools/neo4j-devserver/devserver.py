@@ -137,7 +137,7 @@ def install_java21(*, timeout: float = 900.0) -> Path:
     link = JDK21_DIR / "java-runtime"
     tmp_link = JDK21_DIR / f"java-runtime.{os.getpid()}.tmp"
     tmp_link.unlink(missing_ok=True)
-    tmp_link.symlink_to(Path(runtime).relative_to(JDK21_DIR.resolve()))
+    tmp_link.symlink_to(os.path.relpath(runtime, JDK21_DIR))
     os.replace(tmp_link, link)
     return link
 
