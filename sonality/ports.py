@@ -37,7 +37,7 @@ from sonality.models import (
     UserFact,
 )
 
-__all__ = ["LLM", "Clock", "Embedder", "Store"]
+__all__ = ["LLM", "Clock", "Embedder", "PromptSource", "Store", "UsageSink"]
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -61,8 +61,49 @@ class Embedder(Protocol):
 
 
 @runtime_checkable
+class PromptSource(Protocol):
+    """The prompt files an LLM adapter renders (``sonality.llm.prompts.PromptLibrary``)."""
+
+    def fixed_text(self, name: str) -> str:
+        """Prompt ``name``'s own text with its placeholders unfilled: what a token budget
+        reserves for the prompt before any variable is added."""
+        ...
+
+
+@runtime_checkable
+class UsageSink(Protocol):
+    """Where an LLM adapter counts every model reply (``sonality.llm.usage.UsageMeter``).
+
+    A ``UsageMeter`` also books each reply on the turn being metered
+    (``sonality.llm.usage.metering``), which is how ``respond`` accounts per turn and
+    component; another sink keeps its own totals and leaves per-turn usage empty."""
+
+    def record(
+        self,
+        component: str,
+        *,
+        input_tokens: int,
+        output_tokens: int,
+        cost_usd: float | None,
+        latency_ms: float,
+    ) -> None:
+        """Count one reply of ``component`` (``cost_usd=None``: price unknown)."""
+        ...
+
+
+@runtime_checkable
 class LLM(Protocol):
+    """A model behind prompt files: structured (validated) and plain-text calls.
+
+    ``prompts`` are the files it renders (the runtime sizes its budgets from them) and
+    ``usage`` counts every reply it receives, per component."""
+
     model: str | None
+
+    @property
+    def prompts(self) -> PromptSource: ...
+    @property
+    def usage(self) -> UsageSink: ...
 
     async def structured(
         self,

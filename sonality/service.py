@@ -7,27 +7,32 @@
         ctx = await s.context("ada", user_id="u1", message="…")
 
 Library code takes explicit objects (``Sonality(store=…, llm=…, embedder=…, clock=…)``);
-only ``from_settings`` reads configuration. ``record`` writes the raw episode durably
-before any model call, then enriches pending episodes in order; with no model, or a
-failing one, the episode stays ``pending`` and nothing else changes.
+only ``from_settings`` reads configuration. Either way a ``Sonality`` is made of
+:class:`~sonality.mind.parts.Parts`: ``open`` gets them from ``sonality.wiring`` and calls
+``Sonality(**parts)``; a direct call passes some and ``mind.parts.assemble`` builds the
+rest. The facade validates input and delegates to the parts.
+
+``record`` writes the raw episode durably before any model call, then enriches pending
+episodes in order; with no model, or a failing one, the episode stays ``pending`` and
+nothing else changes.
 """
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
 from types import TracebackType
 from typing import Self
 
 import structlog
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from sonality.core.opinion import OpinionParams
 from sonality.core.triggers import TriggerDecision
 from sonality.errors import SonalityError, ValidationError
-from sonality.mind.context import Context, build_context
-from sonality.mind.interaction import Enricher, EnrichReport
+from sonality.mind.context import Context, ContextBuilder
+from sonality.mind.enrichment import Enricher, EnrichReport
+from sonality.mind.parts import Limits, SystemClock, assemble
+from sonality.mind.recording import EpisodeRecorder
 from sonality.mind.reflection import ReflectionParams, ReflectionReport, Reflector
 from sonality.mind.runtime import DualProcess, RuntimeSettings
 from sonality.mind.talker import Reply
@@ -36,7 +41,6 @@ from sonality.models import (
     AffectState,
     Belief,
     Episode,
-    EpisodeDraft,
     HardGoal,
     Insight,
     InsightStatus,
@@ -58,31 +62,6 @@ from sonality.ports import LLM, Clock, Embedder, Store
 __all__ = ["Limits", "Recorded", "Sonality", "SystemClock"]
 
 log = structlog.get_logger("sonality")
-
-
-class SystemClock:
-    """The real clock (UTC)."""
-
-    def now(self) -> datetime:
-        return datetime.now(UTC)
-
-
-class Limits(BaseModel):
-    """Boundary limits and tunables of the interaction pipeline."""
-
-    model_config = ConfigDict(frozen=True)
-
-    max_message_chars: int = Field(default=20_000, ge=1)
-    max_response_chars: int = Field(default=20_000, ge=1)
-    max_name_chars: int = 200
-    max_identity_chars: int = 20_000
-    context_token_budget: int = 2_000
-    context_episodes: int = 5
-    enrichment_max_attempts: int = 5
-    disagreement_window: int = 50
-    enrich_on_record: bool = True
-    """Enrich right after ``record`` (memory-backend mode); the dual-process runtime
-    turns this off and enriches in its Thinker instead."""
 
 
 class Recorded(BaseModel):
@@ -141,30 +120,43 @@ class Sonality:
         reflection: ReflectionParams | None = None,
         owner: str | None = None,
         runtime: RuntimeSettings | None = None,
+        recorder: EpisodeRecorder | None = None,
+        enricher: Enricher | None = None,
+        reflector: Reflector | None = None,
+        context_builder: ContextBuilder | None = None,
     ) -> None:
-        from sonality.llm.embedders import HashEmbedder
-
-        self.store = store
-        self.llm = llm
-        self.embedder: Embedder = embedder or HashEmbedder()
-        self.clock: Clock = clock or SystemClock()
-        self.opinion = opinion or OpinionParams()
-        self.limits = limits or Limits()
-        self._count_tokens = count_tokens
-        self._owns_store = owns_store
-        self.enricher = Enricher(
+        """Build from parts (``Sonality(**parts)``) or from some of them: what is missing
+        is assembled with the defaults by ``sonality.mind.parts.assemble``."""
+        parts = assemble(
             store=store,
             llm=llm,
-            clock=self.clock,
-            params=self.opinion,
-            window_size=self.limits.disagreement_window,
-            max_attempts=self.limits.enrichment_max_attempts,
+            embedder=embedder,
+            clock=clock,
+            opinion=opinion,
+            limits=limits,
+            count_tokens=count_tokens,
+            owns_store=owns_store,
+            reflection=reflection,
+            owner=owner,
+            runtime=runtime,
+            recorder=recorder,
+            enricher=enricher,
+            reflector=reflector,
+            context_builder=context_builder,
         )
-        self.reflector = Reflector(
-            store=store, llm=llm, clock=self.clock, params=reflection, owner=owner
-        )
-        self._due_listeners: list[Callable[[str], object]] = []
-        self.runtime = runtime or RuntimeSettings()
+        self.store = parts.store
+        self.llm = parts.llm
+        self.embedder = parts.embedder
+        self.clock = parts.clock
+        self.opinion = parts.opinion
+        self.limits = parts.limits
+        self.runtime = parts.runtime
+        self.recorder = parts.recorder
+        self.enricher = parts.enricher
+        self.reflector = parts.reflector
+        self.context_builder = parts.context_builder
+        self._count_tokens = parts.count_tokens
+        self._owns_store = parts.owns_store
         self._dual: DualProcess | None = None
 
     # lifecycle ----------------------------------------------------------------------
@@ -181,9 +173,14 @@ class Sonality:
         steps first; by default it does so for the embedded SQLite file (the application
         owns it) and not for Neo4j (run ``sonality migrate``). ``llm`` replaces the model
         the settings name; ``owner`` names this process's reflection leases."""
-        from sonality.wiring import build
+        from sonality.wiring import open_parts
 
-        return await build(settings, migrate=migrate, llm=llm, owner=owner)
+        parts = await open_parts(settings, migrate=migrate, llm=llm, owner=owner)
+        try:
+            return cls(**parts)
+        except BaseException:
+            await parts.store.close()
+            raise
 
     @classmethod
     def from_settings(cls, settings: object, *, migrate: bool | None = None) -> _Opening:
@@ -208,11 +205,7 @@ class Sonality:
             await self.store.close()
 
     def count_tokens(self, text: str) -> int:
-        if self._count_tokens is None:
-            from sonality.llm.tokens import count_tokens
-
-            model = self.llm.model if self.llm is not None else None
-            self._count_tokens = lambda t: count_tokens(t, model)
+        """Tokens of ``text`` by the counter every budget of this deployment uses."""
         return self._count_tokens(text)
 
     # personas -------------------------------------------------------------------------
@@ -265,30 +258,14 @@ class Sonality:
         _check_text(
             response, field="response", limit=self.limits.max_response_chars, allow_empty=True
         )
-        embedding = None
-        if self.embedder.local:
-            [embedding] = await self.embedder.embed([message])
-        draft = EpisodeDraft(
-            id=episode_id or f"ep_{uuid.uuid4().hex}",
-            persona_id=persona_id,
+        episode, created = await self.recorder.append(
+            persona_id,
             user_id=user_id,
             conversation_id=conversation_id,
-            user_message=message,
-            agent_response=response,
-            created_at=self.clock.now(),
-            embedding=embedding,
+            message=message,
+            response=response,
+            episode_id=episode_id,
         )
-        episode, created = await self.store.append_episode(draft)
-        log.info(
-            "episode_recorded",
-            persona_id=persona_id,
-            episode_id=episode.id,
-            conversation_id=conversation_id,
-            turn=episode.turn,
-            created=created,
-        )
-        if created and not self.embedder.local:
-            await self._embed_later(episode)
         report = None
         if enrich if enrich is not None else self.limits.enrich_on_record:
             try:
@@ -303,19 +280,9 @@ class Sonality:
                     episode_id=episode.id,
                     error=type(exc).__name__,
                 )
-        if report is not None and report.enriched and self._due_listeners:
-            await self._notify_due(persona_id)
+        if report is not None and report.enriched:
+            await self.reflector.notifier.notify(persona_id)
         return Recorded(episode=episode, created=created, enrichment=report)
-
-    async def _embed_later(self, episode: Episode) -> None:
-        from sonality.errors import LLMError
-
-        try:
-            [vector] = await self.embedder.embed([episode.user_message])
-        except LLMError as exc:
-            log.warning("embedding_deferred", episode_id=episode.id, error=exc.message)
-            return
-        await self.store.set_episode_embedding(episode.persona_id, episode.id, vector)
 
     async def enrich_pending(self, persona_id: str, *, limit: int | None = None) -> EnrichReport:
         """Enrich the persona's pending episodes, oldest first; stops (keeping order) when
@@ -336,17 +303,12 @@ class Sonality:
         _check_id(persona_id, "persona_id")
         _check_id(user_id, "user_id")
         _check_text(message, field="message", limit=self.limits.max_message_chars)
-        return await build_context(
-            store=self.store,
-            embedder=self.embedder,
-            clock=self.clock,
-            count_tokens=self.count_tokens,
-            persona_id=persona_id,
+        return await self.context_builder.build(
+            persona_id,
             user_id=user_id,
             message=message,
-            token_budget=token_budget or self.limits.context_token_budget,
-            max_episodes=self.limits.context_episodes,
             narrative=narrative,
+            token_budget=token_budget,
         )
 
     # reads ----------------------------------------------------------------------------
@@ -457,30 +419,28 @@ class Sonality:
 
     def add_due_listener(self, listener: Callable[[str], object]) -> None:
         """Call ``listener(persona_id)`` when a ``record`` in this process makes a persona
-        due for reflection (the worker's event path). It must not block."""
-        self._due_listeners.append(listener)
+        due for reflection (the worker's event path), or ``respond``'s background
+        enrichment does. It must not block. (The reflector's ``notifier`` keeps them.)"""
+        self.reflector.notifier.add(listener)
 
     def remove_due_listener(self, listener: Callable[[str], object]) -> None:
-        if listener in self._due_listeners:
-            self._due_listeners.remove(listener)
-
-    async def _notify_due(self, persona_id: str) -> None:
-        try:
-            if not (await self.reflector.due(persona_id)).due:
-                return
-        except SonalityError as exc:
-            log.warning("reflection_due_check_failed", persona_id=persona_id, error=str(exc))
-            return
-        for listener in list(self._due_listeners):
-            try:
-                listener(persona_id)
-            except Exception:  # a broken listener must not fail the caller's turn
-                log.exception("reflection_due_listener_failed", persona_id=persona_id)
+        self.reflector.notifier.remove(listener)
 
     # dual-process runtime (mind/runtime.py) -------------------------------------------
     def _dual_process(self) -> DualProcess:
         if self._dual is None:
-            self._dual = DualProcess(self, self.runtime)
+            self._dual = DualProcess(
+                store=self.store,
+                llm=self.llm,
+                clock=self.clock,
+                count_tokens=self._count_tokens,
+                recorder=self.recorder,
+                enricher=self.enricher,
+                contexts=self.context_builder,
+                notifier=self.reflector.notifier,
+                settings=self.runtime,
+                max_response_chars=self.limits.max_response_chars,
+            )
         return self._dual
 
     async def respond(

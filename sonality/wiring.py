@@ -1,19 +1,26 @@
-"""Wiring: turn :class:`Settings` into a ready :class:`Sonality` (the only place that
-chooses adapters)."""
+"""Wiring: turn :class:`Settings` into the parts of a deployment (the only place that
+chooses adapters and reads configuration).
+
+:func:`open_parts` opens the store the settings name (migrating it when asked), picks the
+model and the embedder, fills the tunables from the settings, and returns the complete
+:class:`~sonality.mind.parts.Parts`; ``Sonality.open`` builds the facade from them with
+``Sonality(**parts)``. Nothing here imports the facade.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from sonality.config import Settings
 from sonality.errors import ConfigError
+from sonality.ports import LLM, PromptSource, UsageSink
 
 if TYPE_CHECKING:
+    from sonality.mind.parts import Parts
     from sonality.mind.reflection import ReflectionParams
-    from sonality.ports import LLM, Store
-    from sonality.service import Sonality
+    from sonality.ports import Store
 
-__all__ = ["build", "load_llm_factory", "open_store", "reflection_params", "settings_llm"]
+__all__ = ["load_llm_factory", "open_parts", "open_store", "reflection_params", "settings_llm"]
 
 
 async def open_store(settings: Settings) -> Store:
@@ -66,7 +73,9 @@ def reflection_params(settings: Settings) -> ReflectionParams:
 def load_llm_factory(spec: str, settings: Settings) -> LLM:
     """The LLM built by the plug-in ``spec`` (``package.module:callable``): the callable is
     imported and called with the settings, and must return an object satisfying the
-    ``LLM`` port (e.g. a ``sonality.testing.ScriptedLLM`` or your own adapter)."""
+    ``LLM`` port — ``model``, ``prompts`` (with ``fixed_text``), ``usage`` (with
+    ``record``), ``structured`` and ``text`` — such as a ``sonality.testing.ScriptedLLM``
+    or your own adapter. ``ConfigError`` names what is missing."""
     import importlib
 
     module_name, _, attribute = spec.partition(":")
@@ -77,23 +86,50 @@ def load_llm_factory(spec: str, settings: Settings) -> LLM:
     except (ImportError, AttributeError) as exc:
         raise ConfigError("cannot import the LLM factory", spec=spec, error=str(exc)) from None
     llm = factory(settings)
-    if not callable(getattr(llm, "structured", None)):
-        raise ConfigError("the LLM factory did not return an LLM", spec=spec)
-    return cast("LLM", llm)
+    missing = _llm_gaps(llm)
+    if missing or not isinstance(llm, LLM):
+        raise ConfigError(
+            "the LLM factory did not return an LLM: it lacks " + ", ".join(missing),
+            spec=spec,
+            missing=missing,
+        )
+    return llm
 
 
-async def build(
+_LLM_MEMBERS = ("model", "prompts", "usage", "structured", "text")
+
+
+def _llm_gaps(candidate: object) -> list[str]:
+    """The members of the ``LLM`` port ``candidate`` lacks (empty when it has them all)."""
+    gaps = [name for name in _LLM_MEMBERS if not hasattr(candidate, name)]
+    if gaps or not isinstance(candidate, LLM):
+        return gaps
+    if not isinstance(candidate.prompts, PromptSource):
+        gaps.append("prompts.fixed_text")
+    if not isinstance(candidate.usage, UsageSink):
+        gaps.append("usage.record")
+    gaps.extend(
+        name
+        for name, member in (("structured", candidate.structured), ("text", candidate.text))
+        if not callable(member)
+    )
+    return gaps
+
+
+async def open_parts(
     settings: object,
     *,
     migrate: bool | None = None,
     llm: LLM | None = None,
     owner: str | None = None,
-) -> Sonality:
-    """A ``Sonality`` that owns its store. See ``Sonality.open``. ``llm`` replaces the
-    model the settings name; ``owner`` names this process's reflection leases."""
+) -> Parts:
+    """The parts of a deployment that owns its store (``owns_store``). See
+    ``Sonality.open``: ``migrate`` applies pending schema steps first (by default only
+    for the embedded SQLite file); ``llm`` replaces the model the settings name;
+    ``owner`` names this process's reflection leases."""
     from sonality.core.opinion import OpinionParams
     from sonality.llm.embedders import embedder_from_settings
-    from sonality.service import Limits, Sonality
+    from sonality.mind.parts import Limits, assemble
 
     if not isinstance(settings, Settings):
         raise ConfigError("Sonality.from_settings needs a sonality.config.Settings object")
@@ -101,7 +137,7 @@ async def build(
     try:
         if migrate if migrate is not None else settings.store_backend == "sqlite":
             await store.migrate()
-        return Sonality(
+        return assemble(
             store=store,
             llm=llm if llm is not None else settings_llm(settings),
             embedder=embedder_from_settings(settings),

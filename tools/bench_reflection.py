@@ -38,10 +38,11 @@ sys.path.insert(0, str(ROOT))
 
 from benchkit import fill, load_devserver, pct  # noqa: E402
 
+from sonality.core.enrichment import plan_commit  # noqa: E402
 from sonality.core.opinion import OpinionParams  # noqa: E402
 from sonality.llm.embedders import HashEmbedder  # noqa: E402
-from sonality.mind.enrichment import EvidenceReply, InsightReply, normalise  # noqa: E402
-from sonality.mind.interaction import plan_commit  # noqa: E402
+from sonality.mind.enrichment import interaction_ids  # noqa: E402
+from sonality.mind.enrichment_prompt import EvidenceReply, InsightReply, normalise  # noqa: E402
 from sonality.models import EpisodeDraft  # noqa: E402
 from sonality.observability import configure_logging  # noqa: E402
 from sonality.ports import Store  # noqa: E402
@@ -176,6 +177,7 @@ async def enrich_fresh(store: Store, persona: str, first: int, count: int) -> No
             now=datetime.now(UTC),
             params=params,
             window_size=50,
+            new_id=interaction_ids(p.interaction_count + 1),
         )
         await store.commit_enrichment(commit)
 

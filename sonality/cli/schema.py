@@ -124,12 +124,13 @@ def _redact(url: str) -> str:
 
 async def _ping_model(settings: Settings) -> bool:
     from sonality.errors import LLMError
+    from sonality.llm.prompts import Prompt
     from sonality.wiring import settings_llm
 
     llm = settings_llm(settings)
     assert llm is not None
     try:
-        await llm.text("ping", {}, component="doctor")
+        await llm.text(Prompt.PING, {}, component="doctor")
     except LLMError:
         return False
     return True

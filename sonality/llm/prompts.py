@@ -1,6 +1,7 @@
 """Prompt files, loaded by name and rendered strictly.
 
-A prompt lives in ``prompts/<name>.md``. Its text up to a line reading ``---user---`` is
+A prompt lives in ``prompts/<name>.md`` and is named in code by a :class:`Prompt` member
+(a test keeps the enum and the folder in step). Its text up to a line reading ``---user---`` is
 the system message; the rest is the user message. A file without that line is a user
 message alone. Placeholders are ``$name`` or ``${name}`` (``string.Template``; write
 ``$$`` for a literal dollar sign). Rendering is strict: a placeholder without a value
@@ -17,6 +18,7 @@ import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from string import Template
 from typing import Any
@@ -24,7 +26,7 @@ from typing import Any
 from sonality.errors import ConfigError
 from sonality.resources import resource_dir
 
-__all__ = ["USER_SEPARATOR", "PromptLibrary", "PromptTemplate", "RenderedPrompt"]
+__all__ = ["USER_SEPARATOR", "Prompt", "PromptLibrary", "PromptTemplate", "RenderedPrompt"]
 
 USER_SEPARATOR = "---user---"
 """The line that ends the system part of a prompt file and starts the user part."""
@@ -32,6 +34,21 @@ USER_SEPARATOR = "---user---"
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]*(/[A-Za-z0-9_][A-Za-z0-9_-]*)*$")
 _SUFFIX = ".md"
 _NOT_PROMPTS = frozenset({"README"})
+
+
+class Prompt(StrEnum):
+    """The prompts Sonality ships: each value is a file name in ``prompts/`` without
+    ``.md``. Being a ``str``, a member goes wherever a prompt name is expected."""
+
+    AFFECT_APPRAISE = "affect_appraise"
+    AFFECT_UPDATE = "affect_update"
+    ASSESS_EVIDENCE = "assess_evidence"
+    CONTROLLER = "controller"
+    EXTRACT_INSIGHT = "extract_insight"
+    MONOLOGUE = "monologue"
+    PING = "ping"
+    REFLECT = "reflect"
+    TALK = "talk"
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +77,13 @@ class PromptTemplate:
         if self.system is not None:
             names.update(self.system.get_identifiers())
         return frozenset(names)
+
+    @property
+    def fixed_text(self) -> str:
+        """The file's own text with its placeholders left as they are (system part, a
+        newline, user part): what a token budget reserves for the prompt itself."""
+        system = self.system.template if self.system is not None else ""
+        return system + "\n" + self.user.template
 
     def render(self, variables: Mapping[str, Any]) -> RenderedPrompt:
         """Fill in the placeholders; a missing one raises ``ConfigError``."""
@@ -140,6 +164,11 @@ class PromptLibrary:
     def render(self, name: str, variables: Mapping[str, Any]) -> RenderedPrompt:
         """Render prompt ``name`` with ``variables`` (strict: see the module docstring)."""
         return self.get(name).render(variables)
+
+    def fixed_text(self, name: str) -> str:
+        """Prompt ``name``'s own text, placeholders unfilled (see
+        :attr:`PromptTemplate.fixed_text`); ``ConfigError`` if there is no such file."""
+        return self.get(name).fixed_text
 
     def _path(self, name: str) -> Path:
         return self.directory / f"{name}{_SUFFIX}"

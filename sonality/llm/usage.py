@@ -1,15 +1,27 @@
 """Counting what model calls cost, per component (``enrichment``, ``reflection`` …).
 
-A :class:`UsageMeter` is only touched from the event loop that makes the calls, so it
-needs no lock. Both the litellm adapter and ``sonality.testing.ScriptedLLM`` record into
-one, which is what lets tests check accounting.
+Every LLM adapter counts its replies in its own :class:`UsageMeter` (the ``usage`` of the
+:class:`~sonality.ports.LLM` port): both the litellm adapter and
+``sonality.testing.ScriptedLLM`` do, which is what lets tests check accounting.
+
+Per-turn accounting needs more: the Talker of turn t+1 and the Thinker of turn t share one
+adapter and run at once, so a turn's share cannot be read off the adapter's totals.
+:func:`metering` binds a fresh meter to the *current task* (a context variable: each
+asyncio task sees its own) for a block; every :meth:`UsageMeter.record` made inside it, by
+this task, is also booked there. The adapter needs no wrapper and nothing is patched.
+
+A meter is only touched from the event loop that makes the calls, so it needs no lock.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["Usage", "UsageMeter"]
+__all__ = ["Usage", "UsageMeter", "metering"]
 
 
 class Usage(BaseModel):
@@ -39,6 +51,9 @@ class Usage(BaseModel):
         )
 
 
+_TURN: ContextVar[UsageMeter | None] = ContextVar("sonality_turn_meter", default=None)
+
+
 class UsageMeter:
     """Accumulates :class:`Usage` per component."""
 
@@ -54,7 +69,8 @@ class UsageMeter:
         cost_usd: float | None,
         latency_ms: float,
     ) -> None:
-        """Add one model reply to ``component``'s totals (``cost_usd=None``: unknown)."""
+        """Add one model reply to ``component``'s totals (``cost_usd=None``: unknown),
+        and to the meter :func:`metering` bound to the current task, if any."""
         one = Usage(
             calls=1,
             input_tokens=input_tokens,
@@ -63,6 +79,12 @@ class UsageMeter:
             unpriced_calls=1 if cost_usd is None else 0,
             latency_ms=latency_ms,
         )
+        self._add(component, one)
+        turn = _TURN.get()
+        if turn is not None and turn is not self:
+            turn._add(component, one)
+
+    def _add(self, component: str, one: Usage) -> None:
         self._by_component[component] = self._by_component.get(component, Usage()) + one
 
     def snapshot(self) -> dict[str, Usage]:
@@ -76,3 +98,16 @@ class UsageMeter:
     def reset(self) -> None:
         """Forget everything recorded so far."""
         self._by_component.clear()
+
+
+@contextmanager
+def metering() -> Iterator[UsageMeter]:
+    """Bind a fresh meter to the current task for the block: every reply any
+    :class:`UsageMeter` records inside it (in this task, or in tasks started from it) is
+    booked there too. An inner block takes over from an outer one until it ends."""
+    meter = UsageMeter()
+    token = _TURN.set(meter)
+    try:
+        yield meter
+    finally:
+        _TURN.reset(token)

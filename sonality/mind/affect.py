@@ -29,6 +29,7 @@ from sonality.core.goals import (
     normalise_goals,
     update_soft_goals,
 )
+from sonality.llm.prompts import Prompt
 from sonality.models import AffectState, GoalStatus, HardGoal, Persona, SoftGoal, UserFact
 from sonality.ports import LLM
 
@@ -222,7 +223,7 @@ class AffectStages:
             "reply": clip(reply, 2) if reply else "(I have not answered yet)",
         }
         update = await self._llm.structured(
-            "affect_update",
+            Prompt.AFFECT_UPDATE,
             {
                 **common,
                 "hard_goals": clip(_goal_lines(state), 3),
@@ -247,7 +248,7 @@ class AffectStages:
             }
         )
         appraisal = await self._llm.structured(
-            "affect_appraise",
+            Prompt.AFFECT_APPRAISE,
             {
                 **common,
                 "emotional_state": felt.emotional_state,

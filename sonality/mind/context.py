@@ -5,6 +5,9 @@ episodes): the core identity, the current snapshot, **every** active fact of the
 (never ranked away; constraints first, by severity), the beliefs most relevant to the
 message, and the best past episodes by ``0.5·similarity + 0.3·recency + 0.2·importance``.
 Everything but the identity and the facts shares a token budget.
+
+:class:`ContextBuilder` is the part the facade and the Talker share: ``build_context`` over
+one store, embedder, clock and token counter, with the deployment's default budget.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from sonality.core.retrieval import rank_episodes
 from sonality.models import Belief, Episode, FactKind, Frozen, ScoredEpisode, UserFact
 from sonality.ports import Clock, Embedder, Store
 
-__all__ = ["Context", "build_context", "order_facts", "relevant_beliefs"]
+__all__ = ["Context", "ContextBuilder", "build_context", "order_facts", "relevant_beliefs"]
 
 T = TypeVar("T")
 
@@ -202,3 +205,47 @@ async def build_context(
         + (min(len(scored), max_episodes) - len(kept_episodes)),
     )
     return context.model_copy(update={"tokens": count_tokens(context.as_prompt())})
+
+
+class ContextBuilder:
+    """Builds contexts over one store with fixed defaults (see ``build_context``)."""
+
+    def __init__(
+        self,
+        *,
+        store: Store,
+        embedder: Embedder,
+        clock: Clock,
+        count_tokens: Callable[[str], int],
+        token_budget: int,
+        max_episodes: int,
+    ) -> None:
+        self._store = store
+        self._embedder = embedder
+        self._clock = clock
+        self._count = count_tokens
+        self.token_budget = token_budget
+        self.max_episodes = max_episodes
+
+    async def build(
+        self,
+        persona_id: str,
+        *,
+        user_id: str,
+        message: str,
+        narrative: str | None = None,
+        token_budget: int | None = None,
+    ) -> Context:
+        """The context for ``message`` (``token_budget`` overrides the default)."""
+        return await build_context(
+            store=self._store,
+            embedder=self._embedder,
+            clock=self._clock,
+            count_tokens=self._count,
+            persona_id=persona_id,
+            user_id=user_id,
+            message=message,
+            token_budget=token_budget or self.token_budget,
+            max_episodes=self.max_episodes,
+            narrative=narrative,
+        )

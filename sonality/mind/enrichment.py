@@ -1,190 +1,212 @@
-"""Enrichment of one episode: what the model says about it, checked and normalised.
+"""One interaction, after its episode is durable: enrich it and commit what it changed.
 
-Two structured calls per episode, at most:
-
-1. ``assess_evidence`` sees the user's message only, framed in the third person, and
-   returns the evidence assessment, the user's disclosed facts and an importance score;
-2. ``extract_insight`` sees the exchange and returns one first-person sentence about how
-   the persona reasons, or null.
-
-The reply schemas accept anything of the right JSON *type*; values that are missing or out
-of range are replaced by defaults here and listed in ``defaulted``. A defaulted *critical*
-field (score, direction, topics) blocks every personality update for that episode: the
-episode is still counted and its facts kept, but no belief moves (fail closed). Replies of
-the wrong shape are the LLM port's business: it re-asks once, then raises.
+``Enricher`` processes a persona's pending episodes strictly in order (by ``seq``): it
+asks the model (``mind.enrichment_prompt``: two structured calls, normalised), plans the
+single :class:`EnrichmentCommit` with the pure ``core.enrichment.plan_commit`` and has the
+store apply it in one transaction, retrying the state part on a concurrent writer's
+conflict without calling the model again.
 """
 
 from __future__ import annotations
 
-import math
+import asyncio
+import time
+import uuid
+from collections.abc import Callable
 
-from pydantic import BaseModel, ConfigDict, Field
+import structlog
+from pydantic import BaseModel, ConfigDict
 
-from sonality.models import (
-    Direction,
-    EvidenceAssessment,
-    FactKind,
-    ReasoningType,
-    UserFactDraft,
-    normalise_topic,
-)
+from sonality.core.enrichment import Normalised, plan_commit
+from sonality.core.opinion import OpinionParams
+from sonality.errors import ConflictError, LLMError, LLMResponseInvalid, LLMUnavailable
+from sonality.llm.prompts import Prompt
+from sonality.mind.enrichment_prompt import EvidenceReply, InsightReply, normalise
+from sonality.models import EnrichmentCommit, EnrichmentStatus, Episode, Persona
+from sonality.ports import LLM, Clock, Store
 
-__all__ = [
-    "CRITICAL_FIELDS",
-    "EvidenceReply",
-    "InsightReply",
-    "Normalised",
-    "normalise",
-]
+__all__ = ["EnrichReport", "Enricher", "interaction_ids"]
 
-CRITICAL_FIELDS = frozenset({"evidence", "evidence.score", "evidence.direction", "evidence.topics"})
-MAX_TOPICS = 3
-MAX_INSIGHT_CHARS = 300
-MAX_FACT_CHARS = 500
+log = structlog.get_logger("sonality.enrichment")
+
+_CONFLICT_RETRIES = 5
 
 
-class _Loose(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+def interaction_ids(index: int) -> Callable[[str], str]:
+    """Ids for the objects born in interaction ``index``: ``<prefix>_<index>_<random>``,
+    so they sort in the order of their interactions even when the clock did not move."""
+    return lambda prefix: f"{prefix}_{index:010d}_{uuid.uuid4().hex[:16]}"
 
 
-class EvidencePart(_Loose):
-    score: float | None = None
-    reasoning_type: str | None = None
-    source_reliability: float | None = None
-    internal_consistency: float | None = None
-    novelty: float | None = None
-    topics: list[str] | None = None
-    direction: str | None = None
+class EnrichReport(BaseModel):
+    """What one ``enrich_pending`` pass did."""
 
-
-class FactPart(_Loose):
-    kind: str | None = None
-    text: str | None = None
-    severity: int | None = None
-
-
-class EvidenceReply(_Loose):
-    """Schema of the ``assess_evidence`` reply (types strict, values checked later)."""
-
-    evidence: EvidencePart | None = None
-    facts: list[FactPart] = Field(default_factory=list)
-    importance: int | None = None
-
-
-class InsightReply(_Loose):
-    """Schema of the ``extract_insight`` reply."""
-
-    insight: str | None = None
-
-
-class Normalised(BaseModel):
     model_config = ConfigDict(frozen=True)
 
-    evidence: EvidenceAssessment
-    facts: tuple[UserFactDraft, ...]
-    importance: int
-    insight: str | None
-    defaulted: tuple[str, ...]
-
-    @property
-    def blocked(self) -> bool:
-        """True when a critical field was defaulted: no personality update may follow."""
-        return any(name in CRITICAL_FIELDS for name in self.defaulted)
+    persona_id: str
+    enriched: int = 0
+    failed: int = 0
+    remaining: int = 0
+    stopped_by: str | None = None
+    """Why the pass stopped early (e.g. ``llm_unavailable``), or None."""
 
 
-def _unit(value: float | None, name: str, defaulted: list[str], default: float = 0.0) -> float:
-    if value is None or not math.isfinite(value) or not 0.0 <= value <= 1.0:
-        defaulted.append(name)
-        return default
-    return float(value)
+class Enricher:
+    """Enriches a persona's pending episodes in order, one transaction per episode."""
 
+    def __init__(
+        self,
+        *,
+        store: Store,
+        llm: LLM | None,
+        clock: Clock,
+        params: OpinionParams,
+        window_size: int = 50,
+        max_attempts: int = 5,
+    ) -> None:
+        self._store = store
+        self._llm = llm
+        self._clock = clock
+        self._params = params
+        self._window = window_size
+        self._max_attempts = max_attempts
+        self._locks: dict[str, asyncio.Lock] = {}
 
-def _evidence(part: EvidencePart | None, defaulted: list[str]) -> EvidenceAssessment:
-    if part is None:
-        defaulted.append("evidence")
-        return EvidenceAssessment(score=0.0)
-    score = _unit(part.score, "evidence.score", defaulted)
-    try:
-        reasoning = ReasoningType((part.reasoning_type or "").strip().lower())
-    except ValueError:
-        defaulted.append("evidence.reasoning_type")
-        reasoning = ReasoningType.NONE
-    try:
-        direction = Direction((part.direction or "").strip().lower())
-    except ValueError:
-        defaulted.append("evidence.direction")
-        direction = Direction.NEUTRAL
-    topics: list[str] = []
-    for raw in part.topics or []:
+    def _lock(self, persona_id: str) -> asyncio.Lock:
+        return self._locks.setdefault(persona_id, asyncio.Lock())
+
+    async def enrich_pending(self, persona_id: str, *, limit: int | None = None) -> EnrichReport:
+        """Process pending episodes oldest first until none is left, ``limit`` is reached,
+        or the model is unavailable (order is kept: a later episode never overtakes)."""
+        async with self._lock(persona_id):
+            enriched = failed = 0
+            stopped: str | None = None
+            drained = False
+            if self._llm is None:
+                stopped = "no_model"
+            while stopped is None and (limit is None or enriched + failed < limit):
+                batch = await self._store.list_pending_episodes(persona_id, limit=50)
+                if not batch:
+                    drained = True
+                    break
+                for episode in batch:
+                    if limit is not None and enriched + failed >= limit:
+                        break
+                    outcome = await self._enrich_one(episode)
+                    if outcome == "enriched":
+                        enriched += 1
+                    elif outcome == "failed":
+                        failed += 1
+                    else:
+                        stopped = outcome
+                        break
+            remaining = 0
+            if not drained:  # counting is a scan of the persona's episodes: only when needed
+                counts = await self._store.count_episodes(persona_id)
+                remaining = counts[EnrichmentStatus.PENDING.value]
+            report = EnrichReport(
+                persona_id=persona_id,
+                enriched=enriched,
+                failed=failed,
+                remaining=remaining,
+                stopped_by=stopped,
+            )
+            if enriched or failed or stopped not in (None, "no_model"):
+                log.info("enrichment_pass", **report.model_dump())
+            return report
+
+    async def _ask(self, persona: Persona, episode: Episode) -> Normalised:
+        assert self._llm is not None
+        evidence = await self._llm.structured(
+            Prompt.ASSESS_EVIDENCE,
+            {"user_message": episode.user_message},
+            EvidenceReply,
+            component="enrichment",
+        )
+        insight: InsightReply | None
         try:
-            key = normalise_topic(raw)
-        except ValueError:
-            continue
-        if key not in topics:
-            topics.append(key)
-    if part.topics is None or len(topics) > MAX_TOPICS:
-        defaulted.append("evidence.topics")
-    elif not topics and direction is not Direction.NEUTRAL:
-        defaulted.append("evidence.topics")  # a side taken on nothing cannot move a belief
-    return EvidenceAssessment(
-        score=score,
-        reasoning_type=reasoning,
-        source_reliability=_unit(part.source_reliability, "evidence.source_reliability", defaulted),
-        internal_consistency=_unit(
-            part.internal_consistency, "evidence.internal_consistency", defaulted
-        ),
-        novelty=_unit(part.novelty, "evidence.novelty", defaulted),
-        topics=tuple(topics[:MAX_TOPICS]),
-        direction=direction,
-    )
+            insight = await self._llm.structured(
+                Prompt.EXTRACT_INSIGHT,
+                {
+                    "persona_name": persona.name,
+                    "core_identity": persona.core_identity,
+                    "user_message": episode.user_message,
+                    "agent_response": episode.agent_response,
+                },
+                InsightReply,
+                component="enrichment",
+            )
+        except LLMResponseInvalid:
+            insight = None  # an unreadable insight is defaulted, not worth losing the episode
+        return normalise(evidence, insight)
 
-
-def _facts(parts: list[FactPart], defaulted: list[str]) -> tuple[UserFactDraft, ...]:
-    facts: list[UserFactDraft] = []
-    seen: set[str] = set()
-    for i, part in enumerate(parts):
-        text = " ".join((part.text or "").split())[:MAX_FACT_CHARS]
-        if not text:
-            defaulted.append(f"facts[{i}].text")
-            continue
+    async def _enrich_one(self, episode: Episode) -> str:
+        started = time.perf_counter()
+        persona = await self._store.get_persona(episode.persona_id)
         try:
-            kind = FactKind((part.kind or "").strip().lower())
-        except ValueError:
-            defaulted.append(f"facts[{i}].kind")
-            kind = FactKind.FACT
-        severity = part.severity
-        if severity is None or not 1 <= severity <= 5:
-            defaulted.append(f"facts[{i}].severity")
-            severity = 5 if kind is FactKind.CONSTRAINT else 1
-        key = text.casefold()
-        if key in seen:
-            continue
-        seen.add(key)
-        facts.append(UserFactDraft(kind=kind, text=text, severity=severity))
-    return tuple(facts)
+            enrichment = await self._ask(persona, episode)
+        except LLMUnavailable as exc:
+            await self._store.mark_enrichment_attempt(
+                episode.persona_id, episode.id, error=exc.message, failed=False
+            )
+            log.warning("enrichment_deferred", persona_id=episode.persona_id, episode_id=episode.id)
+            return "llm_unavailable"
+        except LLMError as exc:
+            give_up = episode.enrichment_attempts + 1 >= self._max_attempts
+            await self._store.mark_enrichment_attempt(
+                episode.persona_id, episode.id, error=exc.message, failed=give_up
+            )
+            log.warning(
+                "enrichment_failed",
+                persona_id=episode.persona_id,
+                episode_id=episode.id,
+                attempts=episode.enrichment_attempts + 1,
+                gave_up=give_up,
+            )
+            return "failed" if give_up else "llm_invalid"
+        for _ in range(_CONFLICT_RETRIES):
+            try:
+                commit = await self._plan(persona, episode, enrichment)
+                await self._store.commit_enrichment(commit)
+            except ConflictError:
+                current = await self._store.get_episode(episode.persona_id, episode.id)
+                if current.enrichment_status is not EnrichmentStatus.PENDING:
+                    return "enriched"  # another process finished it
+                persona = await self._store.get_persona(episode.persona_id)
+                continue
+            log.info(
+                "episode_enriched",
+                persona_id=episode.persona_id,
+                episode_id=episode.id,
+                interaction=commit.interaction_count,
+                staged=len(commit.staged),
+                committed=len(commit.committed_staged_ids),
+                facts=len(commit.facts),
+                blocked=enrichment.blocked,
+                defaulted=list(commit.defaulted),
+                duration_ms=round((time.perf_counter() - started) * 1000, 1),
+            )
+            return "enriched"
+        return "conflict"
 
-
-def normalise(evidence_reply: EvidenceReply, insight_reply: InsightReply | None) -> Normalised:
-    """Check every value of the two replies, defaulting (and listing) what is unusable."""
-    defaulted: list[str] = []
-    evidence = _evidence(evidence_reply.evidence, defaulted)
-    facts = _facts(evidence_reply.facts, defaulted)
-    importance = evidence_reply.importance
-    if importance is None or not 1 <= importance <= 10:
-        defaulted.append("importance")
-        importance = 5
-    insight: str | None = None
-    if insight_reply is None:
-        defaulted.append("insight")
-    elif insight_reply.insight is not None:
-        text = " ".join(insight_reply.insight.split())
-        if text.lower() in {"", "none", "null", "n/a"}:
-            text = ""
-        insight = text[:MAX_INSIGHT_CHARS] or None
-    return Normalised(
-        evidence=evidence,
-        facts=facts,
-        importance=importance,
-        insight=insight,
-        defaulted=tuple(defaulted),
-    )
+    async def _plan(
+        self, persona: Persona, episode: Episode, enrichment: Normalised
+    ) -> EnrichmentCommit:
+        beliefs = {
+            b.topic: b for b in await self._store.list_beliefs(persona.id, include_retired=True)
+        }
+        index = persona.interaction_count + 1
+        due = await self._store.list_staged(persona.id, due_by=index)
+        facts = await self._store.list_facts(persona.id, episode.user_id)
+        return plan_commit(
+            persona=persona,
+            episode=episode,
+            enrichment=enrichment,
+            beliefs=beliefs,
+            due_staged=due,
+            known_facts=facts,
+            now=self._clock.now(),
+            params=self._params,
+            window_size=self._window,
+            new_id=interaction_ids(index),
+        )

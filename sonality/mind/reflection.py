@@ -2,9 +2,9 @@
 
 One reflection, each step a small function (one model call)::
 
-    decide (core.triggers) → lease → decay (core.decay) → gather episodes, insights,
-    beliefs, shifts → ask ``reflect`` → validate (core.snapshot) → health (core.health)
-    → one ReflectionCommit, or a recorded rejection / failure
+    decide (core.triggers) → lease → decay (core.reflection.reflection_decay) → gather
+    episodes, insights, beliefs, shifts → ask ``reflect`` → plan (core.reflection:
+    validate, health, the one ReflectionCommit or a rejection) → commit or record
 
 Rules the shell keeps:
 
@@ -25,6 +25,11 @@ Rules the shell keeps:
   marker: the snapshot stays, insights stay pending, beliefs are untouched.
 - A task cancelled anywhere (worker shutdown) writes nothing partial: the commit is a
   single transaction; the lease is released in ``finally`` or expires.
+
+Due-listeners live here too (:class:`DueNotifier`, owned by the ``Reflector``): after an
+interaction commits, whoever recorded it (``Sonality.record``, the runtime's Thinker)
+calls ``notify``, and the listeners (the worker's event path) hear of every persona that
+became due.
 """
 
 from __future__ import annotations
@@ -34,33 +39,40 @@ import os
 import socket
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 
 import structlog
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
-from sonality.core.decay import DecayResult, decay_beliefs
-from sonality.core.health import HealthParams, HealthWarning, assess_health, vocabulary_unique_ratio
-from sonality.core.snapshot import validate_snapshot, word_diff
-from sonality.core.triggers import TriggerDecision, TriggerKind, TriggerParams, TriggerState, decide
+from sonality.core.decay import DecayResult
+from sonality.core.health import HealthWarning
+from sonality.core.reflection import (
+    ReflectionParams,
+    ReflectionPlan,
+    ReflectionStart,
+    plan_reflection,
+    reflection_decay,
+    unsuccessful_reflection,
+)
+from sonality.core.snapshot import word_diff
+from sonality.core.triggers import TriggerDecision, TriggerKind, TriggerState, decide
 from sonality.errors import ConflictError, LeaseHeld, LLMError, LLMUnavailable, SonalityError
+from sonality.llm.prompts import Prompt
 from sonality.mind.reflection_prompt import ReflectReply, reflection_variables
 from sonality.models import (
-    Belief,
     BeliefStatus,
     Episode,
-    Insight,
     InsightStatus,
     Persona,
     ProvenanceEdge,
     Reflection,
-    ReflectionCommit,
     ReflectionOutcome,
-    Snapshot,
 )
 from sonality.ports import LLM, Clock, Store
 
 __all__ = [
+    "DueNotifier",
     "ReflectionParams",
     "ReflectionReport",
     "Reflector",
@@ -74,29 +86,6 @@ log = structlog.get_logger("sonality.reflection")
 def default_owner() -> str:
     """A lease owner id unique to this process: ``host:pid:random``."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-
-
-class ReflectionParams(BaseModel):
-    """Every reflection tunable (``Settings`` fills them at entry points)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    triggers: TriggerParams = TriggerParams()
-    snapshot_min_chars: int = Field(default=30, ge=1)
-    snapshot_min_retention: float = Field(default=0.6, gt=0, le=1)
-    snapshot_max_growth: float = Field(default=3.0, ge=1)
-    snapshot_max_chars: int = Field(default=8_000, ge=100)
-    snapshot_retention: int = Field(default=0, ge=0)
-    """Snapshot versions kept (0 keeps every version)."""
-    lease_seconds: float = Field(default=300.0, gt=0)
-    max_episodes: int = Field(default=10, ge=0)
-    """Episodes read per reflection: ``min(reflection_every, max_episodes)``."""
-    max_shifts: int = Field(default=30, ge=0)
-    health: HealthParams = HealthParams()
-
-    @property
-    def episodes_per_reflection(self) -> int:
-        return min(self.triggers.reflection_every, self.max_episodes)
 
 
 class ReflectionReport(BaseModel):
@@ -156,19 +145,6 @@ def trigger_state(
     )
 
 
-class _Inputs(BaseModel):
-    """What one reflection read, all at its start."""
-
-    model_config = ConfigDict(frozen=True)
-
-    persona: Persona
-    snapshot: Snapshot
-    beliefs: tuple[Belief, ...]
-    insights: tuple[Insight, ...]
-    episodes: tuple[Episode, ...]
-    shifts: tuple[ProvenanceEdge, ...]
-
-
 class Reflector:
     """Runs reflections for any persona of one store (see the module docstring)."""
 
@@ -186,6 +162,8 @@ class Reflector:
         self._clock = clock
         self.params = params or ReflectionParams()
         self.owner = owner or default_owner()
+        self.notifier = DueNotifier(self.due)
+        """The due-listeners of this deployment (``Sonality.add_due_listener``)."""
         self._locks: dict[str, asyncio.Lock] = {}
 
     def _lock(self, persona_id: str) -> asyncio.Lock:
@@ -276,7 +254,7 @@ class Reflector:
         except SonalityError as exc:  # it expires on its own
             log.warning("reflection_lease_not_released", persona_id=persona_id, error=str(exc))
 
-    async def _gather(self, persona: Persona) -> _Inputs:
+    async def _gather(self, persona: Persona, trigger: str, started_at: datetime) -> _Read:
         pid = persona.id
         since = persona.last_reflection_at
         snapshot = await self._store.current_snapshot(pid)
@@ -288,129 +266,79 @@ class Reflector:
         shifts = await self._store.list_shifts(
             pid, since_interaction=since, limit=self.params.max_shifts
         )
-        return _Inputs(
+        start = ReflectionStart(
+            id=f"refl_{persona.interaction_count:010d}_{uuid.uuid4().hex[:16]}",
             persona=persona,
+            trigger=trigger,
+            owner=self.owner,
+            started_at=started_at,
             snapshot=snapshot,
             beliefs=tuple(beliefs),
             insights=tuple(insights),
-            episodes=tuple(reversed(episodes)),
-            shifts=tuple(shifts),
+            episodes_read=len(episodes),
         )
-
-    def _decay(self, inputs: _Inputs, now: datetime) -> DecayResult:
-        persona = inputs.persona
-        if persona.interaction_count <= persona.last_reflection_at:
-            return DecayResult()  # nothing happened since the last decay
-        return decay_beliefs(inputs.beliefs, persona.interaction_count, now=now)
+        return _Read(start=start, episodes=tuple(reversed(episodes)), shifts=tuple(shifts))
 
     async def _run(
         self, persona: Persona, decision: TriggerDecision, *, dry_run: bool
     ) -> ReflectionReport:
         started = time.perf_counter()
-        started_at = self._clock.now()
-        inputs = await self._gather(persona)
-        decay = self._decay(inputs, started_at)
+        read = await self._gather(persona, decision.kind.value, self._clock.now())
+        start = read.start
+        decay = reflection_decay(persona, start.beliefs, now=start.started_at)
         changed = {b.topic: b for b in decay.decayed}
-        after = [changed.get(b.topic, b) for b in inputs.beliefs]
-        active = [b for b in after if b.status is BeliefStatus.ACTIVE]
-        base = _Draft(
-            persona=persona,
-            trigger=decision.kind.value,
-            started_at=started_at,
-            started=started,
-            inputs=inputs,
-            owner=self.owner,
-            dry_run=dry_run,
-        )
-        assert self._llm is not None
+        after = [changed.get(b.topic, b) for b in start.beliefs]
         variables = reflection_variables(
             persona=persona,
-            snapshot_text=inputs.snapshot.text,
-            beliefs=active,
-            insights=inputs.insights,
-            episodes=inputs.episodes,
-            shifts=inputs.shifts,
+            snapshot_text=start.snapshot.text,
+            beliefs=[b for b in after if b.status is BeliefStatus.ACTIVE],
+            insights=start.insights,
+            episodes=read.episodes,
+            shifts=read.shifts,
         )
+        assert self._llm is not None
         try:
             reply = await self._llm.structured(
-                "reflect", variables, ReflectReply, component="reflection"
+                Prompt.REFLECT, variables, ReflectReply, component="reflection"
             )
         except LLMError as exc:
             reason = "llm_unavailable" if isinstance(exc, LLMUnavailable) else "llm_invalid"
-            return await self._not_committed(
-                base, ReflectionOutcome.FAILED, reason, exc.message, llm_calls=1
-            )
-        old_text = inputs.snapshot.text
-        new_text = reply.snapshot.strip()
-        verdict = validate_snapshot(
-            old_text,
-            new_text,
-            min_chars=self.params.snapshot_min_chars,
-            min_retention=self.params.snapshot_min_retention,
-            max_growth=self.params.snapshot_max_growth,
-            max_chars=self.params.snapshot_max_chars,
-        )
-        if not verdict.ok:
-            assert verdict.reason is not None
-            return await self._not_committed(
-                base,
-                ReflectionOutcome.REJECTED,
-                verdict.reason.value,
-                verdict.detail,
+            failed = unsuccessful_reflection(
+                start,
+                ReflectionOutcome.FAILED,
+                reason,
+                exc.message,
+                params=self.params,
+                finished_at=self._clock.now(),
+                duration_ms=_ms(started),
                 llm_calls=1,
-                new_text=new_text,
-                retention_ratio=verdict.retention_ratio,
             )
-        health = assess_health(
+            return await self._not_committed(start, failed, dry_run=dry_run)
+        new_text = reply.snapshot.strip()
+        plan = plan_reflection(
+            start,
+            decay,
             new_text,
-            interaction_count=persona.interaction_count,
-            disagreement_rate=persona.disagreement_rate,
-            beliefs=after,
-            params=self.params.health,
+            params=self.params,
+            finished_at=self._clock.now(),
+            duration_ms=_ms(started),
         )
-        unchanged = new_text == old_text.strip()
-        version = inputs.snapshot.version if unchanged else inputs.snapshot.version + 1
-        reflection = base.reflection(
-            self._clock.now(),
-            ReflectionOutcome.COMMITTED,
-            snapshot_version=None if unchanged else version,
-            retention_ratio=verdict.retention_ratio,
-            unique_ratio=vocabulary_unique_ratio(new_text),
-            health=health,
-            decay=decay,
-            insights_consumed=len(inputs.insights),
-            llm_calls=1,
-        )
-        report = base.report(
+        if plan.commit is None:
+            return await self._not_committed(start, plan, dry_run=dry_run, new_text=new_text)
+        reflection = plan.reflection
+        report = _report(
+            start,
             reflection,
             outcome="accepted" if dry_run else "committed",
+            dry_run=dry_run,
             new_text=new_text,
             decay=decay,
-            health=health,
+            health=plan.health,
         )
         if dry_run:
             return report
-        commit = ReflectionCommit(
-            reflection=reflection,
-            snapshot=None
-            if unchanged
-            else Snapshot(
-                persona_id=persona.id,
-                version=version,
-                text=new_text,
-                reason="reflection",
-                created_at=reflection.finished_at,
-            ),
-            expected_snapshot_version=inputs.snapshot.version,
-            consumed_insight_ids=tuple(i.id for i in inputs.insights),
-            beliefs=decay.decayed,
-            last_reflection_at=persona.interaction_count,
-            shift_consumed=persona.shift_since_reflection,
-            lease_owner=self.owner,
-            keep_snapshots=self.params.snapshot_retention,
-        )
         try:
-            await self._store.commit_reflection(commit)
+            await self._store.commit_reflection(plan.commit)
         except LeaseHeld as exc:
             # our lease ran out and another worker took it: it owns this reflection now
             log.warning("reflection_lease_lost", persona_id=persona.id, owner=self.owner)
@@ -419,22 +347,32 @@ class Reflector:
                     "outcome": "failed",
                     "reason": "lease_lost",
                     "detail": exc.message,
-                    "snapshot_version": inputs.snapshot.version,
+                    "snapshot_version": start.snapshot.version,
                 }
             )
         except ConflictError as exc:
-            return await self._not_committed(
-                base, ReflectionOutcome.FAILED, "conflict", str(exc), llm_calls=1, new_text=new_text
+            conflict = unsuccessful_reflection(
+                start,
+                ReflectionOutcome.FAILED,
+                "conflict",
+                str(exc),
+                params=self.params,
+                finished_at=self._clock.now(),
+                duration_ms=_ms(started),
+                llm_calls=1,
+                new_text=new_text,
             )
+            return await self._not_committed(start, conflict, dry_run=False, new_text=new_text)
+        snapshot_version = reflection.snapshot_version or start.snapshot.version
         log.info(
             "reflection_committed",
             persona_id=persona.id,
             reflection_id=reflection.id,
             trigger=reflection.trigger,
-            snapshot_version=version,
-            previous_version=inputs.snapshot.version,
-            rewrote=not unchanged,
-            retention_ratio=round(verdict.retention_ratio, 3),
+            snapshot_version=snapshot_version,
+            previous_version=start.snapshot.version,
+            rewrote=reflection.snapshot_version is not None,
+            retention_ratio=round(reflection.retention_ratio or 0.0, 3),
             insights_consumed=reflection.insights_consumed,
             episodes_read=reflection.episodes_read,
             beliefs_decayed=reflection.beliefs_decayed,
@@ -443,162 +381,137 @@ class Reflector:
             duration_ms=reflection.duration_ms,
             health=list(reflection.health),
         )
-        _log_health(persona.id, reflection.id, health)
+        _log_health(persona.id, reflection.id, plan.health)
         return report
 
     async def _not_committed(
         self,
-        base: _Draft,
-        outcome: ReflectionOutcome,
-        reason: str,
-        detail: str | None,
+        start: ReflectionStart,
+        plan: ReflectionPlan,
         *,
-        llm_calls: int,
+        dry_run: bool,
         new_text: str | None = None,
-        retention_ratio: float | None = None,
     ) -> ReflectionReport:
         """Record a rejected or failed attempt (unless a dry run); the snapshot stays."""
-        inputs = base.inputs
-        health = assess_health(
-            inputs.snapshot.text,
-            interaction_count=inputs.persona.interaction_count,
-            disagreement_rate=inputs.persona.disagreement_rate,
-            beliefs=inputs.beliefs,
-            params=self.params.health,
-        )
-        reflection = base.reflection(
-            self._clock.now(),
-            outcome,
-            reason=reason,
-            detail=detail,
-            retention_ratio=retention_ratio,
-            unique_ratio=None if new_text is None else vocabulary_unique_ratio(new_text),
-            health=health,
-            llm_calls=llm_calls,
-        )
-        if not base.dry_run:
+        reflection = plan.reflection
+        if not dry_run:
             try:
                 await self._store.record_reflection(
-                    reflection, attempt_at=inputs.persona.interaction_count
+                    reflection, attempt_at=start.persona.interaction_count
                 )
             except SonalityError as exc:
                 log.warning(
                     "reflection_record_failed", persona_id=reflection.persona_id, error=str(exc)
                 )
+        outcome = reflection.outcome
         (log.warning if outcome is ReflectionOutcome.FAILED else log.info)(
             f"reflection_{outcome.value}",
             persona_id=reflection.persona_id,
             reflection_id=reflection.id,
             trigger=reflection.trigger,
-            reason=reason,
-            detail=detail,
-            dry_run=base.dry_run,
-            duration_ms=reflection.duration_ms,
-        )
-        return base.report(reflection, outcome=outcome.value, new_text=new_text, health=health)
-
-
-class _Draft:
-    """The parts of a ``Reflection`` and its report known from the start."""
-
-    def __init__(
-        self,
-        *,
-        persona: Persona,
-        trigger: str,
-        started_at: datetime,
-        started: float,
-        inputs: _Inputs,
-        owner: str,
-        dry_run: bool,
-    ) -> None:
-        self.persona = persona
-        self.trigger = trigger
-        self.started_at = started_at
-        self.started = started
-        self.inputs = inputs
-        self.owner = owner
-        self.dry_run = dry_run
-        self.id = f"refl_{persona.interaction_count:010d}_{uuid.uuid4().hex[:16]}"
-
-    def reflection(
-        self,
-        finished_at: datetime,
-        outcome: ReflectionOutcome,
-        *,
-        reason: str | None = None,
-        detail: str | None = None,
-        snapshot_version: int | None = None,
-        retention_ratio: float | None = None,
-        unique_ratio: float | None = None,
-        health: tuple[HealthWarning, ...] = (),
-        decay: DecayResult | None = None,
-        insights_consumed: int = 0,
-        llm_calls: int = 0,
-    ) -> Reflection:
-        decay = decay or DecayResult()
-        return Reflection(
-            id=self.id,
-            persona_id=self.persona.id,
-            trigger=self.trigger,
-            outcome=outcome,
-            reason=reason,
-            detail=detail,
-            started_at=self.started_at,
-            finished_at=max(finished_at, self.started_at),
-            interaction_count=self.persona.interaction_count,
-            snapshot_version=snapshot_version,
-            previous_version=self.inputs.snapshot.version,
-            retention_ratio=retention_ratio,
-            unique_ratio=unique_ratio,
-            health=tuple(w.code.value for w in health),
-            insights_consumed=insights_consumed,
-            episodes_read=len(self.inputs.episodes),
-            beliefs_decayed=len(decay.decayed) - len(decay.retired),
-            beliefs_retired=len(decay.retired),
-            llm_calls=llm_calls,
-            duration_ms=round((time.perf_counter() - self.started) * 1000, 1),
-            owner=self.owner,
-        )
-
-    def report(
-        self,
-        reflection: Reflection,
-        *,
-        outcome: str,
-        new_text: str | None,
-        decay: DecayResult | None = None,
-        health: tuple[HealthWarning, ...] = (),
-    ) -> ReflectionReport:
-        """The report of this reflection; ``decay`` is what it applied (or would)."""
-        decay = decay or DecayResult()
-        version = self.inputs.snapshot.version
-        if outcome == "committed" and reflection.snapshot_version is not None:
-            version = reflection.snapshot_version
-        return ReflectionReport(
-            persona_id=reflection.persona_id,
-            trigger=reflection.trigger,
-            outcome=outcome,
             reason=reflection.reason,
             detail=reflection.detail,
-            dry_run=self.dry_run,
-            reflection_id=None if self.dry_run else reflection.id,
-            snapshot_version=version,
-            previous_version=self.inputs.snapshot.version,
-            old_snapshot=self.inputs.snapshot.text,
-            new_snapshot=new_text,
-            retention_ratio=reflection.retention_ratio,
-            unique_ratio=reflection.unique_ratio,
-            health=health,
-            beliefs_decayed=tuple(
-                b.topic for b in decay.decayed if b.topic not in set(decay.retired)
-            ),
-            beliefs_retired=decay.retired,
-            insights_consumed=reflection.insights_consumed,
-            episodes_read=reflection.episodes_read,
-            llm_calls=reflection.llm_calls,
+            dry_run=dry_run,
             duration_ms=reflection.duration_ms,
         )
+        return _report(
+            start,
+            reflection,
+            outcome=outcome.value,
+            dry_run=dry_run,
+            new_text=new_text,
+            health=plan.health,
+        )
+
+
+class DueNotifier:
+    """Tells listeners when a persona became due for reflection (the worker's event
+    path). ``notify`` is called after an interaction commits; with no listener it does
+    nothing (not even the trigger check)."""
+
+    def __init__(self, decide: Callable[[str], Awaitable[TriggerDecision]]) -> None:
+        self._decide = decide
+        self._listeners: list[Callable[[str], object]] = []
+
+    def add(self, listener: Callable[[str], object]) -> None:
+        """Call ``listener(persona_id)`` whenever a persona is found due. It must not
+        block."""
+        self._listeners.append(listener)
+
+    def remove(self, listener: Callable[[str], object]) -> None:
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+
+    async def notify(self, persona_id: str) -> None:
+        """Check ``persona_id``'s triggers and call every listener if it is due. Never
+        raises: a failed check or a broken listener must not fail the caller's turn."""
+        if not self._listeners:
+            return
+        try:
+            if not (await self._decide(persona_id)).due:
+                return
+        except SonalityError as exc:
+            log.warning("reflection_due_check_failed", persona_id=persona_id, error=str(exc))
+            return
+        for listener in list(self._listeners):
+            try:
+                listener(persona_id)
+            except Exception:  # a broken listener must not fail the caller's turn
+                log.exception("reflection_due_listener_failed", persona_id=persona_id)
+
+
+class _Read(BaseModel):
+    """What one reflection read at its start, beyond what the plan needs."""
+
+    model_config = ConfigDict(frozen=True)
+
+    start: ReflectionStart
+    episodes: tuple[Episode, ...]
+    """Oldest first."""
+    shifts: tuple[ProvenanceEdge, ...]
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 1)
+
+
+def _report(
+    start: ReflectionStart,
+    reflection: Reflection,
+    *,
+    outcome: str,
+    dry_run: bool,
+    new_text: str | None,
+    decay: DecayResult | None = None,
+    health: tuple[HealthWarning, ...] = (),
+) -> ReflectionReport:
+    """The report of a reflection; ``decay`` is what it applied (or would have)."""
+    decay = decay or DecayResult()
+    version = start.snapshot.version
+    if outcome == "committed" and reflection.snapshot_version is not None:
+        version = reflection.snapshot_version
+    return ReflectionReport(
+        persona_id=reflection.persona_id,
+        trigger=reflection.trigger,
+        outcome=outcome,
+        reason=reflection.reason,
+        detail=reflection.detail,
+        dry_run=dry_run,
+        reflection_id=None if dry_run else reflection.id,
+        snapshot_version=version,
+        previous_version=start.snapshot.version,
+        old_snapshot=start.snapshot.text,
+        new_snapshot=new_text,
+        retention_ratio=reflection.retention_ratio,
+        unique_ratio=reflection.unique_ratio,
+        health=health,
+        beliefs_decayed=tuple(b.topic for b in decay.decayed if b.topic not in set(decay.retired)),
+        beliefs_retired=decay.retired,
+        insights_consumed=reflection.insights_consumed,
+        episodes_read=reflection.episodes_read,
+        llm_calls=reflection.llm_calls,
+        duration_ms=reflection.duration_ms,
+    )
 
 
 def _skipped(

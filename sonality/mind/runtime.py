@@ -1,9 +1,9 @@
 """The dual-process runtime (MIRROR): ``respond`` answers at once, the Thinker follows.
 
-``respond``: Talker call (``mind.talker``) → the exchange is recorded durably exactly as
-``record`` does (enrichment deferred) → the turn is registered for the Thinker together
-with the Talker's usage → a catch-up job is queued on the conversation's lane
-(``mind.lanes``) → the reply returns. The Talker never waits for the Thinker, unless
+``respond``: Talker call (``mind.talker``) → the exchange is recorded durably by the same
+``EpisodeRecorder`` as ``record`` (enrichment deferred) → the turn is registered for the
+Thinker together with the Talker's usage → a catch-up job is queued on the conversation's
+lane (``mind.lanes``) → the reply returns. The Talker never waits for the Thinker, unless
 ``max_wait_seconds`` (default 0) allows it to wait a little for the conversation's lane.
 
 Ordering: a conversation's lane runs one job at a time, in submission order. A job
@@ -19,25 +19,40 @@ store's compare-and-swap (``commit_thought``): a late Thinker never overwrites n
 Enrichment is memory, not deliberation: in every mode, baseline included, the lane runs
 the interaction pipeline (``Enricher.enrich_pending``, in the persona's order) after the
 Thinker — except in ``controller`` mode, where it runs first because it feeds the
-controller.
+controller. What it enriched is announced to the reflection side's ``DueNotifier``, as
+``record`` does.
+
+``DualProcess`` receives the parts it uses (store, model, clock, token counter, recorder,
+enricher, context builder, due notifier), never the facade: the caller validates input.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from functools import partial
-from typing import TYPE_CHECKING
 
 import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
-from sonality.errors import ConflictError, LLMUnavailable, NotFoundError, SonalityError
-from sonality.llm.prompts import PromptLibrary
-from sonality.mind.accounting import install, metering, usage_rows
+from sonality.errors import (
+    ConflictError,
+    LLMResponseInvalid,
+    LLMUnavailable,
+    NotFoundError,
+    SonalityError,
+)
+from sonality.llm.prompts import Prompt
+from sonality.llm.usage import metering
+from sonality.mind.accounting import usage_rows
 from sonality.mind.affect import AffectStages
+from sonality.mind.context import ContextBuilder
+from sonality.mind.enrichment import Enricher
 from sonality.mind.lanes import Lanes
+from sonality.mind.recording import EpisodeRecorder
+from sonality.mind.reflection import DueNotifier
 from sonality.mind.talker import Reply, Talker
 from sonality.mind.thinker import Thinker, ThinkerBudget
 from sonality.models import (
@@ -48,9 +63,7 @@ from sonality.models import (
     ThinkerStatus,
     ThinkerTurn,
 )
-
-if TYPE_CHECKING:
-    from sonality.service import Sonality
+from sonality.ports import LLM, Clock, Store
 
 __all__ = ["DualProcess", "RuntimeSettings"]
 
@@ -98,41 +111,54 @@ class RuntimeSettings(BaseModel):
 
 
 class DualProcess:
-    """Talker, Thinker and their lanes for one ``Sonality`` (built on first ``respond``)."""
+    """Talker, Thinker and their lanes over one deployment's parts (the facade builds it
+    on the first ``respond``)."""
 
-    def __init__(self, app: Sonality, settings: RuntimeSettings) -> None:
-        if app.llm is None:
+    def __init__(
+        self,
+        *,
+        store: Store,
+        llm: LLM | None,
+        clock: Clock,
+        count_tokens: Callable[[str], int],
+        recorder: EpisodeRecorder,
+        enricher: Enricher,
+        contexts: ContextBuilder,
+        notifier: DueNotifier,
+        settings: RuntimeSettings,
+        max_response_chars: int,
+    ) -> None:
+        if llm is None:
             raise LLMUnavailable("no model configured", setting="SONALITY_MODEL")
-        self._app = app
+        self._store = store
+        self._clock = clock
+        self._recorder = recorder
+        self._notifier = notifier
         self._settings = settings
-        llm = app.llm
-        install(llm)
-        prompts = getattr(llm, "prompts", None)
-        if not isinstance(prompts, PromptLibrary):
-            prompts = PromptLibrary()
+        self._max_response_chars = max_response_chars
         affect = AffectStages(
-            llm=llm, count=app.count_tokens, field_tokens=settings.affect_field_tokens
+            llm=llm, count=count_tokens, field_tokens=settings.affect_field_tokens
         )
         self.lanes = Lanes()
         self.talker = Talker(
-            store=app.store,
+            store=store,
             llm=llm,
-            clock=app.clock,
-            count=app.count_tokens,
-            context=lambda p, u, m: app.context(p, user_id=u, message=m),
+            clock=clock,
+            count=count_tokens,
+            contexts=contexts,
             affect=affect,
             window_tokens=settings.window_tokens,
-            prompts=prompts,
+            prompts=llm.prompts,
         )
         self.thinker = Thinker(
-            store=app.store,
+            store=store,
             llm=llm,
-            clock=app.clock,
-            count=app.count_tokens,
-            enricher=app.enricher,
+            clock=clock,
+            count=count_tokens,
+            enricher=enricher,
             affect=affect,
             budget=settings.budget(),
-            prompts=prompts,
+            prompts=llm.prompts,
         )
 
     # respond ------------------------------------------------------------------------------
@@ -148,9 +174,10 @@ class DualProcess:
         mode: RuntimeMode | None,
         affect: AffectPlacement | None,
     ) -> Reply:
+        """Answer, record, hand the turn to the Thinker (see the module docstring). The
+        caller has validated ids and the message."""
         started = time.perf_counter()
-        app = self._app
-        persona = await app.store.get_persona(persona_id)
+        persona = await self._store.get_persona(persona_id)
         mode = RuntimeMode(mode) if mode is not None else persona.runtime_mode
         placement = AffectPlacement(affect) if affect is not None else persona.affect
         if episode_id is not None:
@@ -169,16 +196,22 @@ class DualProcess:
                 mode=mode,
                 placement=placement,
             )
-        text = spoken.text[: app.limits.max_response_chars]
+        text = spoken.text[: self._max_response_chars]
+        if "\x00" in text:  # stored text never holds NUL (``record`` refuses it too)
+            raise LLMResponseInvalid(
+                "the model's reply contains a NUL character",
+                prompt=Prompt.TALK.value,
+                component="talker",
+                errors="NUL character",
+            )
         try:
-            recorded = await app.record(
+            episode, created = await self._recorder.append(
                 persona_id,
                 user_id=user_id,
                 conversation_id=conversation_id,
                 message=message,
                 response=text,
                 episode_id=episode_id,
-                enrich=False,
             )
         except ConflictError:
             # a concurrent respond with the same episode_id stored its answer first
@@ -188,16 +221,15 @@ class DualProcess:
             if replay is None:
                 raise
             return replay.model_copy(update={"latency_ms": _ms(started)})
-        episode = recorded.episode
         if spoken.affect is not None:
             try:
-                await app.store.put_affect(
+                await self._store.put_affect(
                     spoken.affect.model_copy(update={"episode_id": episode.id})
                 )
             except ConflictError:  # another conversation with this user moved it first
                 log.warning("affect_update_lost", persona_id=persona_id, episode_id=episode.id)
         turn = self._turn(episode, mode, placement, spoken.narrative_version)
-        await app.store.begin_turn(
+        await self._store.begin_turn(
             turn,
             usage_rows(
                 meter,
@@ -220,7 +252,7 @@ class DualProcess:
             narrative_version_used=spoken.narrative_version,
             latency_ms=_ms(started),
             talker_ms=spoken.talker_ms,
-            created=recorded.created,
+            created=created,
         )
         log.info(
             "talker_replied",
@@ -239,7 +271,7 @@ class DualProcess:
         self, episode: Episode, mode: RuntimeMode, placement: AffectPlacement, narrative: int
     ) -> ThinkerTurn:
         thinking = mode is not RuntimeMode.BASELINE or placement is AffectPlacement.THINKER
-        now = self._app.clock.now()
+        now = self._clock.now()
         return ThinkerTurn(
             persona_id=episode.persona_id,
             episode_id=episode.id,
@@ -264,7 +296,7 @@ class DualProcess:
     ) -> Reply | None:
         """A repeated ``respond`` with a known ``episode_id``: the stored reply, without a
         new model call (and the turn registered if a crash had lost that)."""
-        store = self._app.store
+        store = self._store
         try:
             episode = await store.get_episode(persona.id, episode_id)
         except NotFoundError:
@@ -310,8 +342,7 @@ class DualProcess:
         """Think about the conversation's open turns up to ``up_to_turn`` (all: None) in
         order, stopping at the first failure, then enrich. Returns how many turns were
         closed."""
-        store = self._app.store
-        turns = await store.thinker_turns(persona_id, conversation_id, up_to_turn=up_to_turn)
+        turns = await self._store.thinker_turns(persona_id, conversation_id, up_to_turn=up_to_turn)
         closed = 0
         for turn in turns:
             if turn.status not in (ThinkerStatus.PENDING, ThinkerStatus.FAILED):
@@ -331,18 +362,14 @@ class DualProcess:
         except SonalityError as exc:
             log.warning("enrichment_interrupted", episode_id=turn.episode_id, error=exc.message)
             return
-        if enriched:
-            # the reflection scheduler's event path, as ``record`` feeds it
-            notify = getattr(self._app, "_notify_due", None)
-            if notify is not None and getattr(self._app, "_due_listeners", None):
-                await notify(turn.persona_id)
+        if enriched:  # the reflection scheduler's event path, as ``record`` feeds it
+            await self._notifier.notify(turn.persona_id)
 
     async def retry(self, persona_id: str) -> int:
         """Re-run failed turns (and pending ones whose process died), in order per
         conversation, on the conversations' lanes. Returns how many turns were closed."""
-        clock = self._app.clock
-        stale_before = clock.now() - timedelta(seconds=self._settings.stale_pending_seconds)
-        turns = await self._app.store.list_thinker_retries(persona_id, stale_before=stale_before)
+        stale_before = self._clock.now() - timedelta(seconds=self._settings.stale_pending_seconds)
+        turns = await self._store.list_thinker_retries(persona_id, stale_before=stale_before)
         conversations = dict.fromkeys(t.conversation_id for t in turns)
         # the turns queued behind a failed one follow it, in order
         jobs = [

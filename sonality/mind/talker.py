@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import structlog
@@ -22,9 +22,9 @@ from pydantic import BaseModel, ConfigDict
 
 from sonality.core.budget import Message, conversation_window
 from sonality.errors import LLMError
-from sonality.llm.prompts import PromptLibrary
+from sonality.llm.prompts import Prompt
 from sonality.mind.affect import AffectStages, block, initial_state
-from sonality.mind.context import Context
+from sonality.mind.context import ContextBuilder
 from sonality.models import (
     AffectPlacement,
     AffectState,
@@ -33,7 +33,7 @@ from sonality.models import (
     Persona,
     RuntimeMode,
 )
-from sonality.ports import LLM, Clock, Store
+from sonality.ports import LLM, Clock, PromptSource, Store
 
 __all__ = ["Reply", "Spoken", "Talker", "inner_state"]
 
@@ -113,16 +113,16 @@ class Talker:
         llm: LLM,
         clock: Clock,
         count: Callable[[str], int],
-        context: Callable[[str, str, str], Awaitable[Context]],
+        contexts: ContextBuilder,
         affect: AffectStages,
         window_tokens: int,
-        prompts: PromptLibrary,
+        prompts: PromptSource,
     ) -> None:
         self._store = store
         self._llm = llm
         self._clock = clock
         self._count = count
-        self._context = context
+        self._contexts = contexts
         self._affect = affect
         self._window_tokens = window_tokens
         self._prompts = prompts
@@ -139,7 +139,7 @@ class Talker:
         placement: AffectPlacement,
     ) -> Spoken:
         mind = await self._store.conversation_mind(persona.id, conversation_id)
-        ctx = await self._context(persona.id, user_id, message)
+        ctx = await self._contexts.build(persona.id, user_id=user_id, message=message)
         history = await self._history(persona.id, conversation_id)
         spent = 0.0
         state: AffectState | None = None
@@ -170,7 +170,7 @@ class Talker:
         transcript = self._transcript(history, message, [background, inner, feelings])
         started = time.perf_counter()
         text = await self._llm.text(
-            "talk",
+            Prompt.TALK,
             {
                 "persona_name": persona.name,
                 "background": background,
@@ -212,11 +212,6 @@ class Talker:
                 self._first.popitem(last=False)
         return [first, *recent]
 
-    def _static_text(self) -> str:
-        template = self._prompts.get("talk")
-        system = template.system.template if template.system is not None else ""
-        return system + "\n" + template.user.template
-
     def _transcript(self, history: Sequence[Episode], message: str, system: list[str]) -> str:
         """The window's earlier messages as text, gaps marked (the new message is apart)."""
         messages: list[Message] = []
@@ -240,7 +235,7 @@ class Talker:
             return counted[text]
 
         window = conversation_window(
-            "\n".join([self._static_text(), *system]),
+            "\n".join([self._prompts.fixed_text(Prompt.TALK), *system]),
             messages,
             count=count,
             budget=self._window_tokens,

@@ -35,11 +35,11 @@ from pydantic import BaseModel, ConfigDict, field_validator
 
 from sonality.core.budget import clip_text, fit_items, truncate_history
 from sonality.errors import ConflictError, LLMError, LLMUnavailable, SonalityError
-from sonality.llm.prompts import PromptLibrary
-from sonality.llm.usage import UsageMeter
-from sonality.mind.accounting import metering, usage_rows
+from sonality.llm.prompts import Prompt
+from sonality.llm.usage import UsageMeter, metering
+from sonality.mind.accounting import usage_rows
 from sonality.mind.affect import AffectStages, initial_state
-from sonality.mind.interaction import Enricher
+from sonality.mind.enrichment import Enricher
 from sonality.models import (
     AffectPlacement,
     AffectState,
@@ -54,7 +54,7 @@ from sonality.models import (
     ThinkerTurn,
     ThoughtCommit,
 )
-from sonality.ports import LLM, Clock, Store
+from sonality.ports import LLM, Clock, PromptSource, Store
 
 __all__ = ["MonologueReply", "Thinker", "ThinkerBudget", "render_entry"]
 
@@ -64,7 +64,7 @@ _EXCERPT_TURNS = 3
 _CONFLICT_RETRIES = 3
 _MARGIN = 100
 """Tokens kept free in each budget for what the static estimate cannot see."""
-_IDENTITY_TOKENS = {"monologue": 300, "controller": 200}
+_IDENTITY_TOKENS = {Prompt.MONOLOGUE: 300, Prompt.CONTROLLER: 200}
 """The core identity, clipped, as the monologue and the controller see it."""
 
 
@@ -129,7 +129,7 @@ class Thinker:
         enricher: Enricher,
         affect: AffectStages,
         budget: ThinkerBudget,
-        prompts: PromptLibrary,
+        prompts: PromptSource,
     ) -> None:
         self._store = store
         self._llm = llm
@@ -295,12 +295,10 @@ class Thinker:
 
     # budgets ----------------------------------------------------------------------------
 
-    def _static_tokens(self, prompt: str) -> int:
+    def _static_tokens(self, prompt: Prompt) -> int:
         """Tokens of a prompt file's fixed text (placeholders excluded)."""
         if prompt not in self._static:
-            template = self._prompts.get(prompt)
-            system = template.system.template if template.system is not None else ""
-            self._static[prompt] = self._count(system + "\n" + template.user.template)
+            self._static[prompt] = self._count(self._prompts.fixed_text(prompt))
         return self._static[prompt]
 
     def monologue_cap(self, mode: RuntimeMode, affect: AffectPlacement, narrative: int) -> int:
@@ -310,10 +308,11 @@ class Thinker:
         b = self._budget
         reserve = 0
         if mode.controller:
-            reserve += self._static_tokens("controller") + narrative + 3 * b.thread_tokens
-            reserve += _IDENTITY_TOKENS["controller"] + 2 * _MARGIN
+            reserve += self._static_tokens(Prompt.CONTROLLER) + narrative + 3 * b.thread_tokens
+            reserve += _IDENTITY_TOKENS[Prompt.CONTROLLER] + 2 * _MARGIN
         if affect is not AffectPlacement.OFF:  # in the Talker or here, it is this turn's
-            reserve += self._static_tokens("affect_update") + self._static_tokens("affect_appraise")
+            reserve += self._static_tokens(Prompt.AFFECT_UPDATE)
+            reserve += self._static_tokens(Prompt.AFFECT_APPRAISE)
             reserve += self._affect.input_tokens() + 2 * _MARGIN
         return min(b.monologue_input_tokens, b.extra_input_tokens - reserve)
 
@@ -339,8 +338,8 @@ class Thinker:
         b = self._budget
         narrative_tokens = mind.narrative.tokens if mind.narrative is not None else 0
         cap = self.monologue_cap(turn.mode, turn.affect, narrative_tokens)
-        identity = clip_text(persona.core_identity, _IDENTITY_TOKENS["monologue"], self._count)
-        room = cap - self._static_tokens("monologue") - self._count(identity) - _MARGIN
+        identity = clip_text(persona.core_identity, _IDENTITY_TOKENS[Prompt.MONOLOGUE], self._count)
+        room = cap - self._static_tokens(Prompt.MONOLOGUE) - self._count(identity) - _MARGIN
         excerpt = await self._excerpt(turn, min(b.excerpt_tokens, max(room // 3, 100)))
         room -= self._count(excerpt)
         view: list[MonologueEntry] = []
@@ -351,7 +350,7 @@ class Thinker:
             room -= earlier.tokens
         history = "\n\n".join(render_entry(e) for e in reversed(view))
         reply = await self._llm.structured(
-            "monologue",
+            Prompt.MONOLOGUE,
             {
                 "persona_name": persona.name,
                 "core_identity": identity,
@@ -426,11 +425,11 @@ class Thinker:
     ) -> Narrative:
         previous = mind.narrative.text if mind.narrative is not None else ""
         text = await self._llm.text(
-            "controller",
+            Prompt.CONTROLLER,
             {
                 "persona_name": persona.name,
                 "core_identity": clip_text(
-                    persona.core_identity, _IDENTITY_TOKENS["controller"], self._count
+                    persona.core_identity, _IDENTITY_TOKENS[Prompt.CONTROLLER], self._count
                 ),
                 "previous_narrative": previous or "(None yet: this is the start.)",
                 "streams": source,

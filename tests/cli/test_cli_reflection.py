@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from sonality.cli import main
 from sonality.config import Settings
-from sonality.wiring import build
+from sonality.service import Sonality
 from tests.conftest import EMBEDDING_DIMENSIONS
 from tests.reflection.conftest import IDENTITY, SNAPSHOT
 from tests.reflection.fake_models import scripted_llm
@@ -43,7 +43,7 @@ def seed(env: dict[str, str], personas: dict[str, int]) -> None:
 
     async def body() -> None:
         settings = Settings(store=env["SONALITY_STORE"], embedding_dimensions=EMBEDDING_DIMENSIONS)
-        app = await build(settings, llm=scripted_llm())
+        app = await Sonality.open(settings, llm=scripted_llm())
         try:
             for pid, turns in personas.items():
                 await app.create_persona(pid, name=pid, core_identity=IDENTITY, snapshot=SNAPSHOT)

@@ -29,8 +29,18 @@ FORBIDDEN = {
 
 
 def test_expected_modules_exist() -> None:
-    """The core holds the rule modules of the design."""
-    expected = {"budget", "decay", "health", "opinion", "retrieval", "snapshot", "triggers"}
+    """The core holds the rule modules and the pure planners of the design."""
+    expected = {
+        "budget",
+        "decay",
+        "enrichment",
+        "health",
+        "opinion",
+        "reflection",
+        "retrieval",
+        "snapshot",
+        "triggers",
+    }
     assert expected <= set(MODULES)
 
 

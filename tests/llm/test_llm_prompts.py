@@ -1,4 +1,4 @@
-"""PromptLibrary: files by name, strict rendering, content hashes."""
+"""PromptLibrary: files by name, strict rendering, content hashes; the Prompt enum."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from sonality.errors import ConfigError
-from sonality.llm.prompts import PromptLibrary
+from sonality.llm.prompts import Prompt, PromptLibrary
 from sonality.resources import resource_dir
 
 
@@ -119,3 +119,23 @@ def test_placeholders_lists_variables_of_both_parts(tmp_path: Path) -> None:
 def test_default_library_is_the_shipped_prompts_folder() -> None:
     """PromptLibrary() reads the prompts/ folder shipped with Sonality."""
     assert PromptLibrary().directory == resource_dir("prompts")
+
+
+def test_fixed_text_is_the_file_without_its_values(tmp_path: Path) -> None:
+    """fixed_text joins the system and user parts with their placeholders unfilled."""
+    library = _library(tmp_path, p="Be $tone.\n---user---\nHello $who!\n", q="Just $x\n")
+    assert library.fixed_text("p") == "Be $tone.\nHello $who!"
+    assert library.fixed_text("q") == "\nJust $x"
+    with pytest.raises(ConfigError, match="unknown prompt"):
+        library.fixed_text("missing")
+
+
+def test_every_prompt_member_has_a_file_and_every_file_a_member() -> None:
+    """The Prompt enum and the shipped prompts/*.md files name the same prompts."""
+    assert sorted(p.value for p in Prompt) == PromptLibrary().names()
+
+
+def test_prompt_members_are_named_after_their_files() -> None:
+    """Each member's name is its file name in upper case (TALK = "talk")."""
+    assert [p.name for p in Prompt] == [p.value.upper() for p in Prompt]
+    assert [p.value for p in Prompt] == sorted(p.value for p in Prompt)

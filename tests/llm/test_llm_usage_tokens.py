@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from sonality.llm.tokens import approximate_tokens, count_tokens
-from sonality.llm.usage import Usage, UsageMeter
+from sonality.llm.usage import Usage, UsageMeter, metering
 
 
 def test_meter_accumulates_per_component() -> None:
@@ -43,6 +45,65 @@ def test_snapshot_is_a_copy() -> None:
     before = meter.snapshot()
     meter.record("a", input_tokens=1, output_tokens=1, cost_usd=0, latency_ms=1)
     assert before["a"].calls == 1
+
+
+def _reply(meter: UsageMeter, component: str = "talker", tokens: int = 3) -> None:
+    meter.record(component, input_tokens=tokens, output_tokens=1, cost_usd=None, latency_ms=1)
+
+
+def test_metering_books_replies_on_the_bound_meter_too() -> None:
+    """Inside ``metering()`` a reply counts in the adapter's meter and in the block's;
+    outside it, only in the adapter's."""
+    adapter = UsageMeter()
+    _reply(adapter, tokens=100)
+    with metering() as turn:
+        _reply(adapter)
+        _reply(adapter, "monologue")
+    _reply(adapter, tokens=100)
+    assert {c: u.calls for c, u in turn.snapshot().items()} == {"monologue": 1, "talker": 1}
+    assert turn.total().input_tokens == 6
+    assert adapter.total().calls == 4
+
+
+def test_an_inner_metering_block_takes_over_until_it_ends() -> None:
+    """Nested blocks book a reply on the innermost one only, then on the outer again."""
+    adapter = UsageMeter()
+    with metering() as outer:
+        _reply(adapter)
+        with metering() as inner:
+            _reply(adapter, "enrichment")
+        _reply(adapter)
+    assert {c: u.calls for c, u in outer.snapshot().items()} == {"talker": 2}
+    assert {c: u.calls for c, u in inner.snapshot().items()} == {"enrichment": 1}
+
+
+async def test_concurrent_tasks_book_on_their_own_meters() -> None:
+    """Two tasks sharing one adapter meter, each in its own block, never see each other's
+    replies, even interleaved."""
+    adapter = UsageMeter()
+    step = asyncio.Event()
+
+    async def turn(component: str, first: bool) -> UsageMeter:
+        with metering() as mine:
+            if not first:
+                await step.wait()
+            _reply(adapter, component)
+            step.set()
+            await asyncio.sleep(0)
+            _reply(adapter, component)
+        return mine
+
+    a, b = await asyncio.gather(turn("talker", True), turn("monologue", False))
+    assert {c: u.calls for c, u in a.snapshot().items()} == {"talker": 2}
+    assert {c: u.calls for c, u in b.snapshot().items()} == {"monologue": 2}
+    assert adapter.total().calls == 4
+
+
+def test_a_bound_meter_recording_itself_counts_once() -> None:
+    """A reply recorded straight into the bound meter is not booked on it twice."""
+    with metering() as turn:
+        _reply(turn)
+    assert turn.total().calls == 1
 
 
 def test_usage_is_frozen() -> None:

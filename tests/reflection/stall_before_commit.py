@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from sonality.config import Settings
-from sonality.wiring import build
+from sonality.service import Sonality
 from tests.reflection.fake_models import scripted_llm
 
 
 async def main(persona_id: str, marker: Path) -> None:
-    app = await build(Settings(), llm=scripted_llm(), owner="doomed-worker")
+    app = await Sonality.open(Settings(), llm=scripted_llm(), owner="doomed-worker")
 
     async def stall(commit: Any) -> None:
         await asyncio.to_thread(marker.write_text, commit.reflection.id, encoding="utf-8")

@@ -1,0 +1,141 @@
+"""One interaction's effect on the persona, planned as data.
+
+:class:`Normalised` is an enrichment after every value of the model's replies was checked
+(``mind.enrichment_prompt.normalise`` builds it). :func:`plan_commit` turns it, with the
+persona's state, into the single :class:`~sonality.models.EnrichmentCommit` the store
+applies in one transaction: staged and committed opinion deltas, beliefs, provenance,
+facts, the insight and the counters. No I/O, no clock, no randomness: ids come from the
+caller's ``new_id``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict
+
+from sonality.core.opinion import OpinionParams, commit_due, is_disagreement, push_window, stage
+from sonality.models import (
+    Belief,
+    EnrichmentCommit,
+    Episode,
+    EvidenceAssessment,
+    Insight,
+    Persona,
+    StagedUpdate,
+    UserFact,
+    UserFactDraft,
+)
+
+__all__ = ["CRITICAL_FIELDS", "Normalised", "plan_commit"]
+
+CRITICAL_FIELDS = frozenset({"evidence", "evidence.score", "evidence.direction", "evidence.topics"})
+"""Fields that, when defaulted, block every personality update of the episode."""
+
+
+class Normalised(BaseModel):
+    """An episode's enrichment with every value checked; ``defaulted`` lists the fields
+    that were missing or out of range and were replaced by defaults."""
+
+    model_config = ConfigDict(frozen=True)
+
+    evidence: EvidenceAssessment
+    facts: tuple[UserFactDraft, ...]
+    importance: int
+    insight: str | None
+    defaulted: tuple[str, ...]
+
+    @property
+    def blocked(self) -> bool:
+        """True when a critical field was defaulted: no personality update may follow."""
+        return any(name in CRITICAL_FIELDS for name in self.defaulted)
+
+
+def plan_commit(
+    *,
+    persona: Persona,
+    episode: Episode,
+    enrichment: Normalised,
+    beliefs: Mapping[str, Belief],
+    due_staged: Sequence[StagedUpdate],
+    known_facts: Sequence[UserFact],
+    now: datetime,
+    params: OpinionParams,
+    window_size: int,
+    new_id: Callable[[str], str],
+) -> EnrichmentCommit:
+    """Everything this interaction changes, as data.
+
+    ``new_id(prefix)`` names each object born here (``stg``, ``fact``, ``ins``); the
+    pipeline's ids start with the interaction index, so objects born in one pass sort in
+    the order of their interactions even when the clock did not move between them.
+    """
+    before = persona.interaction_count
+    index = before + 1
+    evidence = enrichment.evidence
+    staged: tuple[StagedUpdate, ...] = ()
+    if not enrichment.blocked:
+        staged = stage(
+            persona.id,
+            episode.id,
+            evidence.topics,
+            evidence,
+            beliefs,
+            interaction_count_before=before,
+            id_factory=lambda: new_id("stg"),
+            params=params,
+        )
+    # with a zero cooling period a delta falls due in the interaction that staged it
+    due = [*due_staged, *(s for s in staged if s.due_at <= index)]
+    result = commit_due(persona.id, due, beliefs, now_index=index, now=now, params=params)
+    disagreement = not enrichment.blocked and any(
+        is_disagreement(beliefs[t].position, evidence.direction)
+        for t in evidence.topics
+        if t in beliefs
+    )
+    known = {fact.text.casefold() for fact in known_facts}
+    facts = tuple(
+        UserFact(
+            id=new_id("fact"),
+            persona_id=persona.id,
+            user_id=episode.user_id,
+            kind=draft.kind,
+            text=draft.text,
+            severity=draft.severity,
+            episode_id=episode.id,
+            created_at=now,
+        )
+        for draft in enrichment.facts
+        if draft.text.casefold() not in known
+    )
+    insight = (
+        Insight(
+            id=new_id("ins"),
+            persona_id=persona.id,
+            episode_id=episode.id,
+            text=enrichment.insight,
+            created_at=now,
+        )
+        if enrichment.insight
+        else None
+    )
+    return EnrichmentCommit(
+        persona_id=persona.id,
+        episode_id=episode.id,
+        expected_interaction_count=before,
+        interaction_count=index,
+        disagreement_window=push_window(persona.disagreement_window, disagreement, window_size),
+        evidence=evidence,
+        defaulted=enrichment.defaulted,
+        topics=evidence.topics,
+        importance=enrichment.importance,
+        disagreement=disagreement,
+        insight=insight,
+        facts=facts,
+        staged=staged,
+        committed_staged_ids=result.committed_ids,
+        beliefs=result.beliefs,
+        provenance=result.provenance,
+        shift_total=result.shift_total,
+    )

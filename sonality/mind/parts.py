@@ -1,0 +1,164 @@
+"""The parts one deployment is made of, and the one function that completes them.
+
+A :class:`Parts` is what ``Sonality(**parts)`` is built from: the adapters (store, model,
+embedder, clock), the tunables (limits, opinion, reflection and runtime settings), the
+token counter, and the parts derived from those (recorder, enricher, reflector, context
+builder). :func:`assemble` builds whatever is missing from what is given, with the same
+defaults for every caller: ``wiring`` (from settings) and ``Sonality(store=…, llm=…)``
+(tests, applications) both go through it, so there is one way to put a deployment
+together. A derived part that is passed in is used as it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, fields
+from datetime import UTC, datetime
+from functools import partial
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from sonality.core.opinion import OpinionParams
+from sonality.core.reflection import ReflectionParams
+from sonality.errors import ConfigError
+from sonality.llm.embedders import HashEmbedder
+from sonality.llm.tokens import count_tokens as model_tokens
+from sonality.mind.context import ContextBuilder
+from sonality.mind.enrichment import Enricher
+from sonality.mind.recording import EpisodeRecorder
+from sonality.mind.reflection import Reflector
+from sonality.mind.runtime import RuntimeSettings
+from sonality.ports import LLM, Clock, Embedder, Store
+
+__all__ = ["Limits", "Parts", "SystemClock", "assemble"]
+
+
+class SystemClock:
+    """The real clock (UTC)."""
+
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+
+class Limits(BaseModel):
+    """Boundary limits and tunables of the interaction pipeline."""
+
+    model_config = ConfigDict(frozen=True)
+
+    max_message_chars: int = Field(default=20_000, ge=1)
+    max_response_chars: int = Field(default=20_000, ge=1)
+    max_name_chars: int = 200
+    max_identity_chars: int = 20_000
+    context_token_budget: int = 2_000
+    context_episodes: int = 5
+    enrichment_max_attempts: int = 5
+    disagreement_window: int = 50
+    enrich_on_record: bool = True
+    """Enrich right after ``record`` (memory-backend mode); the dual-process runtime
+    turns this off and enriches in its Thinker instead."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Parts:
+    """Everything a ``Sonality`` is made of. It unpacks as keywords:
+    ``Sonality(**parts)``."""
+
+    store: Store
+    llm: LLM | None
+    embedder: Embedder
+    clock: Clock
+    opinion: OpinionParams
+    limits: Limits
+    count_tokens: Callable[[str], int]
+    owns_store: bool
+    """True when closing the ``Sonality`` closes the store (it opened it)."""
+    reflection: ReflectionParams
+    runtime: RuntimeSettings
+    recorder: EpisodeRecorder
+    enricher: Enricher
+    reflector: Reflector
+    context_builder: ContextBuilder
+
+    def keys(self) -> Iterator[str]:
+        """The part names (with ``__getitem__``, what ``**parts`` unpacks)."""
+        return (f.name for f in fields(self))
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in {f.name for f in fields(self)}:
+            raise KeyError(name)
+        return getattr(self, name)
+
+
+def assemble(
+    *,
+    store: Store,
+    llm: LLM | None = None,
+    embedder: Embedder | None = None,
+    clock: Clock | None = None,
+    opinion: OpinionParams | None = None,
+    limits: Limits | None = None,
+    count_tokens: Callable[[str], int] | None = None,
+    owns_store: bool = False,
+    reflection: ReflectionParams | None = None,
+    owner: str | None = None,
+    runtime: RuntimeSettings | None = None,
+    recorder: EpisodeRecorder | None = None,
+    enricher: Enricher | None = None,
+    reflector: Reflector | None = None,
+    context_builder: ContextBuilder | None = None,
+) -> Parts:
+    """The complete parts: what is given, and the rest built with the defaults (hashed
+    embedder, system clock, default tunables, the model's tokenizer, and the derived
+    parts over them). ``owner`` names the reflector's leases (a process-unique id by
+    default). A given ``reflector`` brings its own reflection params and owner: passing
+    different ones beside it is a ``ConfigError``."""
+    embedder = embedder if embedder is not None else HashEmbedder()
+    clock = clock if clock is not None else SystemClock()
+    opinion = opinion if opinion is not None else OpinionParams()
+    limits = limits if limits is not None else Limits()
+    runtime = runtime if runtime is not None else RuntimeSettings()
+    if count_tokens is None:
+        count_tokens = partial(model_tokens, model=llm.model if llm is not None else None)
+    if reflector is None:
+        reflector = Reflector(store=store, llm=llm, clock=clock, params=reflection, owner=owner)
+    elif (reflection is not None and reflection != reflector.params) or (
+        owner is not None and owner != reflector.owner
+    ):
+        raise ConfigError("the reflector given has other reflection params or owner")
+    return Parts(
+        store=store,
+        llm=llm,
+        embedder=embedder,
+        clock=clock,
+        opinion=opinion,
+        limits=limits,
+        count_tokens=count_tokens,
+        owns_store=owns_store,
+        reflection=reflector.params,
+        runtime=runtime,
+        recorder=recorder
+        if recorder is not None
+        else EpisodeRecorder(store=store, embedder=embedder, clock=clock),
+        enricher=enricher
+        if enricher is not None
+        else Enricher(
+            store=store,
+            llm=llm,
+            clock=clock,
+            params=opinion,
+            window_size=limits.disagreement_window,
+            max_attempts=limits.enrichment_max_attempts,
+        ),
+        reflector=reflector,
+        context_builder=context_builder
+        if context_builder is not None
+        else ContextBuilder(
+            store=store,
+            embedder=embedder,
+            clock=clock,
+            count_tokens=count_tokens,
+            token_budget=limits.context_token_budget,
+            max_episodes=limits.context_episodes,
+        ),
+    )

@@ -1,0 +1,82 @@
+"""The first, durable step of every interaction: store the raw exchange.
+
+:class:`EpisodeRecorder` writes an exchange as a ``pending`` episode in one short
+transaction, before any model call, so nothing is lost whatever fails next. Both
+``Sonality.record`` (memory-backend mode) and the dual-process runtime's ``respond`` use
+it. It checks nothing: its callers validate their input first (``record`` checks ids and
+text against the limits; ``respond`` checks the user's side before the Talker speaks).
+
+Embedding: a local embedder (no network) runs before the write, so the vector is stored
+with the episode; a remote one runs after it, so an embedding outage never costs the
+exchange (the vector is then left out, and logged as deferred).
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import structlog
+
+from sonality.errors import LLMError
+from sonality.models import Episode, EpisodeDraft
+from sonality.ports import Clock, Embedder, Store
+
+__all__ = ["EpisodeRecorder"]
+
+log = structlog.get_logger("sonality")
+
+
+class EpisodeRecorder:
+    """Appends exchanges to a store (see the module docstring)."""
+
+    def __init__(self, *, store: Store, embedder: Embedder, clock: Clock) -> None:
+        self._store = store
+        self._embedder = embedder
+        self._clock = clock
+
+    async def append(
+        self,
+        persona_id: str,
+        *,
+        user_id: str,
+        conversation_id: str,
+        message: str,
+        response: str,
+        episode_id: str | None = None,
+    ) -> tuple[Episode, bool]:
+        """Store the exchange; returns the stored episode and whether this call created
+        it. Idempotent on ``episode_id`` (the store's rule: a retry returns the stored
+        episode, an id used for another exchange raises ``ConflictError``)."""
+        embedding = None
+        if self._embedder.local:
+            [embedding] = await self._embedder.embed([message])
+        draft = EpisodeDraft(
+            id=episode_id or f"ep_{uuid.uuid4().hex}",
+            persona_id=persona_id,
+            user_id=user_id,
+            conversation_id=conversation_id,
+            user_message=message,
+            agent_response=response,
+            created_at=self._clock.now(),
+            embedding=embedding,
+        )
+        episode, created = await self._store.append_episode(draft)
+        log.info(
+            "episode_recorded",
+            persona_id=persona_id,
+            episode_id=episode.id,
+            conversation_id=conversation_id,
+            turn=episode.turn,
+            created=created,
+        )
+        if created and not self._embedder.local:
+            await self._embed_later(episode)
+        return episode, created
+
+    async def _embed_later(self, episode: Episode) -> None:
+        try:
+            [vector] = await self._embedder.embed([episode.user_message])
+        except LLMError as exc:
+            log.warning("embedding_deferred", episode_id=episode.id, error=exc.message)
+            return
+        await self._store.set_episode_embedding(episode.persona_id, episode.id, vector)

@@ -1,0 +1,228 @@
+"""The direction of imports is the architecture: no cycles, nothing points up a layer.
+
+Every module of the ``sonality`` package is parsed with ``ast``; every import counts,
+wherever it is written (module level, inside a function, under ``TYPE_CHECKING``), since
+each one is a dependency a reader has to follow. The layers, low to high (a module may
+import its own layer's package and any lower layer, never a sibling package of its layer
+and never a higher layer):
+
+1. ``errors``, ``models`` — the vocabulary every layer speaks
+2. ``core/`` — pure rules
+3. ``ports`` — the Protocols adapters satisfy
+4. ``config``, ``resources``, ``observability`` — settings, shipped files, logging setup
+5. ``llm/``, ``storage/`` — the adapters (siblings: neither imports the other)
+6. ``mind/`` — the pipelines over core and ports; they receive parts, never the facade
+7. ``wiring`` — builds the parts from settings
+8. ``testing/`` — the shipped fakes (anything below ``service``)
+9. ``service`` — the facade, ``Sonality(**parts)``
+10. ``sonality`` itself — the public namespace (re-exports the facade)
+11. ``scheduler``, ``browser_assets`` — the worker and the Browser asset server
+12. ``cli/``, ``server/``, ``eval/`` — entry points (siblings)
+13. ``__main__``
+
+Only the entry points (layer 12) may import ``testing/``: production code never runs on
+a fake. A module is placed by the first component of its name after ``sonality.``, so the
+rule holds through renames inside a package (``storage/neo4j/…``, ``cli/shell.py``) and
+for the flat names they replace (``cli_chat.py`` counts as ``cli``). A new top-level name
+fails the test until it is given a layer here.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import sonality
+
+PACKAGE = Path(sonality.__file__).resolve().parent
+ROOT = "<root>"
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("errors", "models"),
+    ("core",),
+    ("ports",),
+    ("config", "resources", "observability"),
+    ("llm", "storage"),
+    ("mind",),
+    ("wiring",),
+    ("testing",),
+    ("service",),
+    (ROOT,),
+    ("scheduler", "browser"),
+    ("cli", "server", "eval"),
+    ("__main__",),
+)
+ENTRY_POINTS = LAYERS[-2]
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(["sonality", *parts])] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _resolve(name: str) -> str | None:
+    """The module ``name`` refers to (or the package holding it); None outside sonality."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _imports(package: str, source: str) -> Iterator[tuple[str, int]]:
+    """(imported sonality module, line) for every import statement of ``source``, a
+    module of ``package`` (relative imports resolve against it)."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                target = _resolve(alias.name)
+                if target is not None:
+                    yield target, node.lineno
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                base = f"{anchor}.{base}" if base else anchor
+            for alias in node.names:
+                target = _resolve(f"{base}.{alias.name}")
+                if target is not None:
+                    yield target, node.lineno
+
+
+def _edges() -> dict[str, dict[str, int]]:
+    graph: dict[str, dict[str, int]] = {m: {} for m in MODULES}
+    for module, path in MODULES.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        for target, line in _imports(package, path.read_text(encoding="utf-8")):
+            if target != module and not module.startswith(f"{target}."):
+                graph[module].setdefault(target, line)
+    return graph
+
+
+def _area(module: str) -> str:
+    """The layer key of a module: the first name after ``sonality.`` (``cli_chat`` → cli)."""
+    first = module.split(".")[1] if "." in module else ROOT
+    for group in LAYERS:
+        for key in group:
+            if first == key or first.startswith(f"{key}_"):
+                return key
+    return first
+
+
+def _rank(area: str) -> int | None:
+    return next((i for i, group in enumerate(LAYERS) if area in group), None)
+
+
+def _cycles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for start in graph:
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            for child in children:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                    break
+                if child in on_stack:
+                    low[node] = min(low[node], index[child])
+            else:
+                work.pop()
+                if work:
+                    parent = work[-1][0]
+                    low[parent] = min(low[parent], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        found.append(sorted(component))
+    return found
+
+
+def test_every_module_has_a_layer() -> None:
+    """Each top-level name of the package is placed in exactly one layer."""
+    keys = [key for group in LAYERS for key in group]
+    assert len(keys) == len(set(keys))
+    assert sorted({_area(m) for m in MODULES if _rank(_area(m)) is None}) == []
+
+
+def test_no_import_cycles() -> None:
+    """No two modules of the package import each other, directly or through others."""
+    assert _cycles(_edges()) == []
+
+
+def test_imports_point_down_the_layers() -> None:
+    """A module imports only its own package and lower layers: never a higher layer and
+    never a sibling of its layer (``llm`` and ``storage`` stay apart; so do the entry
+    points)."""
+    bad = []
+    for module, targets in _edges().items():
+        area = _area(module)
+        for target, line in sorted(targets.items()):
+            other = _area(target)
+            if other == area:
+                continue
+            mine, theirs = _rank(area), _rank(other)
+            assert mine is not None and theirs is not None
+            if theirs >= mine:
+                bad.append(f"{module}:{line} -> {target} ({area} -> {other})")
+    assert bad == []
+
+
+def test_only_entry_points_import_the_fakes() -> None:
+    """``sonality.testing`` is imported by the entry points alone (never by production
+    layers), and imports nothing from ``service`` upwards."""
+    bad = [
+        f"{module} -> {target}"
+        for module, targets in _edges().items()
+        for target in targets
+        if _area(target) == "testing" and _area(module) not in ("testing", *ENTRY_POINTS)
+    ]
+    assert bad == []
+
+
+def test_the_walk_sees_function_local_and_type_checking_imports() -> None:
+    """The import walk finds imports inside functions and under ``TYPE_CHECKING``,
+    resolves relative imports and ``from package import module`` to the module, and
+    ignores other libraries."""
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from sonality.ports import Store\n"
+        "def f():\n"
+        "    import sonality.core.opinion\n"
+        "    from sonality import errors\n"
+        "    from . import context\n"
+        "    from ..llm.prompts import PromptLibrary\n"
+    )
+    found = dict(_imports("sonality.mind", source))
+    assert found == {
+        "sonality.ports": 3,
+        "sonality.core.opinion": 5,
+        "sonality.errors": 6,
+        "sonality.mind.context": 7,
+        "sonality.llm.prompts": 8,
+    }
