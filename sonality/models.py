@@ -5,6 +5,12 @@ object (``belief.model_copy(update=...)``). Times are timezone-aware UTC datetim
 Interaction indexes (``interaction_count``, ``due_at``, ``last_reinforced_at``) count
 *enriched* interactions of a persona, so a run that was degraded and later caught up ends
 in the same state as one that never failed.
+
+The commit objects (``EnrichmentCommit``, ``ReflectionCommit``, ``ThoughtCommit``) check
+their own consistency when built: every part belongs to the commit's persona (and turn),
+and a new version follows the one expected. A violation is a programming error at the
+store's boundary, so it raises :class:`sonality.errors.ValidationError` itself (pydantic
+passes exceptions other than ``ValueError`` through unwrapped).
 """
 
 from __future__ import annotations
@@ -12,9 +18,11 @@ from __future__ import annotations
 import re
 from datetime import datetime
 from enum import StrEnum
-from typing import Annotated
+from typing import Annotated, Self
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+
+from sonality import errors
 
 __all__ = [
     "ID_PATTERN",
@@ -362,6 +370,17 @@ class EnrichmentCommit(Frozen):
     shift_total: float = 0.0
     """Sum of |position change| this interaction (feeds the event trigger)."""
 
+    @model_validator(mode="after")
+    def _one_persona(self) -> Self:
+        owners = {b.persona_id for b in self.beliefs}
+        owners |= {s.persona_id for s in self.staged} | {f.persona_id for f in self.facts}
+        owners |= {self.insight.persona_id} if self.insight is not None else set()
+        if owners - {self.persona_id}:
+            raise errors.ValidationError(
+                "an enrichment commit may only touch its own persona", persona_id=self.persona_id
+            )
+        return self
+
 
 class AppliedMigration(Frozen):
     version: int
@@ -452,6 +471,28 @@ class ReflectionCommit(Frozen):
     lease_owner: str
     keep_snapshots: int = Field(default=0, ge=0)
     """Snapshot retention: keep this many newest versions (0 keeps all)."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        pid = self.reflection.persona_id
+        if self.reflection.outcome is not ReflectionOutcome.COMMITTED:
+            raise errors.ValidationError("only a committed reflection is committed", persona_id=pid)
+        owners = {b.persona_id for b in self.beliefs}
+        owners |= {self.snapshot.persona_id} if self.snapshot is not None else set()
+        if owners - {pid}:
+            raise errors.ValidationError(
+                "a reflection commit may only touch its own persona", persona_id=pid
+            )
+        if (
+            self.snapshot is not None
+            and self.snapshot.version != self.expected_snapshot_version + 1
+        ):
+            raise errors.ValidationError(
+                "the new snapshot must be version current + 1",
+                persona_id=pid,
+                version=self.snapshot.version,
+            )
+        return self
 
 
 # dual-process runtime (MIRROR) and affect (seed 002) ---------------------------------------
@@ -612,6 +653,25 @@ class ThoughtCommit(Frozen):
     """Narrative versions kept per conversation (older ones are pruned)."""
     affect: AffectState | None = None
     committed_at: datetime
+
+    @model_validator(mode="after")
+    def _one_turn(self) -> Self:
+        key = (self.persona_id, self.conversation_id, self.episode_id, self.turn)
+        parts = [x for x in (self.monologue, self.narrative) if x is not None]
+        if any((x.persona_id, x.conversation_id, x.episode_id, x.turn) != key for x in parts) or (
+            self.affect is not None and self.affect.persona_id != self.persona_id
+        ):
+            raise errors.ValidationError("a thought commit mixes turns", persona_id=self.persona_id)
+        if (
+            self.narrative is not None
+            and self.narrative.version != self.expected_narrative_version + 1
+        ):
+            raise errors.ValidationError(
+                "the new narrative must be version current + 1",
+                persona_id=self.persona_id,
+                version=self.narrative.version,
+            )
+        return self
 
 
 class TurnUsage(Frozen):

@@ -1,6 +1,6 @@
 """The ports: what the mind needs from the outside world, as structural Protocols.
 
-Adapters (``storage.neo4j_store.Neo4jStore``, ``storage.sqlite_store.SqliteStore``,
+Adapters (``storage.neo4j.store.Neo4jStore``, ``storage.sqlite.store.SqliteStore``,
 ``llm.litellm_llm.LiteLLM``, ``testing.ScriptedLLM`` …) satisfy them without inheriting.
 """
 
@@ -37,7 +37,20 @@ from sonality.models import (
     UserFact,
 )
 
-__all__ = ["LLM", "Clock", "Embedder", "PromptSource", "Store", "UsageSink"]
+__all__ = [
+    "LLM",
+    "Clock",
+    "Embedder",
+    "EnrichmentStore",
+    "EpisodeStore",
+    "PersonaStore",
+    "PromptSource",
+    "ReflectionStore",
+    "RuntimeStore",
+    "SchemaStore",
+    "Store",
+    "UsageSink",
+]
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -124,9 +137,8 @@ class LLM(Protocol):
 
 
 @runtime_checkable
-class Store(Protocol):
-    """Persistence of one Sonality deployment. Every method is scoped by persona (and by
-    user where the data is a user's); every write is one transaction."""
+class SchemaStore(Protocol):
+    """The store as a whole: its backend, connection, schema and maintenance."""
 
     backend: str
 
@@ -135,14 +147,21 @@ class Store(Protocol):
         """Raise ``StoreUnavailable`` when the store cannot be reached."""
         ...
 
-    # schema ---------------------------------------------------------------------------
     async def schema_status(self) -> SchemaStatus: ...
     async def migrate(self) -> list[str]:
         """Apply pending schema steps in order; return the names applied (empty if none).
         Raises ``MigrationChecksumMismatch`` when an applied step was edited."""
         ...
 
-    # personas -------------------------------------------------------------------------
+    async def delete_all(self) -> None:
+        """Remove all data (schema stays). For tests and ``sonality reset``."""
+        ...
+
+
+@runtime_checkable
+class PersonaStore(Protocol):
+    """Personas and their versioned snapshots."""
+
     async def create_persona(self, persona: Persona, snapshot: Snapshot) -> Persona:
         """Create the persona with its first snapshot. ``AlreadyExists`` if the id is taken."""
         ...
@@ -153,7 +172,21 @@ class Store(Protocol):
 
     async def list_personas(self) -> list[Persona]: ...
 
-    # episodes -------------------------------------------------------------------------
+    async def append_snapshot(self, snapshot: Snapshot) -> Snapshot:
+        """Add version ``snapshot.version``, which must be current + 1 (``ConflictError``
+        otherwise); it becomes CURRENT and links PREVIOUS to the old one."""
+        ...
+
+    async def current_snapshot(self, persona_id: str) -> Snapshot: ...
+    async def snapshot_history(self, persona_id: str) -> list[Snapshot]:
+        """Newest first."""
+        ...
+
+
+@runtime_checkable
+class EpisodeStore(Protocol):
+    """The raw exchanges: appended first, listed, searched by similarity."""
+
     async def append_episode(self, draft: EpisodeDraft) -> tuple[Episode, bool]:
         """Store the raw exchange (enrichment pending), chained by NEXT after the
         conversation's previous episode. Idempotent on ``draft.id``: a second call returns
@@ -204,11 +237,16 @@ class Store(Protocol):
         """Count a failed enrichment attempt (status stays pending unless ``failed``)."""
         ...
 
+
+@runtime_checkable
+class EnrichmentStore(Protocol):
+    """What enrichment commits, and the reads of it: beliefs and their provenance,
+    staged updates, insights, user facts."""
+
     async def commit_enrichment(self, commit: EnrichmentCommit) -> None:
         """Apply everything one interaction changed, in one transaction."""
         ...
 
-    # beliefs, staged updates, insights, facts -----------------------------------------
     async def upsert_beliefs(self, beliefs: Sequence[Belief]) -> None: ...
     async def list_beliefs(self, persona_id: str, *, include_retired: bool = False) -> list[Belief]:
         """Ordered by topic."""
@@ -239,18 +277,12 @@ class Store(Protocol):
 
     async def retract_fact(self, persona_id: str, user_id: str, fact_id: str) -> None: ...
 
-    # snapshots ------------------------------------------------------------------------
-    async def append_snapshot(self, snapshot: Snapshot) -> Snapshot:
-        """Add version ``snapshot.version``, which must be current + 1 (``ConflictError``
-        otherwise); it becomes CURRENT and links PREVIOUS to the old one."""
-        ...
 
-    async def current_snapshot(self, persona_id: str) -> Snapshot: ...
-    async def snapshot_history(self, persona_id: str) -> list[Snapshot]:
-        """Newest first."""
-        ...
+@runtime_checkable
+class ReflectionStore(Protocol):
+    """The reflection's lease, its one-transaction commit, attempts and reads
+    (``mind/reflection.py``)."""
 
-    # reflection (mind/reflection.py; storage/*_reflection.py) ------------------------
     async def acquire_lease(
         self, persona_id: str, owner: str, *, now: datetime, ttl_seconds: float
     ) -> bool:
@@ -294,7 +326,12 @@ class Store(Protocol):
         (by interaction index); an index lookup however long the history is."""
         ...
 
-    # dual-process runtime (mind/talker.py, thinker.py, affect.py; storage/*_mind.py) ---
+
+@runtime_checkable
+class RuntimeStore(Protocol):
+    """The dual-process runtime: persona defaults, Thinker turns, narratives,
+    monologue, affect, usage (``mind/talker.py``, ``thinker.py``, ``affect.py``)."""
+
     async def set_persona_runtime(
         self, persona_id: str, *, runtime_mode: RuntimeMode, affect: AffectPlacement
     ) -> Persona:
@@ -363,7 +400,17 @@ class Store(Protocol):
         """Usage of the conversation's turns, by (turn, component)."""
         ...
 
-    # maintenance ----------------------------------------------------------------------
-    async def delete_all(self) -> None:
-        """Remove all data (schema stays). For tests and ``sonality reset``."""
-        ...
+
+@runtime_checkable
+class Store(
+    SchemaStore,
+    PersonaStore,
+    EpisodeStore,
+    EnrichmentStore,
+    ReflectionStore,
+    RuntimeStore,
+    Protocol,
+):
+    """Persistence of one Sonality deployment: every part above. Every method is scoped
+    by persona (and by user where the data is a user's); every write is one transaction.
+    A consumer that needs one aggregate depends on its part alone."""

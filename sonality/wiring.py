@@ -26,12 +26,12 @@ __all__ = ["load_llm_factory", "open_parts", "open_store", "reflection_params", 
 async def open_store(settings: Settings) -> Store:
     """Open (never migrate) the store the settings name."""
     if settings.store_backend == "sqlite":
-        from sonality.storage.sqlite_store import SqliteStore
+        from sonality.storage.sqlite.store import SqliteStore
 
         return await SqliteStore.open(
             settings.sqlite_path, embedding_dimensions=settings.embedding_dimensions
         )
-    from sonality.storage.neo4j_store import Neo4jStore
+    from sonality.storage.neo4j.store import Neo4jStore
 
     password = settings.neo4j_password.get_secret_value()
     return await Neo4jStore.open(

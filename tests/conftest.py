@@ -64,7 +64,7 @@ async def neo4j_session_store(
     neo4j_uri: str, neo4j_auth: tuple[str, str] | None
 ) -> AsyncIterator[Any]:
     """One migrated Neo4jStore shared by the session's Neo4j tests."""
-    from sonality.storage.neo4j_store import Neo4jStore
+    from sonality.storage.neo4j.store import Neo4jStore
 
     store = await Neo4jStore.open(
         neo4j_uri, auth=neo4j_auth, embedding_dimensions=EMBEDDING_DIMENSIONS
@@ -86,7 +86,7 @@ async def neo4j_store(neo4j_session_store: Any) -> Any:
 @pytest.fixture
 async def sqlite_store(tmp_path: Path) -> AsyncIterator[Any]:
     """A migrated SqliteStore on a fresh file."""
-    from sonality.storage.sqlite_store import SqliteStore
+    from sonality.storage.sqlite.store import SqliteStore
 
     store = await SqliteStore.open(
         tmp_path / "sonality.db", embedding_dimensions=EMBEDDING_DIMENSIONS
@@ -95,6 +95,15 @@ async def sqlite_store(tmp_path: Path) -> AsyncIterator[Any]:
     try:
         yield store
     finally:
+        await store.close()
+
+
+@pytest.fixture
+async def opened() -> AsyncIterator[list[Any]]:
+    """Stores a test opens itself (closed afterwards)."""
+    stores: list[Any] = []
+    yield stores
+    for store in stores:
         await store.close()
 
 

@@ -179,7 +179,7 @@ def test_the_wheel_builds_from_exactly_the_docker_copy_set(tmp_path: Path) -> No
     [wheel] = out.glob("sonality-*.whl")
     with zipfile.ZipFile(wheel) as zf:
         names = set(zf.namelist())
-    for resource in ("browser/sonality.grass", "migrations/V0001__constraints.cypher"):
+    for resource in ("browser/sonality.grass", "migrations/neo4j/V0001__constraints.cypher"):
         assert f"sonality/_resources/{resource}" in names
 
 

@@ -6,21 +6,23 @@ each one is a dependency a reader has to follow. The layers, low to high (a modu
 import its own layer's package and any lower layer, never a sibling package of its layer
 and never a higher layer):
 
-1. ``errors``, ``models`` — the vocabulary every layer speaks
-2. ``core/`` — pure rules
-3. ``ports`` — the Protocols adapters satisfy
-4. ``config``, ``resources``, ``observability`` — settings, shipped files, logging setup
-5. ``llm/``, ``storage/`` — the adapters (siblings: neither imports the other)
-6. ``mind/`` — the pipelines over core and ports; they receive parts, never the facade
-7. ``wiring`` — builds the parts from settings
-8. ``testing/`` — the shipped fakes (anything below ``service``)
-9. ``service`` — the facade, ``Sonality(**parts)``
-10. ``sonality`` itself — the public namespace (re-exports the facade)
-11. ``scheduler``, ``browser_assets`` — the worker and the Browser asset server
-12. ``cli/``, ``server/``, ``eval/`` — entry points (siblings)
-13. ``__main__``
+1. ``errors`` — the exception tree (imports nothing of Sonality)
+2. ``models`` — the vocabulary every layer speaks (a commit object that contradicts
+   itself raises an ``errors`` type when built)
+3. ``core/`` — pure rules
+4. ``ports`` — the Protocols adapters satisfy
+5. ``config``, ``resources``, ``observability`` — settings, shipped files, logging setup
+6. ``llm/``, ``storage/`` — the adapters (siblings: neither imports the other)
+7. ``mind/`` — the pipelines over core and ports; they receive parts, never the facade
+8. ``wiring`` — builds the parts from settings
+9. ``testing/`` — the shipped fakes (anything below ``service``)
+10. ``service`` — the facade, ``Sonality(**parts)``
+11. ``sonality`` itself — the public namespace (re-exports the facade)
+12. ``scheduler``, ``browser_assets`` — the worker and the Browser asset server
+13. ``cli/``, ``server/``, ``eval/`` — entry points (siblings)
+14. ``__main__``
 
-Only the entry points (layer 12) may import ``testing/``: production code never runs on
+Only the entry points (layer 13) may import ``testing/``: production code never runs on
 a fake. A module is placed by the first component of its name after ``sonality.``, so the
 rule holds through renames inside a package (``storage/neo4j/…``, ``cli/shell.py``) and
 for the flat names they replace (``cli_chat.py`` counts as ``cli``). A new top-level name
@@ -38,7 +40,8 @@ import sonality
 PACKAGE = Path(sonality.__file__).resolve().parent
 ROOT = "<root>"
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "models"),
+    ("errors",),
+    ("models",),
     ("core",),
     ("ports",),
     ("config", "resources", "observability"),

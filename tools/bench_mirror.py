@@ -146,7 +146,7 @@ def scripted(seed: int, talker_ms: float = 0.0, thinker_ms: float = 0.0) -> Scri
 @asynccontextmanager
 async def open_store(backend: str) -> AsyncIterator[Store]:
     if backend == "sqlite":
-        from sonality.storage.sqlite_store import SqliteStore
+        from sonality.storage.sqlite.store import SqliteStore
 
         with tempfile.TemporaryDirectory() as tmp:
             store = await SqliteStore.open(Path(tmp) / "bench.db", embedding_dimensions=DIMS)
@@ -156,7 +156,7 @@ async def open_store(backend: str) -> AsyncIterator[Store]:
             finally:
                 await store.close()
         return
-    from sonality.storage.neo4j_store import Neo4jStore
+    from sonality.storage.neo4j.store import Neo4jStore
 
     uri = os.environ.get("SONALITY_BENCH_NEO4J_URI")
     server = None

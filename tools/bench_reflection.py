@@ -276,14 +276,14 @@ async def main() -> int:
     with tempfile.TemporaryDirectory(prefix="sonality-bench-") as tmp:
         for backend in args.backends.split(","):
             if backend == "sqlite":
-                from sonality.storage.sqlite_store import SqliteStore
+                from sonality.storage.sqlite.store import SqliteStore
 
                 async def open_sqlite() -> Store:
                     return await SqliteStore.open(Path(tmp) / "bench.db", embedding_dimensions=DIMS)
 
                 await bench_backend("sqlite", open_sqlite, sizes, args.samples, args.per_reflection)
             elif backend == "neo4j":
-                from sonality.storage.neo4j_store import Neo4jStore
+                from sonality.storage.neo4j.store import Neo4jStore
 
                 uri = os.environ.get("SONALITY_BENCH_NEO4J_URI")
                 if not uri:

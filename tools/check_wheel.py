@@ -25,7 +25,8 @@ import sys
 from pathlib import Path
 import sonality
 from sonality.resources import resource_dir
-from sonality.storage.cypher import Query, load
+from sonality.storage.migrations import discover
+from sonality.storage.neo4j.cypher import Query, load
 from sonality.llm.prompts import PromptLibrary
 
 site = Path(sonality.__file__).resolve().parent
@@ -34,13 +35,17 @@ for kind in ("cypher", "prompts", "migrations", "samples", "browser"):
     assert site in folder.parents, f"{kind} loaded from {folder}, not the installed package"
 queries = [load(q) for q in Query]
 assert all(text.strip() for text in queries)
-migrations = sorted(resource_dir("migrations").glob("V*.cypher"))
-assert migrations and all(m.read_text().strip() for m in migrations)
+migrations = {
+    backend: discover(resource_dir("migrations") / backend, suffix)
+    for backend, suffix in (("neo4j", ".cypher"), ("sqlite", ".sql"))
+}
+assert all(steps and all(s.text.strip() for s in steps) for steps in migrations.values())
 prompts = PromptLibrary().names()
 assert prompts
 browser = resource_dir("browser")
 assert (browser / "sonality.grass").is_file() and list((browser / "queries").glob("*.cypher"))
-print(f"installed package: {len(queries)} queries, {len(migrations)} migrations, "
+print(f"installed package: {len(queries)} queries, "
+      f"{len(migrations['neo4j'])} + {len(migrations['sqlite'])} migrations, "
       f"{len(prompts)} prompts, browser assets")
 """
 

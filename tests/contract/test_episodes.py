@@ -279,6 +279,21 @@ async def test_embeddings_of_the_wrong_size_are_rejected(store: Any) -> None:
         await store.similar_episodes("p1", "u1", (1.0,), k=3)
 
 
+async def test_non_finite_embeddings_are_rejected(store: Any) -> None:
+    """NaN, infinities and values beyond float32 raise ValidationError and store nothing."""
+    await add_persona(store)
+    bad = (float("nan"), *vector(1.0)[1:])
+    with pytest.raises(ValidationError):
+        await store.append_episode(make_draft("e1", embedding=bad))
+    assert await store.list_episodes("p1") == []
+    await add_episode(store, "e2")
+    with pytest.raises(ValidationError):
+        await store.set_episode_embedding("p1", "e2", (float("inf"), *vector(1.0)[1:]))
+    with pytest.raises(ValidationError):
+        await store.set_episode_embedding("p1", "e2", (1e39, *vector(1.0)[1:]))
+    assert await store.similar_episodes("p1", "u1", vector(1.0), k=3) == []
+
+
 async def test_unicode_text_is_stored_verbatim(store: Any) -> None:
     """Emoji, right-to-left text, control characters and 20k-char texts come back unchanged."""
     await add_persona(store)

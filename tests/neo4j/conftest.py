@@ -53,3 +53,15 @@ async def raw_graph(neo4j_uri: str, neo4j_auth: tuple[str, str] | None) -> Async
         yield RawGraph(driver)
     finally:
         await driver.close()
+
+
+@pytest.fixture
+async def fresh(raw_graph: Any, neo4j_session_store: Any) -> AsyncIterator[Any]:
+    """The raw graph of an empty database with no schema; the
+    session's schema is restored afterwards."""
+    await neo4j_session_store.delete_all()
+    await raw_graph.drop_schema()
+    yield raw_graph
+    await raw_graph.run("MATCH (n) DETACH DELETE n")
+    await raw_graph.drop_schema()
+    await neo4j_session_store.migrate()

@@ -12,8 +12,8 @@ import pytest
 
 from sonality.errors import SchemaError
 from sonality.resources import resource_dir
-from sonality.storage.cypher import Query, load, split_statements
-from sonality.storage.neo4j_migrations import discover_migrations
+from sonality.storage.neo4j.cypher import Query, load, split_statements
+from sonality.storage.neo4j.migrations import discover as discover_migrations
 
 CYPHER = resource_dir("cypher")
 FILES = sorted(CYPHER.rglob("*.cypher"))
@@ -89,20 +89,22 @@ def test_split_statements(text: str, expected: list[str]) -> None:
 
 
 def test_shipped_migrations_are_discovered_in_order() -> None:
-    """migrations/ starts with V0001-V0003 (later features add more), split into their
+    """migrations/neo4j/ starts with V0001-V0003 (later features add more), split into their
     statements, checksummed as shipped; versions run 1..n without gaps."""
-    found = discover_migrations(resource_dir("migrations"))
+    found = discover_migrations(resource_dir("migrations") / "neo4j")
     assert [m.version for m in found] == list(range(1, len(found) + 1))
     assert [(m.version, m.name) for m in found[:3]] == [
         (1, "V0001__constraints"),
         (2, "V0002__indexes"),
         (3, "V0003__episode_embedding_vector_index"),
     ]
-    assert [len(m.statements) for m in found[:3]] == [11, 10, 1]
-    assert all("CREATE" in s for m in found for s in m.statements)
-    text = (resource_dir("migrations") / "V0003__episode_embedding_vector_index.cypher").read_text()
+    statements = [split_statements(m.text) for m in found]
+    assert [len(s) for s in statements[:3]] == [11, 10, 1]
+    assert all("CREATE" in s for each in statements for s in each)
+    folder = resource_dir("migrations") / "neo4j"
+    text = (folder / "V0003__episode_embedding_vector_index.cypher").read_text()
     assert found[2].checksum == hashlib.sha256(text.encode()).hexdigest()
-    assert "$embedding_dimensions" in found[2].statements[0]
+    assert "$embedding_dimensions" in statements[2][0]
 
 
 @pytest.mark.parametrize(

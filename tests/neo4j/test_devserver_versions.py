@@ -114,7 +114,7 @@ async def test_2026_server_runs_a_neo4j_2026_kernel(neo4j_2026: Any, driver: Asy
 async def test_sonality_migrations_apply_on_2026(neo4j_2026: Any, driver: AsyncDriver) -> None:
     """Every Sonality migration applies on 2026.x, the episode vector index comes online with
     the configured dimension, and a second ``migrate`` applies nothing."""
-    from sonality.storage.neo4j_store import Neo4jStore
+    from sonality.storage.neo4j.store import Neo4jStore
 
     await _run(driver, "MATCH (n) DETACH DELETE n")
     store = await Neo4jStore.open(neo4j_2026.bolt_uri, embedding_dimensions=EMBEDDING_DIMENSIONS)
@@ -138,7 +138,7 @@ async def test_filtered_vector_search_returns_only_the_scoped_users_episodes(
     """With ``persona_id``/``user_id`` as filter properties of the vector index, ``SEARCH ...
     WHERE e.persona_id = $p AND e.user_id = $u LIMIT $k`` returns that user's k nearest
     episodes even when other users' episodes are nearer, and the store still opens on it."""
-    from sonality.storage.neo4j_store import Neo4jStore
+    from sonality.storage.neo4j.store import Neo4jStore
 
     await _run(driver, "MATCH (n) DETACH DELETE n")
     await _run(driver, "DROP INDEX episode_embedding IF EXISTS")

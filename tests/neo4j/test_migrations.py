@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,7 @@ from neo4j.time import DateTime
 
 from sonality.errors import MigrationChecksumMismatch, SchemaError
 from sonality.resources import resource_dir
-from sonality.storage.neo4j_store import Neo4jStore
+from sonality.storage.neo4j.store import Neo4jStore
 
 pytestmark = pytest.mark.neo4j
 
@@ -24,7 +23,8 @@ FIRST_MIGRATIONS = [
     "V0002__indexes",
     "V0003__episode_embedding_vector_index",
 ]
-MIGRATIONS = sorted(p.stem for p in resource_dir("migrations").glob("V*.cypher"))
+SHIPPED = resource_dir("migrations") / "neo4j"
+MIGRATIONS = sorted(p.stem for p in SHIPPED.glob("V*.cypher"))
 """Every shipped migration: the first three above, then those later features added."""
 LATER = f"V{len(MIGRATIONS) + 1:04d}__later"
 """A migration file newer than every shipped one."""
@@ -54,27 +54,6 @@ INDEXES = {
     "snapshot_persona",
     "episode_embedding",
 }
-
-
-@pytest.fixture
-async def fresh(raw_graph: Any, neo4j_session_store: Any) -> AsyncIterator[Any]:
-    """The raw graph (tests/neo4j/conftest.py) of an empty database with no schema; the
-    session's schema is restored afterwards."""
-    await neo4j_session_store.delete_all()
-    await raw_graph.drop_schema()
-    yield raw_graph
-    await raw_graph.run("MATCH (n) DETACH DELETE n")
-    await raw_graph.drop_schema()
-    await neo4j_session_store.migrate()
-
-
-@pytest.fixture
-async def opened() -> AsyncIterator[list[Neo4jStore]]:
-    """Stores a test opens (closed afterwards)."""
-    stores: list[Neo4jStore] = []
-    yield stores
-    for store in stores:
-        await store.close()
 
 
 async def _open(
@@ -121,7 +100,7 @@ async def test_migrate_creates_the_schema_on_a_fresh_database(
     status = await store.schema_status()
     assert status.pending == ()
     assert status.current
-    folder = resource_dir("migrations")
+    folder = SHIPPED
     assert [(m.version, m.checksum) for m in status.applied] == [
         (i + 1, hashlib.sha256((folder / f"{n}.cypher").read_bytes()).hexdigest())
         for i, n in enumerate(MIGRATIONS)
@@ -166,7 +145,7 @@ async def test_an_edited_applied_migration_is_refused(
     """Changing an applied file makes migrate (and the schema check) raise
     MigrationChecksumMismatch naming that file; nothing more is applied."""
     folder = tmp_path / "migrations"
-    shutil.copytree(resource_dir("migrations"), folder)
+    shutil.copytree(SHIPPED, folder)
     store = await _open(opened, neo4j_uri, neo4j_auth, migrations_dir=folder)
     await store.migrate()
 
@@ -193,7 +172,7 @@ async def test_schema_status_lists_pending_then_none(
 ) -> None:
     """schema_status reports what is pending, also a new file added after a migrate."""
     folder = tmp_path / "migrations"
-    shutil.copytree(resource_dir("migrations"), folder)
+    shutil.copytree(SHIPPED, folder)
     store = await _open(opened, neo4j_uri, neo4j_auth, migrations_dir=folder)
     assert (await store.schema_status()).pending == tuple(MIGRATIONS)
     await store.migrate()

@@ -24,8 +24,8 @@ from sonality.errors import (
     StoreError,
     StoreUnavailable,
 )
-from sonality.storage.neo4j_store import Neo4jStore
-from sonality.storage.neo4j_transactions import translate_errors
+from sonality.storage.neo4j.executor import translate_errors
+from sonality.storage.neo4j.store import Neo4jStore
 
 SECRET = "user said: my password is hunter2"
 

@@ -220,7 +220,7 @@ async def test_sigterm_stops_a_worker_process_gracefully(
 ) -> None:
     """SIGTERM to `sonality worker` mid-reflection: exit 0; within the grace period the
     reflection commits, past it nothing is written; either way the lease is released."""
-    from sonality.storage.sqlite_store import SqliteStore
+    from sonality.storage.sqlite.store import SqliteStore
 
     db = tmp_path / "worker.db"
     store = await SqliteStore.open(db, embedding_dimensions=EMBEDDING_DIMENSIONS)

@@ -1,5 +1,5 @@
-"""SqliteStore specifics: schema steps and their checksums, pragmas, several connections on
-one file, the similarity cache across connections."""
+"""SqliteStore specifics: migration files and their checksums, pragmas, several connections
+on one file, the similarity cache across connections."""
 
 from __future__ import annotations
 
@@ -20,13 +20,17 @@ from sonality.errors import (
     StoreError,
     StoreUnavailable,
 )
-from sonality.models import EpisodeDraft, Persona, Snapshot
-from sonality.storage import sqlite_schema
-from sonality.storage.sqlite_schema import DATA_TABLES, STEPS, SchemaStep
-from sonality.storage.sqlite_store import SqliteStore
+from sonality.models import AppliedMigration, EpisodeDraft, Persona, Snapshot
+from sonality.resources import resource_dir
+from sonality.storage import migrations
+from sonality.storage.migrations import MigrationStep
+from sonality.storage.sqlite.migrations import DATA_TABLES, applied, apply, statements
+from sonality.storage.sqlite.store import SqliteStore
 
 DIMS = 64
 T0 = datetime(2026, 1, 1, 12, tzinfo=UTC)
+FOLDER = resource_dir("migrations") / "sqlite"
+STEPS = migrations.discover(FOLDER, ".sql")
 
 
 @contextmanager
@@ -74,9 +78,10 @@ async def test_steps_are_numbered_and_checksummed() -> None:
     """Schema steps are versioned 1..n in order, named V000N__description, sha256-checksummed."""
     assert [s.version for s in STEPS] == list(range(1, len(STEPS) + 1))
     for step in STEPS:
-        assert step.name == f"V{step.version:04d}__{step.description}"
-        assert step.checksum == hashlib.sha256(step.sql.encode()).hexdigest()
-        assert list(step.statements())
+        assert step.name == f"V{step.version:04d}__{step.slug}"
+        path = FOLDER / step.file
+        assert step.checksum == hashlib.sha256(path.read_bytes()).hexdigest()
+        assert list(statements(step))
 
 
 async def test_fresh_file_has_no_schema_and_data_methods_refuse(tmp_path: Path) -> None:
@@ -101,13 +106,12 @@ async def test_wal_mode_and_foreign_keys_are_on(sqlite_store: SqliteStore) -> No
     """The file is in WAL mode; the store's connection enforces foreign keys."""
     with raw(sqlite_store.path) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    pragmas = await sqlite_store._run(
+    pragmas = await sqlite_store._db.run(
         lambda c: (
             c.execute("PRAGMA foreign_keys").fetchone()[0],
             c.execute("PRAGMA synchronous").fetchone()[0],
             c.execute("PRAGMA busy_timeout").fetchone()[0],
-        ),
-        write=False,
+        )
     )
     assert pragmas[0] == 1
     assert pragmas[1] == 1  # NORMAL
@@ -122,8 +126,8 @@ async def test_edited_step_raises_checksum_mismatch_naming_it(
         conn.execute("UPDATE schema_migrations SET checksum = ? WHERE version = 1", ("0" * 64,))
     with pytest.raises(MigrationChecksumMismatch) as caught:
         await sqlite_store.migrate()
-    assert caught.value.context["step"] == STEPS[0].name
-    assert STEPS[0].name in str(caught.value)
+    assert caught.value.context["file"] == STEPS[0].file
+    assert STEPS[0].file in str(caught.value)
     with pytest.raises(MigrationChecksumMismatch):
         await second.list_personas()
 
@@ -141,18 +145,34 @@ async def test_unknown_newer_step_is_refused(
         await second.list_personas()
 
 
+class RawLedger:
+    """The runner's Ledger over a plain connection."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    async def applied(self) -> list[AppliedMigration]:
+        return applied(self.conn)
+
+    async def apply(self, step: MigrationStep) -> bool:
+        return apply(self.conn, step)
+
+
 async def test_failed_step_rolls_back_alone(tmp_path: Path) -> None:
     """Each step is its own transaction: a failing step leaves earlier steps applied, itself not."""
-    steps = (
-        SchemaStep(1, "good", "CREATE TABLE a (x INTEGER);\n"),
-        SchemaStep(2, "bad", "CREATE TABLE b (x INTEGER);\nINSERT INTO nowhere VALUES (1);\n"),
+    folder = tmp_path / "steps"
+    folder.mkdir()
+    (folder / "V0001__good.sql").write_text("CREATE TABLE a (x INTEGER);\n")
+    (folder / "V0002__bad.sql").write_text(
+        "CREATE TABLE b (x INTEGER);\nINSERT INTO nowhere VALUES (1);\n"
     )
+    steps = migrations.discover(folder, ".sql")
     with raw(tmp_path / "m.db") as conn:
         with pytest.raises(sqlite3.OperationalError):
-            sqlite_schema.migrate(conn, steps)
+            await migrations.migrate(RawLedger(conn), steps)
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         assert tables == {"schema_migrations", "a"}
-        status = sqlite_schema.schema_status(conn, "sqlite", steps)
+        status = migrations.status("sqlite", applied(conn), steps)
         assert [m.version for m in status.applied] == [1]
         assert status.pending == ("V0002__bad",)
 

@@ -1,4 +1,5 @@
-"""Exact cosine search over one user's episode embeddings, with an incremental cache.
+"""Episode embeddings on SQLite: stored as little-endian float32 BLOBs, searched exactly
+by cosine over one user's episodes, with an incremental cache.
 
 Every embedding write (append or ``set_episode_embedding``) stamps the episode row with a
 new ``embedding_rev`` drawn from a store-wide counter (``store_meta``), which
@@ -22,11 +23,22 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from sonality.storage.sqlite_rows import decode_embedding
+from sonality.storage import checks
 
-__all__ = ["EmbeddingCache"]
+__all__ = ["EmbeddingCache", "decode_embedding", "encode_embedding"]
 
 _Matrix = npt.NDArray[np.float32]
+
+
+def encode_embedding(values: Sequence[float], dimensions: int) -> bytes:
+    """Check the embedding (:func:`sonality.storage.checks.embedding`) and pack it as
+    little-endian float32."""
+    return np.asarray(checks.embedding(values, dimensions), dtype="<f4").tobytes()
+
+
+def decode_embedding(blob: bytes) -> _Matrix:
+    """BLOB → float32 vector (a read-only view)."""
+    return np.frombuffer(blob, dtype="<f4")
 
 
 def _normalise(vector: _Matrix) -> _Matrix:

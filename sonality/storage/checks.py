@@ -1,0 +1,290 @@
+"""The store rules both backends enforce, once.
+
+Pure functions over models and the few stored values a unit of work reads under its lock;
+each raises the :mod:`sonality.errors` type the ``Store`` port promises (which rolls the
+backend's transaction back) or returns the value to write. A backend reads, calls the rule,
+writes: it never restates one. Rules about one commit object alone (every part scoped to its
+persona, versions that follow) are validators on the models (``sonality.models``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+
+from sonality.errors import ConflictError, LeaseHeld, NotFoundError, ValidationError
+from sonality.models import (
+    EnrichmentCommit,
+    EnrichmentStatus,
+    Episode,
+    EpisodeDraft,
+    Persona,
+    Reflection,
+    ReflectionCommit,
+    ReflectionOutcome,
+    Snapshot,
+    ThinkerStatus,
+    ThinkerTurn,
+    ThoughtCommit,
+    TurnUsage,
+)
+
+__all__ = [
+    "ERROR_MAX_CHARS",
+    "FLOAT32_MAX",
+    "embedding",
+    "enrichment_may_commit",
+    "episode_counts",
+    "episode_not_found",
+    "first_snapshot",
+    "insights_consumed",
+    "lease_is_free",
+    "limit",
+    "next_version",
+    "reflection_may_commit",
+    "same_exchange",
+    "staged_committed",
+    "stored_error",
+    "thought_is_new",
+    "thought_may_commit",
+    "turn_matches_episode",
+    "unsuccessful_attempt",
+    "usage_of_persona",
+    "usage_of_turn",
+    "wrote_all",
+]
+
+ERROR_MAX_CHARS = 500
+"""Enrichment and Thinker errors are stored cut to this many characters."""
+
+
+def stored_error(error: str) -> str:
+    """An error message as stored: at most :data:`ERROR_MAX_CHARS` characters."""
+    return error[:ERROR_MAX_CHARS]
+
+
+def limit(value: int) -> int:
+    """A list ``limit`` as queried: negative means none."""
+    return max(value, 0)
+
+
+def episode_not_found(persona_id: str, episode_id: str) -> NotFoundError:
+    return NotFoundError("no such episode", persona_id=persona_id, episode_id=episode_id)
+
+
+# personas and snapshots -----------------------------------------------------------------
+
+
+def first_snapshot(persona: Persona, snapshot: Snapshot) -> None:
+    """A persona starts with version 1 of its own snapshot."""
+    if snapshot.persona_id != persona.id or snapshot.version != 1:
+        raise ValidationError(
+            "the first snapshot must be version 1 of the same persona",
+            persona_id=persona.id,
+            snapshot_persona_id=snapshot.persona_id,
+            version=snapshot.version,
+        )
+
+
+def next_version(kind: str, persona_id: str, version: int, current: int) -> None:
+    """Compare-and-swap of a versioned object (snapshot, affect state): ``version`` must be
+    the stored ``current`` + 1, else ``ConflictError``."""
+    if version != current + 1:
+        raise ConflictError(
+            f"{kind} version is not current + 1",
+            persona_id=persona_id,
+            version=version,
+            current=current,
+        )
+
+
+# episodes ---------------------------------------------------------------------------------
+
+
+def same_exchange(stored: Episode, draft: EpisodeDraft) -> Episode:
+    """Idempotent append: an id used again for the same exchange returns the stored
+    episode; for another exchange it is a ``ConflictError``."""
+    same = (stored.user_id, stored.conversation_id, stored.user_message, stored.agent_response)
+    if same != (draft.user_id, draft.conversation_id, draft.user_message, draft.agent_response):
+        raise ConflictError(
+            "episode id already used for another exchange",
+            persona_id=draft.persona_id,
+            episode_id=draft.id,
+        )
+    return stored
+
+
+FLOAT32_MAX = 3.4028234663852886e38
+"""Both stores keep embeddings as float32 vectors."""
+
+
+def embedding(values: Sequence[float], dimensions: int) -> list[float]:
+    """The embedding as floats: exactly ``dimensions`` values, each finite as a float32,
+    else ``ValidationError``."""
+    vector = [float(x) for x in values]
+    if len(vector) != dimensions:
+        raise ValidationError(
+            "embedding has the wrong number of dimensions",
+            dimensions=len(vector),
+            expected=dimensions,
+        )
+    if not all(math.isfinite(x) and abs(x) <= FLOAT32_MAX for x in vector):
+        raise ValidationError("embedding contains NaN or infinite values")
+    return vector
+
+
+def episode_counts(rows: Iterable[tuple[str, int]]) -> dict[str, int]:
+    """Counts by enrichment status, every status present (0 when none)."""
+    counts = {status.value: 0 for status in EnrichmentStatus}
+    counts.update({str(status): int(n) for status, n in rows})
+    return counts
+
+
+# enrichment -------------------------------------------------------------------------------
+
+
+def enrichment_may_commit(
+    commit: EnrichmentCommit, interaction_count: int, status: str | None
+) -> None:
+    """The persona is still at the count the enrichment started from, and the episode is
+    still pending (``status`` None: unknown episode); else ``ConflictError``."""
+    if interaction_count != commit.expected_interaction_count:
+        raise ConflictError(
+            "the persona moved on since this enrichment started",
+            persona_id=commit.persona_id,
+            expected=commit.expected_interaction_count,
+            found=interaction_count,
+        )
+    if status != EnrichmentStatus.PENDING.value:
+        raise ConflictError(
+            "the episode is not pending enrichment",
+            persona_id=commit.persona_id,
+            episode_id=commit.episode_id,
+            status=status,
+        )
+
+
+def wrote_all(
+    what: str, persona_id: str, expected: int, written: int, *, conflict: bool = False
+) -> None:
+    """A batch write touched every row it was given. Fewer: the rows named something
+    unknown (``ValidationError``) or, with ``conflict``, something another writer changed
+    first (``ConflictError``)."""
+    if written == expected:
+        return
+    error = ConflictError if conflict else ValidationError
+    raise error(f"{what}", persona_id=persona_id, expected=expected, found=written)
+
+
+def staged_committed(persona_id: str, expected: int, committed: int) -> None:
+    """Every due staged delta was still uncommitted; else ``ConflictError``."""
+    wrote_all(
+        "a staged update to commit is unknown or committed already",
+        persona_id,
+        expected,
+        committed,
+        conflict=True,
+    )
+
+
+# reflection -------------------------------------------------------------------------------
+
+
+def lease_is_free(
+    holder: str | None, expires_at: datetime | None, owner: str, now: datetime
+) -> bool:
+    """``owner`` may take the lease: nobody holds it, it expired, or it is ``owner``'s."""
+    return holder is None or holder == owner or expires_at is None or expires_at <= now
+
+
+def reflection_may_commit(commit: ReflectionCommit, lease_owner: str | None, current: int) -> None:
+    """The worker still holds the lease (``LeaseHeld``) and the CURRENT snapshot is the
+    one the reflection read (``ConflictError``)."""
+    pid = commit.reflection.persona_id
+    if lease_owner != commit.lease_owner:
+        raise LeaseHeld(
+            "the reflection lease is no longer held by this worker",
+            persona_id=pid,
+            owner=commit.lease_owner,
+        )
+    if current != commit.expected_snapshot_version:
+        raise ConflictError(
+            "the snapshot moved on since this reflection started",
+            persona_id=pid,
+            expected=commit.expected_snapshot_version,
+            current=current,
+        )
+
+
+def insights_consumed(persona_id: str, expected: int, consumed: int) -> None:
+    """Every insight the reflection read was still pending; else ``ConflictError``."""
+    wrote_all(
+        "an insight to consume is unknown or consumed already",
+        persona_id,
+        expected,
+        consumed,
+        conflict=True,
+    )
+
+
+def unsuccessful_attempt(reflection: Reflection) -> None:
+    """``record_reflection`` stores rejected and failed attempts only."""
+    if reflection.outcome is ReflectionOutcome.COMMITTED:
+        raise ValidationError(
+            "a committed reflection goes through commit_reflection",
+            persona_id=reflection.persona_id,
+        )
+
+
+# dual-process runtime ---------------------------------------------------------------------
+
+
+def turn_matches_episode(turn: ThinkerTurn, conversation_id: str, user_id: str, n: int) -> None:
+    """A registered turn names its episode's conversation, user and turn number."""
+    if (conversation_id, user_id, n) != (turn.conversation_id, turn.user_id, turn.turn):
+        raise ValidationError(
+            "the turn does not match its episode",
+            persona_id=turn.persona_id,
+            episode_id=turn.episode_id,
+        )
+
+
+def usage_of_turn(turn: ThinkerTurn, usage: Sequence[TurnUsage]) -> None:
+    """The usage registered with a turn is that turn's."""
+    if any((u.persona_id, u.episode_id) != (turn.persona_id, turn.episode_id) for u in usage):
+        raise ValidationError("usage belongs to another turn", episode_id=turn.episode_id)
+
+
+def usage_of_persona(persona_id: str, usage: Sequence[TurnUsage]) -> None:
+    """One ``add_turn_usage`` call books one persona's usage."""
+    if any(u.persona_id != persona_id for u in usage):
+        raise ValidationError("usage of another persona", persona_id=persona_id)
+
+
+def thought_is_new(commit: ThoughtCommit) -> None:
+    """A thought is about a turn later than the last thought-about one (checked before
+    anything is read); else ``ConflictError``."""
+    if commit.turn <= commit.expected_thought_turn:
+        raise ConflictError("the turn was thought about already", turn=commit.turn)
+
+
+def thought_may_commit(
+    commit: ThoughtCommit, status: ThinkerStatus, thought_turn: int, narrative_version: int
+) -> None:
+    """The turn is still open and the conversation's counters are what the Thinker read;
+    else ``ConflictError``."""
+    if status not in (ThinkerStatus.PENDING, ThinkerStatus.FAILED):
+        raise ConflictError(
+            "the turn is closed already", episode_id=commit.episode_id, status=status.value
+        )
+    if (thought_turn, narrative_version) != (
+        commit.expected_thought_turn,
+        commit.expected_narrative_version,
+    ):
+        raise ConflictError(
+            "the conversation's Thinker state moved",
+            conversation_id=commit.conversation_id,
+            thought_turn=thought_turn,
+            narrative_version=narrative_version,
+        )

@@ -1,0 +1,186 @@
+"""What enrichment writes on Neo4j, and the reads of it: the one-transaction enrichment
+commit, beliefs with their provenance edges, staged updates, insights, user facts.
+
+``(:Episode)-[:SUPPORTS|CONTRADICTS {delta}]->(:Belief)-[:ABOUT]->(:Topic)``,
+``(:Episode)-[:STAGED]->(:StagedUpdate)``, ``(:Episode)-[:YIELDED]->(:Insight)``,
+``(:User)-[:HAS_FACT]->(:UserFact)-[:FROM]->(:Episode)``,
+``(:Episode)-[:MENTIONS]->(:Topic)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from neo4j import AsyncManagedTransaction
+
+from sonality.errors import NotFoundError, PersonaNotFound
+from sonality.models import (
+    Belief,
+    EnrichmentCommit,
+    Episode,
+    Insight,
+    InsightStatus,
+    ProvenanceEdge,
+    StagedUpdate,
+    UserFact,
+)
+from sonality.storage import checks, shapes
+from sonality.storage.neo4j import codec
+from sonality.storage.neo4j.cypher import Query
+from sonality.storage.neo4j.episodes import episode_from
+from sonality.storage.neo4j.executor import (
+    Neo4jAggregate,
+    count,
+    fetch,
+    fetch_one,
+    lock_persona,
+    write_matched,
+)
+
+__all__ = ["Neo4jEnrichment", "belief_props", "provenance_from"]
+
+
+def belief_props(belief: Belief) -> dict[str, Any]:
+    return codec.encode(belief)
+
+
+def provenance_from(row: Any) -> ProvenanceEdge:
+    return ProvenanceEdge.model_validate(codec.decode(row, ProvenanceEdge))
+
+
+async def _upsert_beliefs(tx: AsyncManagedTransaction, beliefs: Sequence[Belief]) -> None:
+    """Upsert by (persona_id, topic); ``PersonaNotFound`` if a belief's persona is unknown."""
+    if not beliefs:
+        return
+    row = await fetch_one(tx, Query.BELIEF_UPSERT, beliefs=[belief_props(b) for b in beliefs])
+    found = set(row["persona_ids"]) if row else set()
+    missing = sorted({b.persona_id for b in beliefs} - found)
+    if missing:
+        raise PersonaNotFound("no such persona", persona_id=missing[0])
+
+
+async def _commit(tx: AsyncManagedTransaction, commit: EnrichmentCommit) -> None:
+    """Everything one enriched interaction changes: the checks first, under the persona
+    lock, then every write."""
+    pid = commit.persona_id
+    ids = {"persona_id": pid, "episode_id": commit.episode_id}
+    await lock_persona(tx, pid)
+    state = await fetch_one(tx, Query.ENRICHMENT_STATE, **ids)
+    if state is None:
+        raise PersonaNotFound("no such persona", persona_id=pid)
+    checks.enrichment_may_commit(commit, state["interaction_count"], state["status"])
+    fields = shapes.enriched_episode(commit)
+    await fetch(tx, Query.ENRICHMENT_UPDATE_EPISODE, **ids, fields=fields)
+    await fetch(
+        tx,
+        Query.ENRICHMENT_UPDATE_PERSONA,
+        persona_id=pid,
+        interaction_count=commit.interaction_count,
+        disagreement_window=list(commit.disagreement_window),
+        shift_total=commit.shift_total,
+    )
+    if commit.insight is not None:
+        insight = codec.encode(commit.insight)
+        await fetch(tx, Query.ENRICHMENT_CREATE_INSIGHT, **ids, insight=insight)
+    if commit.facts:
+        facts = [codec.encode(f) for f in commit.facts]
+        created = await count(tx, Query.ENRICHMENT_CREATE_FACTS, persona_id=pid, facts=facts)
+        checks.wrote_all(
+            "a fact names a user or episode the persona lacks", pid, len(facts), created
+        )
+    if commit.staged:
+        staged = [codec.encode(s) for s in commit.staged]
+        created = await count(tx, Query.ENRICHMENT_CREATE_STAGED, persona_id=pid, staged=staged)
+        checks.wrote_all("a staged update names an unknown episode", pid, len(staged), created)
+    if commit.committed_staged_ids:
+        due = sorted(set(commit.committed_staged_ids))
+        committed = await count(
+            tx, Query.STAGED_COMMIT, persona_id=pid, ids=due, committed_at=commit.interaction_count
+        )
+        checks.staged_committed(pid, len(due), committed)
+    await _upsert_beliefs(tx, commit.beliefs)
+    if commit.topics:
+        await fetch(tx, Query.ENRICHMENT_LINK_TOPICS, **ids, topics=list(commit.topics))
+    if commit.provenance:
+        edges = [codec.encode(e) for e in commit.provenance]
+        created = await count(tx, Query.BELIEF_SUPPORTS, persona_id=pid, edges=edges)
+        created += await count(tx, Query.BELIEF_CONTRADICTS, persona_id=pid, edges=edges)
+        checks.wrote_all(
+            "a provenance edge names an unknown episode or belief", pid, len(edges), created
+        )
+
+
+class Neo4jEnrichment(Neo4jAggregate):
+    """The ``EnrichmentStore`` part of the Neo4j store."""
+
+    async def commit_enrichment(self, commit: EnrichmentCommit) -> None:
+        """Apply everything one interaction changed, in one transaction."""
+        await self._db.write("commit_enrichment", _commit, commit)
+
+    async def upsert_beliefs(self, beliefs: Sequence[Belief]) -> None:
+        """Insert or replace beliefs by (persona, topic)."""
+        if beliefs:
+            await self._db.write("upsert_beliefs", _upsert_beliefs, beliefs)
+
+    async def list_beliefs(self, persona_id: str, *, include_retired: bool = False) -> list[Belief]:
+        """Ordered by topic; active only unless ``include_retired``."""
+        rows = await self._db.fetch(
+            "list_beliefs",
+            Query.BELIEF_LIST,
+            persona_id=persona_id,
+            include_retired=include_retired,
+        )
+        return [Belief.model_validate(codec.decode(r["belief"], Belief)) for r in rows]
+
+    async def belief_evidence(
+        self, persona_id: str, topic: str
+    ) -> list[tuple[ProvenanceEdge, Episode]]:
+        """Provenance edges into the belief with their episodes, oldest first."""
+        rows = await self._db.fetch(
+            "belief_evidence", Query.BELIEF_EVIDENCE, persona_id=persona_id, topic=topic
+        )
+        return [(provenance_from(r), episode_from(r["episode"])) for r in rows]
+
+    async def list_staged(
+        self, persona_id: str, *, due_by: int | None = None
+    ) -> list[StagedUpdate]:
+        """Uncommitted staged updates by (due_at, staged_at, id)."""
+        rows = await self._db.fetch(
+            "list_staged", Query.STAGED_LIST, persona_id=persona_id, due_by=due_by
+        )
+        return [StagedUpdate.model_validate(codec.decode(r["staged"], StagedUpdate)) for r in rows]
+
+    async def list_insights(
+        self, persona_id: str, *, status: InsightStatus | None = None
+    ) -> list[Insight]:
+        """Oldest first (created_at, id)."""
+        rows = await self._db.fetch(
+            "list_insights",
+            Query.INSIGHT_LIST,
+            persona_id=persona_id,
+            status=None if status is None else InsightStatus(status).value,
+        )
+        return [Insight.model_validate(codec.decode(r["insight"], Insight)) for r in rows]
+
+    async def list_facts(self, persona_id: str, user_id: str) -> list[UserFact]:
+        """The user's facts that are not retracted, oldest first."""
+        rows = await self._db.fetch(
+            "list_facts", Query.FACT_LIST, persona_id=persona_id, user_id=user_id
+        )
+        return [UserFact.model_validate(codec.decode(r["fact"], UserFact)) for r in rows]
+
+    async def retract_fact(self, persona_id: str, user_id: str, fact_id: str) -> None:
+        """Mark a fact retracted (``NotFoundError`` if that user has no such fact)."""
+        found = await self._db.write(
+            "retract_fact",
+            write_matched,
+            Query.FACT_RETRACT,
+            persona_id=persona_id,
+            user_id=user_id,
+            fact_id=fact_id,
+        )
+        if not found:
+            raise NotFoundError(
+                "no such fact", persona_id=persona_id, user_id=user_id, fact_id=fact_id
+            )

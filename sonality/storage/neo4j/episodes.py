@@ -1,0 +1,197 @@
+"""Episodes on Neo4j: the raw exchanges, their NEXT chain and embeddings.
+
+``(:Persona)-[:TALKS_WITH]->(:User)-[:HAD]->(:Conversation)-[:HAS_EPISODE]->(:Episode)``,
+``(:Episode)-[:NEXT]->(:Episode)`` within a conversation. The embedding is a float32
+vector property read by the ``episode_embedding`` vector index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from neo4j import AsyncManagedTransaction
+from neo4j.exceptions import ConstraintError
+
+from sonality.errors import ConflictError, PersonaNotFound
+from sonality.models import EnrichmentStatus, Episode, EpisodeDraft
+from sonality.storage import checks, shapes
+from sonality.storage.neo4j import codec
+from sonality.storage.neo4j.cypher import Query
+from sonality.storage.neo4j.executor import (
+    Neo4jAggregate,
+    fetch,
+    fetch_one,
+    lock_persona,
+    write_matched,
+)
+
+__all__ = ["Neo4jEpisodes", "episode_from"]
+
+
+def episode_from(props: Any) -> Episode:
+    return Episode.model_validate(codec.decode(shapes.episode(props), Episode))
+
+
+async def _append(
+    tx: AsyncManagedTransaction, draft: EpisodeDraft, embedding: list[float] | None
+) -> tuple[Episode, bool]:
+    """Store ``draft`` as the next turn of its conversation, or return the stored copy
+    (``False``) when the id was used for the same exchange."""
+    ids = {"persona_id": draft.persona_id, "episode_id": draft.id}
+    await lock_persona(tx, draft.persona_id)  # serialises appends, so the check holds
+    existing = await fetch_one(tx, Query.EPISODE_GET, **ids)
+    if existing is not None:
+        return checks.same_exchange(episode_from(existing["episode"]), draft), False
+    props = codec.encode(draft, exclude={"embedding"})
+    row = await fetch_one(
+        tx,
+        Query.EPISODE_APPEND,
+        persona_id=draft.persona_id,
+        user_id=draft.user_id,
+        conversation_id=draft.conversation_id,
+        created_at=props["created_at"],
+        episode={
+            **props,
+            "enrichment_status": EnrichmentStatus.PENDING.value,
+            "enrichment_attempts": 0,
+            "defaulted": [],
+            "topics": [],
+        },
+    )
+    if row is None:
+        raise PersonaNotFound("no such persona", persona_id=draft.persona_id)
+    if embedding is not None:
+        await fetch(tx, Query.EPISODE_SET_EMBEDDING, **ids, embedding=embedding)
+    return episode_from(row["episode"]), True
+
+
+async def _similar(
+    tx: AsyncManagedTransaction, persona_id: str, user_id: str, embedding: list[float], k: int
+) -> list[tuple[Episode, float]]:
+    """Vector-index candidates kept to one persona's user; when fewer than ``k`` survive,
+    an exact scan of that user's embedded episodes. Neo4j 5.26 has no filtered vector
+    search, so other users' episodes can crowd the user's out of the index's top hits;
+    oversampling makes that rare and the scoped scan makes it harmless."""
+    params = {"persona_id": persona_id, "user_id": user_id, "embedding": embedding, "k": k}
+    candidates = min(max(k * 10, 100), 10_000)
+    rows = await fetch(tx, Query.EPISODE_SIMILAR_INDEXED, candidates=candidates, **params)
+    if len(rows) < k:
+        rows = await fetch(tx, Query.EPISODE_SIMILAR_EXACT, **params)
+    return [(episode_from(r["episode"]), float(r["similarity"])) for r in rows]
+
+
+class Neo4jEpisodes(Neo4jAggregate):
+    """The ``EpisodeStore`` part of the Neo4j store."""
+
+    def _vector(self, embedding: Sequence[float]) -> list[float]:
+        return checks.embedding(embedding, self._db.embedding_dimensions)
+
+    async def append_episode(self, draft: EpisodeDraft) -> tuple[Episode, bool]:
+        """Store the raw exchange (idempotent on ``draft.id``)."""
+        embedding = None if draft.embedding is None else self._vector(draft.embedding)
+        try:
+            return await self._db.write("append_episode", _append, draft, embedding)
+        except ConflictError as exc:
+            # A concurrent append of the same id won the constraint race: the retry sees
+            # the stored episode and answers idempotently (or with the right conflict).
+            if not isinstance(exc.__cause__, ConstraintError):
+                raise
+            return await self._db.write("append_episode", _append, draft, embedding)
+
+    async def set_episode_embedding(
+        self, persona_id: str, episode_id: str, embedding: Sequence[float]
+    ) -> None:
+        """Set or replace an episode's embedding (``NotFoundError`` when unknown)."""
+        found = await self._db.write(
+            "set_episode_embedding",
+            write_matched,
+            Query.EPISODE_SET_EMBEDDING,
+            persona_id=persona_id,
+            episode_id=episode_id,
+            embedding=self._vector(embedding),
+        )
+        if not found:
+            raise checks.episode_not_found(persona_id, episode_id)
+
+    async def get_episode(self, persona_id: str, episode_id: str) -> Episode:
+        """``NotFoundError`` when the persona has no such episode."""
+        rows = await self._db.fetch(
+            "get_episode", Query.EPISODE_GET, persona_id=persona_id, episode_id=episode_id
+        )
+        if not rows:
+            raise checks.episode_not_found(persona_id, episode_id)
+        return episode_from(rows[0]["episode"])
+
+    async def conversation_chain(self, persona_id: str, conversation_id: str) -> list[str]:
+        """Episode ids in NEXT-chain order, from the first."""
+        rows = await self._db.fetch(
+            "conversation_chain",
+            Query.EPISODE_CHAIN,
+            persona_id=persona_id,
+            conversation_id=conversation_id,
+        )
+        return [str(row["id"]) for row in rows]
+
+    async def list_episodes(
+        self,
+        persona_id: str,
+        *,
+        user_id: str | None = None,
+        conversation_id: str | None = None,
+        limit: int = 20,
+        since_interaction: int | None = None,
+    ) -> list[Episode]:
+        """Most recent first (by ``seq``), optionally filtered."""
+        rows = await self._db.fetch(
+            "list_episodes",
+            Query.EPISODE_LIST,
+            persona_id=persona_id,
+            user_id=user_id,
+            conversation_id=conversation_id,
+            since_interaction=since_interaction,
+            limit=checks.limit(limit),
+        )
+        return [episode_from(r["episode"]) for r in rows]
+
+    async def list_pending_episodes(self, persona_id: str, *, limit: int = 100) -> list[Episode]:
+        """Episodes still pending, oldest first (by ``seq``)."""
+        rows = await self._db.fetch(
+            "list_pending_episodes",
+            Query.EPISODE_LIST_PENDING,
+            persona_id=persona_id,
+            limit=checks.limit(limit),
+        )
+        return [episode_from(r["episode"]) for r in rows]
+
+    async def count_episodes(self, persona_id: str) -> dict[str, int]:
+        """``{"pending": n, "enriched": n, "failed": n}``."""
+        rows = await self._db.fetch(
+            "count_episodes", Query.EPISODE_COUNT_BY_STATUS, persona_id=persona_id
+        )
+        return checks.episode_counts((r["status"], r["n"]) for r in rows)
+
+    async def similar_episodes(
+        self, persona_id: str, user_id: str, embedding: Sequence[float], *, k: int
+    ) -> list[tuple[Episode, float]]:
+        """Up to ``k`` of the user's embedded episodes by cosine similarity, best first."""
+        vector = self._vector(embedding)
+        if k <= 0:
+            return []
+        return await self._db.read("similar_episodes", _similar, persona_id, user_id, vector, k)
+
+    async def mark_enrichment_attempt(
+        self, persona_id: str, episode_id: str, *, error: str, failed: bool
+    ) -> None:
+        """Count a failed enrichment attempt; ``failed`` gives the episode up."""
+        found = await self._db.write(
+            "mark_enrichment_attempt",
+            write_matched,
+            Query.EPISODE_MARK_ATTEMPT,
+            persona_id=persona_id,
+            episode_id=episode_id,
+            error=checks.stored_error(error),
+            failed=failed,
+        )
+        if not found:
+            raise checks.episode_not_found(persona_id, episode_id)

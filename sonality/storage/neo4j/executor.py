@@ -1,0 +1,191 @@
+"""How the Neo4j aggregates run their units of work, and the driver-error boundary.
+
+:class:`Neo4jExecutor` is the one object every aggregate receives: it opens a session on
+the configured database and runs a transaction function as a managed transaction
+(``execute_read``/``execute_write``, retried by the driver on transient errors, so the
+function must have no effect outside its transaction), after checking once that the schema
+is current. Driver exceptions become :mod:`sonality.errors` types in
+:func:`translate_errors`, carrying the operation and the Neo4j status code, never query
+parameters nor the server's message (which may quote stored values).
+
+The helpers below (:func:`fetch`, :func:`fetch_one`, :func:`lock_persona` …) are what
+transaction functions use inside the transaction. Writers that move persona state take the
+persona's write lock first (``persona/lock``), then read what they check, so concurrent
+writers serialise per persona; raising inside a function rolls it all back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any, Concatenate, ParamSpec, TypeVar
+
+from neo4j import AsyncDriver, AsyncManagedTransaction
+from neo4j.exceptions import (
+    AuthError,
+    ConstraintError,
+    DriverError,
+    Neo4jError,
+    ServiceUnavailable,
+    SessionExpired,
+    TransientError,
+)
+
+from sonality.errors import (
+    ConflictError,
+    PersonaNotFound,
+    SonalityError,
+    StoreError,
+    StoreUnavailable,
+)
+from sonality.storage.neo4j.cypher import Query, load
+
+__all__ = [
+    "Neo4jAggregate",
+    "Neo4jExecutor",
+    "TxFunction",
+    "count",
+    "fetch",
+    "fetch_one",
+    "lock_persona",
+    "translate_errors",
+    "write_matched",
+]
+
+P = ParamSpec("P")
+T = TypeVar("T")
+TxFunction = Callable[Concatenate[AsyncManagedTransaction, P], Awaitable[T]]
+
+
+@asynccontextmanager
+async def translate_errors(
+    operation: str, *, on_constraint: Callable[[], SonalityError] | None = None
+) -> AsyncIterator[None]:
+    """Turn driver exceptions raised inside the block into Sonality errors.
+
+    ``on_constraint`` builds the error for a uniqueness violation (``ConflictError`` by
+    default)."""
+    try:
+        yield
+    except SonalityError:
+        raise
+    except (ServiceUnavailable, SessionExpired) as exc:
+        raise StoreUnavailable("Neo4j is unreachable", operation=operation) from exc
+    except AuthError as exc:
+        raise StoreUnavailable("Neo4j rejected the credentials", operation=operation) from exc
+    except ConstraintError as exc:
+        if on_constraint is not None:
+            raise on_constraint() from exc
+        raise ConflictError(
+            "a uniqueness constraint rejected the write", operation=operation
+        ) from exc
+    except TransientError as exc:
+        raise ConflictError(
+            "Neo4j gave up on a contended transaction; retry", operation=operation, code=exc.code
+        ) from exc
+    except Neo4jError as exc:
+        raise StoreError("Neo4j rejected the query", operation=operation, code=exc.code) from exc
+    except DriverError as exc:
+        raise StoreError(
+            "the Neo4j driver failed", operation=operation, error=type(exc).__name__
+        ) from exc
+
+
+class Neo4jExecutor:
+    """Runs transaction functions on one database of one driver."""
+
+    def __init__(
+        self,
+        driver: AsyncDriver,
+        *,
+        database: str,
+        embedding_dimensions: int,
+        check_schema: Callable[[], Awaitable[None]],
+    ) -> None:
+        self.driver = driver
+        self.database = database
+        self.embedding_dimensions = embedding_dimensions
+        """Length of every embedding the store accepts (the vector index's dimension)."""
+        self._check_schema = check_schema
+        self._schema_ok = False
+
+    def forget_schema(self) -> None:
+        """Check the schema again before the next unit of work (after a migration)."""
+        self._schema_ok = False
+
+    async def ensure_schema(self) -> None:
+        """``SchemaError`` unless migrated (checked once, then cached)."""
+        if self._schema_ok:
+            return
+        async with translate_errors("schema_check"):
+            await self._check_schema()
+        self._schema_ok = True
+
+    async def read(
+        self, operation: str, work: TxFunction[P, T], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """``work`` in one read transaction."""
+        await self.ensure_schema()
+        async with (
+            translate_errors(operation),
+            self.driver.session(database=self.database) as session,
+        ):
+            return await session.execute_read(work, *args, **kwargs)
+
+    async def write(
+        self, operation: str, work: TxFunction[P, T], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """``work`` in one write transaction."""
+        await self.ensure_schema()
+        async with (
+            translate_errors(operation),
+            self.driver.session(database=self.database) as session,
+        ):
+            return await session.execute_write(work, *args, **kwargs)
+
+    async def fetch(self, operation: str, query: Query, **params: Any) -> list[dict[str, Any]]:
+        """All rows of one read query."""
+        return await self.read(operation, fetch, query, **params)
+
+
+class Neo4jAggregate:
+    """Base of the store's parts: each receives the executor it runs its work on."""
+
+    def __init__(self, db: Neo4jExecutor) -> None:
+        self._db = db
+
+
+# inside a transaction ---------------------------------------------------------------------
+
+
+async def fetch(
+    tx: AsyncManagedTransaction, query: Query, /, **params: Any
+) -> list[dict[str, Any]]:
+    """All rows of ``query`` as dicts."""
+    result = await tx.run(load(query), params)
+    return await result.data()
+
+
+async def fetch_one(
+    tx: AsyncManagedTransaction, query: Query, /, **params: Any
+) -> dict[str, Any] | None:
+    """The first row of ``query``, or ``None``."""
+    rows = await fetch(tx, query, **params)
+    return rows[0] if rows else None
+
+
+async def write_matched(tx: AsyncManagedTransaction, query: Query, /, **params: Any) -> bool:
+    """Run a single-target write; ``False`` when its MATCH found nothing."""
+    return bool(await fetch(tx, query, **params))
+
+
+async def count(tx: AsyncManagedTransaction, query: Query, /, **params: Any) -> int:
+    """The single count column of a batch write (how many rows it wrote)."""
+    row = await fetch_one(tx, query, **params)
+    return int(next(iter(row.values()))) if row else 0
+
+
+async def lock_persona(tx: AsyncManagedTransaction, persona_id: str) -> None:
+    """Take the persona's write lock; ``PersonaNotFound`` when unknown."""
+    if await fetch_one(tx, Query.PERSONA_LOCK, persona_id=persona_id) is None:
+        raise PersonaNotFound("no such persona", persona_id=persona_id)

@@ -1,0 +1,177 @@
+"""The Neo4j side of the migration runner (:mod:`sonality.storage.migrations`).
+
+Files: ``migrations/neo4j/V<NNNN>__<words>.cypher``; a file may hold several statements
+separated by ``;`` and ``//`` comments. Each applied file is recorded as
+``(:Migration {version, name, description, checksum, applied_at})``.
+
+* Schema statements (DDL) run each in its own transaction; the ``Migration`` record is
+  written afterwards in a separate one. DDL and data never share a transaction. After a
+  file's DDL the ledger waits for the indexes to come online (``db.awaitIndexes``).
+* Statements are idempotent (``IF NOT EXISTS``), so a file interrupted halfway can run
+  again.
+* Parameters: statements receive the whitelisted :data:`MIGRATION_PARAMETERS`. Neo4j 5.26
+  accepts parameters inside ``OPTIONS {indexConfig: {...}}`` of ``CREATE VECTOR INDEX``, so
+  the embedding dimension reaches the vector index as ``$embedding_dimensions``; nothing is
+  ever substituted into the text, and the checksum is of the file as shipped.
+* The vector index ``episode_embedding`` must have the configured dimension; an existing
+  one with another dimension raises :class:`SchemaError` (before and after migrating, and
+  when a store opens) instead of failing later at query time.
+
+Driver exceptions pass through; the store translates them at its boundary.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cached_property
+from pathlib import Path
+from typing import Any, LiteralString
+
+import structlog
+from neo4j import AsyncDriver, AsyncManagedTransaction
+
+from sonality.errors import SchemaError
+from sonality.models import AppliedMigration, SchemaStatus
+from sonality.resources import resource_dir
+from sonality.storage import migrations
+from sonality.storage.migrations import MigrationStep
+from sonality.storage.neo4j import codec
+from sonality.storage.neo4j.cypher import Query, load, split_statements
+
+__all__ = [
+    "INDEX_WAIT_SECONDS",
+    "MIGRATION_PARAMETERS",
+    "VECTOR_INDEX",
+    "Neo4jLedger",
+    "discover",
+]
+
+log = structlog.get_logger(__name__)
+
+VECTOR_INDEX = "episode_embedding"
+"""Name of the vector index over ``Episode.embedding``."""
+
+MIGRATION_PARAMETERS = frozenset({"embedding_dimensions"})
+"""The only parameters a migration statement may use."""
+
+INDEX_WAIT_SECONDS = 300
+"""How long a migration waits for new indexes to come online."""
+
+_PARAM_RE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def discover(directory: Path) -> list[MigrationStep]:
+    """The ``.cypher`` migrations of ``directory`` (see :func:`migrations.discover`); a
+    file with no statement or a parameter outside :data:`MIGRATION_PARAMETERS` raises
+    :class:`SchemaError` too."""
+    steps = migrations.discover(directory, ".cypher")
+    for step in steps:
+        statements = split_statements(step.text)
+        if not statements:
+            raise SchemaError("migration file holds no statement", file=step.file)
+        unknown = set(_PARAM_RE.findall("\n".join(statements))) - MIGRATION_PARAMETERS
+        if unknown:
+            raise SchemaError(
+                "migration uses parameters that are not whitelisted",
+                file=step.file,
+                parameters=sorted(unknown),
+            )
+    return steps
+
+
+class Neo4jLedger:
+    """Reads and applies the migrations of one database."""
+
+    def __init__(
+        self,
+        driver: AsyncDriver,
+        *,
+        database: str,
+        embedding_dimensions: int,
+        directory: Path | None = None,
+    ) -> None:
+        self._driver = driver
+        self._database = database
+        self._dimensions = embedding_dimensions
+        self._directory = directory or resource_dir("migrations") / "neo4j"
+
+    @cached_property
+    def steps(self) -> list[MigrationStep]:
+        """The shipped (or given) migration files, by version."""
+        return discover(self._directory)
+
+    async def _rows(self, query: Query, **params: Any) -> list[dict[str, Any]]:
+        async with self._driver.session(database=self._database) as session:
+            return await session.execute_read(_fetch, load(query), params)
+
+    async def applied(self) -> list[AppliedMigration]:
+        """The recorded migrations, by version."""
+        rows = await self._rows(Query.SCHEMA_APPLIED_MIGRATIONS)
+        return [AppliedMigration.model_validate(codec.decode(r, AppliedMigration)) for r in rows]
+
+    async def apply(self, step: MigrationStep) -> bool:
+        """Run the file's statements, wait for the indexes, record it. Always applies:
+        the statements are idempotent, and the record is merged on its version."""
+        params = {"embedding_dimensions": self._dimensions}
+        async with self._driver.session(database=self._database) as session:
+            for statement in split_statements(step.text):
+                used = {k: v for k, v in params.items() if f"${k}" in statement}
+                await session.execute_write(_execute, statement, used)
+            await session.execute_read(
+                _fetch, load(Query.SCHEMA_AWAIT_INDEXES), {"timeout_seconds": INDEX_WAIT_SECONDS}
+            )
+            record = {
+                "version": step.version,
+                "name": step.name,
+                "description": step.description,
+                "checksum": step.checksum,
+            }
+            await session.execute_write(_execute, load(Query.SCHEMA_RECORD_MIGRATION), record)
+        log.info("migration_applied", backend="neo4j", migration=step.name)
+        return True
+
+    async def status(self) -> SchemaStatus:
+        return migrations.status("neo4j", await self.applied(), self.steps)
+
+    async def check(self) -> None:
+        """Raise unless the schema is current and the vector index fits the settings."""
+        migrations.require_current(await self.applied(), self.steps)
+        await self.check_vector_index()
+
+    async def migrate(self) -> list[str]:
+        """Apply the pending migrations (the vector index checked before and after)."""
+        await self.check_vector_index()
+        names = await migrations.migrate(self, self.steps)
+        await self.check_vector_index()
+        return names
+
+    async def check_vector_index(self) -> None:
+        """:class:`SchemaError` if ``episode_embedding`` exists with another dimension
+        than the configured one (a missing index is left to ``migrate``)."""
+        rows = await self._rows(Query.SCHEMA_VECTOR_INDEX, name=VECTOR_INDEX)
+        if not rows:
+            return
+        existing = rows[0]["dimensions"]
+        if existing != self._dimensions:
+            raise SchemaError(
+                f"vector index {VECTOR_INDEX!r} has {existing} dimensions but the settings "
+                f"say {self._dimensions}; set SONALITY_EMBEDDING_DIMENSIONS={existing} or "
+                "drop the index and re-embed the episodes",
+                index=VECTOR_INDEX,
+                index_dimensions=existing,
+                configured_dimensions=self._dimensions,
+            )
+
+
+async def _fetch(
+    tx: AsyncManagedTransaction, query: LiteralString, params: dict[str, Any]
+) -> list[dict[str, Any]]:
+    result = await tx.run(query, params)
+    return await result.data()
+
+
+async def _execute(
+    tx: AsyncManagedTransaction, query: LiteralString, params: dict[str, Any]
+) -> None:
+    result = await tx.run(query, params)
+    await result.consume()

@@ -1,0 +1,360 @@
+"""The dual-process runtime on Neo4j: persona defaults, Thinker turns, narratives, the
+monologue history, affect states and per-turn usage.
+
+A turn answered by ``respond`` keeps its Thinker bookkeeping on its ``Episode``
+(``thinker_status``, ``thinker_attempts``, ``thinker_mode`` …); the ``Conversation``
+holds the compare-and-swap counters (``narrative_version``, ``thought_turn``);
+``(:Conversation)-[:NARRATIVE]->(:Narrative)-[:PREVIOUS]->(:Narrative)`` with
+``(:Narrative)-[:AFTER]->(:Episode)``; ``(:Conversation)-[:THOUGHT]->(:MonologueEntry)
+-[:ABOUT]->(:Episode)``; ``(:User)-[:AFFECT]->(:AffectState)``;
+``(:Episode)-[:USAGE]->(:TurnUsage)``. A thought commit locks the conversation (and the
+persona first when it writes affect), so its checks and writes are atomic against other
+processes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from neo4j import AsyncManagedTransaction
+
+from sonality.errors import NotFoundError, PersonaNotFound, StoreError
+from sonality.models import (
+    AffectPlacement,
+    AffectState,
+    ConversationMind,
+    GoalStatus,
+    HardGoal,
+    MonologueEntry,
+    Narrative,
+    Persona,
+    RuntimeMode,
+    SoftGoal,
+    ThinkerStatus,
+    ThinkerTurn,
+    ThoughtCommit,
+    TurnUsage,
+)
+from sonality.storage import checks
+from sonality.storage.neo4j import codec
+from sonality.storage.neo4j.cypher import Query
+from sonality.storage.neo4j.executor import Neo4jAggregate, fetch, fetch_one, lock_persona
+from sonality.storage.neo4j.personas import persona_from
+
+__all__ = ["Neo4jRuntime"]
+
+
+def _turn_from(props: Any) -> ThinkerTurn:
+    return ThinkerTurn.model_validate(codec.decode(props, ThinkerTurn))
+
+
+def _narrative_from(props: Any) -> Narrative:
+    return Narrative.model_validate(codec.decode(props, Narrative))
+
+
+def _entry_from(props: Any) -> MonologueEntry:
+    return MonologueEntry.model_validate(codec.decode(props, MonologueEntry))
+
+
+def _usage_from(props: Any) -> TurnUsage:
+    return TurnUsage.model_validate(codec.decode(props, TurnUsage))
+
+
+def _affect_props(state: AffectState) -> dict[str, Any]:
+    """Flattened by hand: Neo4j properties hold no maps, so the goals are parallel lists."""
+    props = codec.encode(state, exclude={"hard_goals", "soft_goals"})
+    return {
+        **props,
+        "hard_goal_levels": [g.level for g in state.hard_goals],
+        "hard_goal_texts": [g.text for g in state.hard_goals],
+        "hard_goal_statuses": [g.status.value for g in state.hard_goals],
+        "soft_goal_texts": [g.text for g in state.soft_goals],
+        "soft_goal_progress": [g.progress for g in state.soft_goals],
+    }
+
+
+def _affect_from(props: Mapping[str, Any]) -> AffectState:
+    """The goals' parallel lists zipped back into goal models."""
+    hard = zip(
+        props.get("hard_goal_levels") or (),
+        props.get("hard_goal_texts") or (),
+        props.get("hard_goal_statuses") or (),
+        strict=True,
+    )
+    soft = zip(
+        props.get("soft_goal_texts") or (), props.get("soft_goal_progress") or (), strict=True
+    )
+    return AffectState.model_validate(
+        {
+            **codec.decode(props, AffectState),
+            "hard_goals": [
+                HardGoal(level=level, text=text, status=GoalStatus(status))
+                for level, text, status in hard
+            ],
+            "soft_goals": [SoftGoal(text=text, progress=note) for text, note in soft],
+        }
+    )
+
+
+# transaction functions --------------------------------------------------------------------
+
+
+async def _turn(tx: AsyncManagedTransaction, persona_id: str, episode_id: str) -> ThinkerTurn:
+    row = await fetch_one(tx, Query.RUNTIME_TURN, persona_id=persona_id, episode_id=episode_id)
+    if row is None:
+        raise NotFoundError("no Thinker turn", persona_id=persona_id, episode_id=episode_id)
+    return _turn_from(row["turn"])
+
+
+async def _add_usage(
+    tx: AsyncManagedTransaction, persona_id: str, usage: Sequence[TurnUsage]
+) -> None:
+    checks.usage_of_persona(persona_id, usage)
+    rows = [u.model_dump(mode="python", exclude={"persona_id"}) for u in usage]
+    row = await fetch_one(tx, Query.RUNTIME_ADD_USAGE, persona_id=persona_id, rows=rows)
+    if row is None or row["written"] != len(usage):
+        raise NotFoundError("usage names an unknown episode", persona_id=persona_id)
+
+
+async def _begin_turn(
+    tx: AsyncManagedTransaction, turn: ThinkerTurn, usage: Sequence[TurnUsage]
+) -> ThinkerTurn:
+    """Register the turn unless it is registered already (then return the stored one)."""
+    ids = {"persona_id": turn.persona_id, "episode_id": turn.episode_id}
+    existing = await fetch_one(tx, Query.RUNTIME_TURN, **ids)
+    if existing is not None:
+        return _turn_from(existing["turn"])
+    checks.usage_of_turn(turn, usage)
+    props = codec.encode(turn, exclude={"attempts", "error"})
+    row = await fetch_one(tx, Query.RUNTIME_BEGIN_TURN, **props)
+    if row is None:
+        episode = await fetch_one(tx, Query.EPISODE_GET, **ids)
+        if episode is None:
+            raise checks.episode_not_found(turn.persona_id, turn.episode_id)
+        stored = episode["episode"]
+        checks.turn_matches_episode(
+            turn, stored["conversation_id"], stored["user_id"], stored["turn"]
+        )
+        raise StoreError("registering the turn wrote nothing", **ids)
+    if usage:
+        await _add_usage(tx, turn.persona_id, usage)
+    return turn
+
+
+async def _mark_failed(
+    tx: AsyncManagedTransaction,
+    persona_id: str,
+    episode_id: str,
+    error: str,
+    give_up: bool,
+    at: datetime,
+) -> ThinkerTurn:
+    """Count a failed attempt under the conversation lock; a done turn stays done."""
+    turn = await _turn(tx, persona_id, episode_id)
+    await fetch(
+        tx,
+        Query.RUNTIME_LOCK_CONVERSATION,
+        persona_id=persona_id,
+        conversation_id=turn.conversation_id,
+    )
+    await fetch(
+        tx,
+        Query.RUNTIME_MARK_FAILED,
+        persona_id=persona_id,
+        episode_id=episode_id,
+        status=(ThinkerStatus.ABANDONED if give_up else ThinkerStatus.FAILED).value,
+        error=checks.stored_error(error),
+        at=codec.time_in(at, field="at"),
+    )
+    return await _turn(tx, persona_id, episode_id)
+
+
+async def _write_affect(tx: AsyncManagedTransaction, state: AffectState) -> dict[str, Any]:
+    """Compare-and-swap the affect state; the caller holds the persona lock."""
+    ids = {"persona_id": state.persona_id, "user_id": state.user_id}
+    row = await fetch_one(tx, Query.RUNTIME_AFFECT_GET, **ids)
+    current = row["affect"]["version"] if row is not None else 0
+    checks.next_version("affect", state.persona_id, state.version, current)
+    props = _affect_props(state)
+    written = await fetch_one(
+        tx, Query.RUNTIME_AFFECT_PUT, **ids, at=props["updated_at"], affect=props
+    )
+    if written is None:
+        raise PersonaNotFound("no such persona", persona_id=state.persona_id)
+    affect: dict[str, Any] = written["affect"]
+    return affect
+
+
+async def _put_affect(tx: AsyncManagedTransaction, state: AffectState) -> AffectState:
+    await lock_persona(tx, state.persona_id)
+    return _affect_from(await _write_affect(tx, state))
+
+
+async def _commit_thought(tx: AsyncManagedTransaction, c: ThoughtCommit) -> None:
+    """One Thinker turn: checks first (under the locks), then every write."""
+    checks.thought_is_new(c)
+    ids = {"persona_id": c.persona_id, "conversation_id": c.conversation_id}
+    if c.affect is not None:
+        await lock_persona(tx, c.persona_id)  # persona before conversation, like appends
+    head = await fetch_one(tx, Query.RUNTIME_LOCK_CONVERSATION, **ids)
+    if head is None:
+        raise NotFoundError("the conversation has no Thinker state", **ids)
+    turn = await _turn(tx, c.persona_id, c.episode_id)
+    checks.thought_may_commit(c, turn.status, head["thought_turn"], head["narrative_version"])
+    if c.affect is not None:
+        await _write_affect(tx, c.affect)
+    if c.monologue is not None:
+        entry = codec.encode(c.monologue)
+        row = await fetch_one(
+            tx, Query.RUNTIME_APPEND_MONOLOGUE, **ids, episode_id=c.episode_id, entry=entry
+        )
+        if row is None:
+            raise checks.episode_not_found(c.persona_id, c.episode_id)
+    if c.drop_monologue_turns:
+        turns = list(c.drop_monologue_turns)
+        await fetch(tx, Query.RUNTIME_DROP_MONOLOGUE, **ids, turns=turns)
+    version = c.expected_narrative_version
+    if c.narrative is not None:
+        version = c.narrative.version
+        narrative = codec.encode(c.narrative)
+        await fetch(
+            tx, Query.RUNTIME_APPEND_NARRATIVE, **ids, episode_id=c.episode_id, narrative=narrative
+        )
+        below = version - c.keep_narratives
+        await fetch(tx, Query.RUNTIME_PRUNE_NARRATIVES, **ids, below=below)
+    await fetch(
+        tx,
+        Query.RUNTIME_FINISH_TURN,
+        **ids,
+        episode_id=c.episode_id,
+        narrative_version=version,
+        turn=c.turn,
+        at=codec.time_in(c.committed_at, field="committed_at"),
+    )
+
+
+async def _conversation_mind(
+    tx: AsyncManagedTransaction, persona_id: str, conversation_id: str
+) -> ConversationMind:
+    ids = {"persona_id": persona_id, "conversation_id": conversation_id}
+    head = await fetch_one(tx, Query.RUNTIME_STATE, **ids)
+    if head is None:
+        return ConversationMind(**ids)
+    entries = await fetch(tx, Query.RUNTIME_MONOLOGUE, **ids)
+    narrative = head["narrative"]
+    return ConversationMind(
+        **ids,
+        narrative=_narrative_from(narrative) if narrative else None,
+        thought_turn=head["thought_turn"],
+        monologue=tuple(_entry_from(r["entry"]) for r in entries),
+    )
+
+
+class Neo4jRuntime(Neo4jAggregate):
+    """The ``RuntimeStore`` part of the Neo4j store."""
+
+    async def set_persona_runtime(
+        self, persona_id: str, *, runtime_mode: RuntimeMode, affect: AffectPlacement
+    ) -> Persona:
+        """Set the persona's default runtime mode and affect placement."""
+        rows = await self._db.write(
+            "set_persona_runtime",
+            fetch,
+            Query.RUNTIME_SET_PERSONA,
+            persona_id=persona_id,
+            runtime_mode=RuntimeMode(runtime_mode).value,
+            affect=AffectPlacement(affect).value,
+        )
+        if not rows:
+            raise PersonaNotFound("no such persona", persona_id=persona_id)
+        return persona_from(rows[0]["persona"])
+
+    async def begin_turn(self, turn: ThinkerTurn, usage: Sequence[TurnUsage]) -> ThinkerTurn:
+        """Register a responded turn with the Talker's usage (idempotent)."""
+        return await self._db.write("begin_turn", _begin_turn, turn, tuple(usage))
+
+    async def get_thinker_turn(self, persona_id: str, episode_id: str) -> ThinkerTurn:
+        """``NotFoundError`` when the episode was not answered by ``respond``."""
+        return await self._db.read("get_thinker_turn", _turn, persona_id, episode_id)
+
+    async def thinker_turns(
+        self, persona_id: str, conversation_id: str, *, up_to_turn: int | None = None
+    ) -> list[ThinkerTurn]:
+        """The conversation's registered turns, by turn."""
+        rows = await self._db.fetch(
+            "thinker_turns",
+            Query.RUNTIME_TURNS,
+            persona_id=persona_id,
+            conversation_id=conversation_id,
+            up_to_turn=up_to_turn,
+        )
+        return [_turn_from(r["turn"]) for r in rows]
+
+    async def list_thinker_retries(
+        self, persona_id: str, *, stale_before: datetime
+    ) -> list[ThinkerTurn]:
+        """Failed turns and stale pending ones, by (conversation, turn)."""
+        rows = await self._db.fetch(
+            "list_thinker_retries",
+            Query.RUNTIME_RETRIES,
+            persona_id=persona_id,
+            stale_before=codec.time_in(stale_before, field="stale_before"),
+        )
+        return [_turn_from(r["turn"]) for r in rows]
+
+    async def mark_thinker_failed(
+        self, persona_id: str, episode_id: str, *, error: str, give_up: bool, at: datetime
+    ) -> ThinkerTurn:
+        """Count a failed Thinker attempt (``failed``, or ``abandoned`` with give_up)."""
+        return await self._db.write(
+            "mark_thinker_failed", _mark_failed, persona_id, episode_id, error, give_up, at
+        )
+
+    async def conversation_mind(self, persona_id: str, conversation_id: str) -> ConversationMind:
+        """Current narrative, last thought-about turn and monologue history."""
+        return await self._db.read(
+            "conversation_mind", _conversation_mind, persona_id, conversation_id
+        )
+
+    async def commit_thought(self, commit: ThoughtCommit) -> None:
+        """Apply one Thinker turn in one transaction (compare-and-swap)."""
+        await self._db.write("commit_thought", _commit_thought, commit)
+
+    async def narrative_history(self, persona_id: str, conversation_id: str) -> list[Narrative]:
+        """Stored narrative versions, newest first."""
+        rows = await self._db.fetch(
+            "narrative_history",
+            Query.RUNTIME_NARRATIVES,
+            persona_id=persona_id,
+            conversation_id=conversation_id,
+        )
+        return [_narrative_from(r["narrative"]) for r in rows]
+
+    async def get_affect(self, persona_id: str, user_id: str) -> AffectState | None:
+        """The persona's affect state towards the user, or None."""
+        rows = await self._db.fetch(
+            "get_affect", Query.RUNTIME_AFFECT_GET, persona_id=persona_id, user_id=user_id
+        )
+        return _affect_from(rows[0]["affect"]) if rows else None
+
+    async def put_affect(self, state: AffectState) -> AffectState:
+        """Store the next affect version (compare-and-swap on ``version``)."""
+        return await self._db.write("put_affect", _put_affect, state)
+
+    async def add_turn_usage(self, usage: Sequence[TurnUsage]) -> None:
+        """Add to the turns' per-component totals (one persona per call)."""
+        if usage:
+            persona_id = usage[0].persona_id
+            await self._db.write("add_turn_usage", _add_usage, persona_id, tuple(usage))
+
+    async def turn_usage(self, persona_id: str, conversation_id: str) -> list[TurnUsage]:
+        """Usage of the conversation's turns, by (turn, component)."""
+        rows = await self._db.fetch(
+            "turn_usage",
+            Query.RUNTIME_USAGE,
+            persona_id=persona_id,
+            conversation_id=conversation_id,
+        )
+        return [_usage_from(r["usage"]) for r in rows]

@@ -1,0 +1,148 @@
+"""``Neo4jStore``: the :class:`~sonality.ports.Store` on Neo4j 5.26.
+
+One async driver per store. The store is the sum of its aggregates (personas, episodes,
+enrichment, reflection, runtime), which all run their units of work through one
+:class:`~sonality.storage.neo4j.executor.Neo4jExecutor`; this module adds opening,
+closing, the schema (through :class:`~sonality.storage.neo4j.migrations.Neo4jLedger`) and
+maintenance.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from neo4j import AsyncDriver, AsyncGraphDatabase, NotificationDisabledClassification
+
+from sonality.errors import ConfigError
+from sonality.models import SchemaStatus
+from sonality.storage.neo4j.cypher import Query, load
+from sonality.storage.neo4j.enrichment import Neo4jEnrichment
+from sonality.storage.neo4j.episodes import Neo4jEpisodes
+from sonality.storage.neo4j.executor import Neo4jExecutor, translate_errors
+from sonality.storage.neo4j.migrations import Neo4jLedger
+from sonality.storage.neo4j.personas import Neo4jPersonas
+from sonality.storage.neo4j.reflection import Neo4jReflection
+from sonality.storage.neo4j.runtime import Neo4jRuntime
+
+__all__ = ["BOLT_SCHEMES", "MAX_DIMENSIONS", "Neo4jStore"]
+
+MAX_DIMENSIONS = 4096
+"""The largest vector dimension a Neo4j 5.26 vector index accepts."""
+
+BOLT_SCHEMES = frozenset({"bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc"})
+"""URI schemes the store accepts (the driver's HTTP support is a preview)."""
+
+
+class Neo4jStore(Neo4jPersonas, Neo4jEpisodes, Neo4jEnrichment, Neo4jReflection, Neo4jRuntime):
+    """Sonality's persistence on a Neo4j 5.26 database (see ``DESIGN.md`` §3)."""
+
+    backend = "neo4j"
+
+    def __init__(
+        self,
+        driver: AsyncDriver,
+        *,
+        database: str,
+        embedding_dimensions: int,
+        migrations_dir: Path | None = None,
+    ) -> None:
+        """Use :meth:`open`; this only wires an already-created driver."""
+        self._driver = driver
+        self._database = database
+        self._ledger = Neo4jLedger(
+            driver,
+            database=database,
+            embedding_dimensions=embedding_dimensions,
+            directory=migrations_dir,
+        )
+        super().__init__(
+            Neo4jExecutor(
+                driver,
+                database=database,
+                embedding_dimensions=embedding_dimensions,
+                check_schema=self._ledger.check,
+            )
+        )
+
+    @classmethod
+    async def open(
+        cls,
+        uri: str,
+        *,
+        auth: tuple[str, str] | None = None,
+        database: str = "neo4j",
+        embedding_dimensions: int = 256,
+        max_connection_pool_size: int = 50,
+        migrations_dir: Path | None = None,
+    ) -> Neo4jStore:
+        """Connect and check the server answers (``StoreUnavailable`` otherwise). Never
+        creates schema (see :meth:`migrate`), but refuses a vector index whose dimension
+        differs from ``embedding_dimensions`` (``SchemaError``). ``migrations_dir``
+        replaces the shipped ``migrations/neo4j/`` folder (for tests)."""
+        if uri.partition("://")[0] not in BOLT_SCHEMES:
+            raise ConfigError(
+                f"a Neo4j URI must use one of {', '.join(sorted(BOLT_SCHEMES))}",
+                scheme=uri.partition("://")[0],
+            )
+        if not 1 <= embedding_dimensions <= MAX_DIMENSIONS:
+            raise ConfigError(
+                f"embedding_dimensions must be 1-{MAX_DIMENSIONS}", value=embedding_dimensions
+            )
+        try:
+            async with translate_errors("open"):
+                driver = AsyncGraphDatabase.driver(
+                    uri,
+                    auth=auth,
+                    max_connection_pool_size=max_connection_pool_size,
+                    # "label/property does not exist" is expected on a young graph.
+                    notifications_disabled_classifications=[
+                        NotificationDisabledClassification.UNRECOGNIZED
+                    ],
+                )
+        except ValueError as exc:
+            raise ConfigError("not a usable Neo4j URI") from exc  # may hold credentials
+        store = cls(
+            driver,
+            database=database,
+            embedding_dimensions=embedding_dimensions,
+            migrations_dir=migrations_dir,
+        )
+        try:
+            async with translate_errors("open"):
+                await driver.verify_connectivity()
+                await store._ledger.check_vector_index()
+        except BaseException:
+            await driver.close()
+            raise
+        return store
+
+    async def close(self) -> None:
+        await self._driver.close()
+
+    async def ping(self) -> None:
+        """Raise ``StoreUnavailable`` when the server does not answer."""
+        async with translate_errors("ping"):
+            await self._driver.execute_query(load(Query.ADMIN_PING), database_=self._database)
+
+    async def schema_status(self) -> SchemaStatus:
+        """Applied and pending migrations."""
+        async with translate_errors("schema_status"):
+            return await self._ledger.status()
+
+    async def migrate(self) -> list[str]:
+        """Apply pending migrations; return their names (empty when already current)."""
+        self._db.forget_schema()
+        async with translate_errors("migrate"):
+            applied = await self._ledger.migrate()
+        await self._db.ensure_schema()
+        return applied
+
+    async def delete_all(self) -> None:
+        """Delete every node but the ``Migration`` records, in batches of auto-commit
+        transactions (``CALL { } IN TRANSACTIONS`` cannot run in a managed one)."""
+        async with (
+            translate_errors("delete_all"),
+            self._driver.session(database=self._database) as session,
+        ):
+            result = await session.run(load(Query.ADMIN_DELETE_ALL))
+            await result.consume()

@@ -1,0 +1,68 @@
+"""Row shapes both backends share: where a model is stored flattened the same way in a
+Neo4j node and a SQLite row.
+
+An episode's :class:`~sonality.models.EvidenceAssessment` is stored as the ``ess_*``
+properties (columns) of the episode, next to the other fields an enrichment sets. These
+functions turn the model into those fields and back; each backend's codec handles the
+values (times, lists).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sonality.models import EnrichmentCommit, EnrichmentStatus
+
+__all__ = ["ENRICHED_FIELDS", "EVIDENCE_FIELDS", "enriched_episode", "episode"]
+
+EVIDENCE_FIELDS = {
+    "ess_score": "score",
+    "ess_reasoning_type": "reasoning_type",
+    "ess_source_reliability": "source_reliability",
+    "ess_internal_consistency": "internal_consistency",
+    "ess_novelty": "novelty",
+    "ess_direction": "direction",
+    "ess_topics": "topics",
+}
+"""Stored name of each evidence field (``ess``: evidence strength score)."""
+
+ENRICHED_FIELDS = (
+    "enrichment_status",
+    "interaction_index",
+    *EVIDENCE_FIELDS,
+    "defaulted",
+    "topics",
+    "importance",
+    "insight",
+    "disagreement",
+)
+"""The fields :func:`enriched_episode` sets."""
+
+
+def enriched_episode(commit: EnrichmentCommit) -> dict[str, Any]:
+    """The fields an enrichment commit sets on its episode (None clears one)."""
+    evidence = (
+        {}
+        if commit.evidence is None
+        else commit.evidence.model_dump(mode="json", include=set(EVIDENCE_FIELDS.values()))
+    )
+    return {
+        "enrichment_status": EnrichmentStatus.ENRICHED.value,
+        "interaction_index": commit.interaction_count,
+        **{stored: evidence.get(name) for stored, name in EVIDENCE_FIELDS.items()},
+        "defaulted": list(commit.defaulted),
+        "topics": list(commit.topics),
+        "importance": commit.importance,
+        "insight": None if commit.insight is None else commit.insight.text,
+        "disagreement": commit.disagreement,
+    }
+
+
+def episode(stored: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored episode's fields with the ``ess_*`` ones nested as ``evidence`` (None
+    when the episode has no assessment; a missing field takes the model's default)."""
+    fields = {k: v for k, v in stored.items() if k not in EVIDENCE_FIELDS}
+    evidence = {n: stored[k] for k, n in EVIDENCE_FIELDS.items() if stored.get(k) is not None}
+    fields["evidence"] = evidence if "score" in evidence else None
+    return fields

@@ -1,0 +1,261 @@
+"""What enrichment writes on SQLite, and the reads of it: the one-transaction enrichment
+commit, beliefs with their provenance rows, staged updates, insights, user facts. Tables
+``topics``, ``episode_topics``, ``beliefs``, ``provenance`` (the SUPPORTS / CONTRADICTS
+edges), ``staged_updates``, ``insights``, ``user_facts``."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Sequence
+
+from sonality.errors import NotFoundError
+from sonality.models import (
+    Belief,
+    EnrichmentCommit,
+    Episode,
+    Insight,
+    InsightStatus,
+    ProvenanceEdge,
+    StagedUpdate,
+    UserFact,
+)
+from sonality.storage import checks, shapes
+from sonality.storage.sqlite import codec
+from sonality.storage.sqlite.episodes import episode_columns, episode_from
+from sonality.storage.sqlite.executor import SqliteAggregate, insert_statement, persona_counters
+
+__all__ = ["BELIEF_FIELDS", "SqliteEnrichment", "insert_insight"]
+
+BELIEF_FIELDS = (
+    "persona_id",
+    "topic",
+    "position",
+    "confidence",
+    "evidence_count",
+    "uncertainty",
+    "last_reinforced_at",
+    "status",
+    "created_at",
+    "updated_at",
+)
+_STAGED_FIELDS = (
+    "persona_id",
+    "id",
+    "topic",
+    "signed_delta",
+    "staged_at",
+    "due_at",
+    "episode_id",
+    "committed_at",
+)
+_INSIGHT_FIELDS = ("persona_id", "id", "episode_id", "text", "status", "created_at")
+_FACT_FIELDS = (
+    "persona_id",
+    "id",
+    "user_id",
+    "kind",
+    "text",
+    "severity",
+    "episode_id",
+    "created_at",
+    "retracted",
+)
+_UPDATE_EPISODE = (
+    f"UPDATE episodes SET {', '.join(f'{c} = :{c}' for c in shapes.ENRICHED_FIELDS)} "
+    "WHERE persona_id = :persona_id AND id = :episode_id"
+)
+_UPSERT_BELIEF = (
+    insert_statement("beliefs", BELIEF_FIELDS)
+    + " ON CONFLICT (persona_id, topic) DO UPDATE SET "
+    + ", ".join(f"{c} = excluded.{c}" for c in BELIEF_FIELDS[2:])
+)
+_INSERT_STAGED = insert_statement("staged_updates", _STAGED_FIELDS)
+_INSERT_INSIGHT = insert_statement("insights", _INSIGHT_FIELDS)
+_INSERT_FACT = insert_statement("user_facts", _FACT_FIELDS)
+_PROVENANCE = ("episode_id", "topic", "delta", "committed_at")
+
+
+def insert_insight(conn: sqlite3.Connection, insight: Insight) -> None:
+    conn.execute(_INSERT_INSIGHT, codec.encode(insight))
+
+
+def _ensure_topics(conn: sqlite3.Connection, persona_id: str, topics: Iterable[str]) -> None:
+    conn.executemany(
+        "INSERT INTO topics (persona_id, name) VALUES (?, ?) ON CONFLICT DO NOTHING",
+        [(persona_id, topic) for topic in dict.fromkeys(topics)],
+    )
+
+
+def _upsert_beliefs(conn: sqlite3.Connection, beliefs: Sequence[Belief]) -> None:
+    for persona_id in dict.fromkeys(b.persona_id for b in beliefs):
+        _ensure_topics(conn, persona_id, (b.topic for b in beliefs if b.persona_id == persona_id))
+    conn.executemany(_UPSERT_BELIEF, [codec.encode(b) for b in beliefs])
+
+
+def _commit(conn: sqlite3.Connection, commit: EnrichmentCommit) -> None:
+    """Check the persona count and the pending episode, then write every part of the
+    commit; any failure raises and the executor rolls everything back."""
+    pid = commit.persona_id
+    persona = persona_counters(conn, pid)
+    status = conn.execute(
+        "SELECT enrichment_status FROM episodes WHERE persona_id = ? AND id = ?",
+        (pid, commit.episode_id),
+    ).fetchone()
+    checks.enrichment_may_commit(
+        commit, int(persona["interaction_count"]), None if status is None else str(status[0])
+    )
+    fields = codec.encode_fields(shapes.enriched_episode(commit))
+    conn.execute(_UPDATE_EPISODE, {**fields, "persona_id": pid, "episode_id": commit.episode_id})
+    conn.execute(
+        "UPDATE personas SET interaction_count = ?, disagreement_window = ?, "
+        "shift_since_reflection = shift_since_reflection + ? WHERE id = ?",
+        (
+            commit.interaction_count,
+            codec.encode_value(commit.disagreement_window),
+            commit.shift_total,
+            pid,
+        ),
+    )
+    _ensure_topics(conn, pid, commit.topics)
+    conn.executemany(
+        "INSERT INTO episode_topics (persona_id, episode_id, topic) VALUES (?, ?, ?) "
+        "ON CONFLICT DO NOTHING",
+        [(pid, commit.episode_id, topic) for topic in dict.fromkeys(commit.topics)],
+    )
+    if commit.insight is not None:
+        insert_insight(conn, commit.insight)
+    conn.executemany(_INSERT_FACT, [codec.encode(f) for f in commit.facts])
+    conn.executemany(_INSERT_STAGED, [codec.encode(s) for s in commit.staged])
+    committed = 0
+    for staged_id in commit.committed_staged_ids:
+        cursor = conn.execute(
+            "UPDATE staged_updates SET committed_at = ? "
+            "WHERE persona_id = ? AND id = ? AND committed_at IS NULL",
+            (commit.interaction_count, pid, staged_id),
+        )
+        committed += cursor.rowcount
+    checks.staged_committed(pid, len(commit.committed_staged_ids), committed)
+    _upsert_beliefs(conn, commit.beliefs)
+    conn.executemany(
+        "INSERT INTO provenance (persona_id, episode_id, topic, kind, delta, committed_at) "
+        "VALUES (:persona_id, :episode_id, :topic, :kind, :delta, :committed_at)",
+        [{**codec.encode(e), "persona_id": pid, "kind": e.kind} for e in commit.provenance],
+    )
+
+
+def _upsert(conn: sqlite3.Connection, beliefs: Sequence[Belief]) -> None:
+    for persona_id in dict.fromkeys(b.persona_id for b in beliefs):
+        persona_counters(conn, persona_id)
+    _upsert_beliefs(conn, beliefs)
+
+
+def _beliefs(conn: sqlite3.Connection, persona_id: str, include_retired: bool) -> list[Belief]:
+    rows = conn.execute(
+        f"SELECT {', '.join(BELIEF_FIELDS)} FROM beliefs WHERE persona_id = ? "
+        "AND (? OR status = 'active') ORDER BY topic",
+        (persona_id, include_retired),
+    )
+    return [Belief.model_validate(codec.decode(row)) for row in rows]
+
+
+_EVIDENCE = (
+    f"SELECT {', '.join(f'p.{c} AS p_{c}' for c in _PROVENANCE)}, {episode_columns('e', 'e_')} "
+    "FROM provenance AS p JOIN episodes AS e ON e.persona_id = p.persona_id "
+    "AND e.id = p.episode_id WHERE p.persona_id = ? AND p.topic = ? "
+    "ORDER BY p.committed_at, e.seq, p.id"
+)
+
+
+def _evidence(
+    conn: sqlite3.Connection, persona_id: str, topic: str
+) -> list[tuple[ProvenanceEdge, Episode]]:
+    rows = conn.execute(_EVIDENCE, (persona_id, topic))
+    return [
+        (
+            ProvenanceEdge.model_validate(codec.decode(row, prefix="p_")),
+            episode_from(row, prefix="e_"),
+        )
+        for row in rows
+    ]
+
+
+def _staged(conn: sqlite3.Connection, persona_id: str, due_by: int | None) -> list[StagedUpdate]:
+    rows = conn.execute(
+        f"SELECT {', '.join(_STAGED_FIELDS)} FROM staged_updates WHERE persona_id = ? "
+        "AND committed_at IS NULL AND (? IS NULL OR due_at <= ?) "
+        "ORDER BY due_at, staged_at, id",
+        (persona_id, due_by, due_by),
+    )
+    return [StagedUpdate.model_validate(codec.decode(row)) for row in rows]
+
+
+def _insights(
+    conn: sqlite3.Connection, persona_id: str, status: InsightStatus | None
+) -> list[Insight]:
+    value = None if status is None else InsightStatus(status).value
+    rows = conn.execute(
+        f"SELECT {', '.join(_INSIGHT_FIELDS)} FROM insights WHERE persona_id = ? "
+        "AND (? IS NULL OR status = ?) ORDER BY created_at, id",
+        (persona_id, value, value),
+    )
+    return [Insight.model_validate(codec.decode(row)) for row in rows]
+
+
+def _facts(conn: sqlite3.Connection, persona_id: str, user_id: str) -> list[UserFact]:
+    rows = conn.execute(
+        f"SELECT {', '.join(_FACT_FIELDS)} FROM user_facts WHERE persona_id = ? "
+        "AND user_id = ? AND retracted = 0 ORDER BY created_at, id",
+        (persona_id, user_id),
+    )
+    return [UserFact.model_validate(codec.decode(row)) for row in rows]
+
+
+def _retract(conn: sqlite3.Connection, persona_id: str, user_id: str, fact_id: str) -> None:
+    cursor = conn.execute(
+        "UPDATE user_facts SET retracted = 1 WHERE persona_id = ? AND user_id = ? AND id = ?",
+        (persona_id, user_id, fact_id),
+    )
+    if cursor.rowcount == 0:
+        raise NotFoundError("no such fact", persona_id=persona_id, user_id=user_id, fact_id=fact_id)
+
+
+class SqliteEnrichment(SqliteAggregate):
+    """The ``EnrichmentStore`` part of the SQLite store."""
+
+    async def commit_enrichment(self, commit: EnrichmentCommit) -> None:
+        """Apply everything one interaction changed, in one transaction."""
+        await self._db.write(_commit, commit)
+
+    async def upsert_beliefs(self, beliefs: Sequence[Belief]) -> None:
+        """Insert or replace beliefs by (persona, topic); ``PersonaNotFound`` first."""
+        await self._db.write(_upsert, tuple(beliefs))
+
+    async def list_beliefs(self, persona_id: str, *, include_retired: bool = False) -> list[Belief]:
+        """Ordered by topic; active only unless ``include_retired``."""
+        return await self._db.read(_beliefs, persona_id, include_retired)
+
+    async def belief_evidence(
+        self, persona_id: str, topic: str
+    ) -> list[tuple[ProvenanceEdge, Episode]]:
+        """Provenance edges into the belief with their episodes, oldest first."""
+        return await self._db.read(_evidence, persona_id, topic)
+
+    async def list_staged(
+        self, persona_id: str, *, due_by: int | None = None
+    ) -> list[StagedUpdate]:
+        """Uncommitted staged updates by (due_at, staged_at, id)."""
+        return await self._db.read(_staged, persona_id, due_by)
+
+    async def list_insights(
+        self, persona_id: str, *, status: InsightStatus | None = None
+    ) -> list[Insight]:
+        """Oldest first (created_at, id)."""
+        return await self._db.read(_insights, persona_id, status)
+
+    async def list_facts(self, persona_id: str, user_id: str) -> list[UserFact]:
+        """The user's facts that are not retracted, oldest first."""
+        return await self._db.read(_facts, persona_id, user_id)
+
+    async def retract_fact(self, persona_id: str, user_id: str, fact_id: str) -> None:
+        """Mark a fact retracted (``NotFoundError`` if that user has no such fact)."""
+        await self._db.write(_retract, persona_id, user_id, fact_id)

@@ -1,0 +1,321 @@
+"""Episodes on SQLite: tables ``users``, ``conversations`` (with the ``last_turn`` and
+``last_episode_id`` that chain a conversation) and ``episodes`` (``prev_episode_id`` is
+the NEXT edge read backwards; the embedding a float32 BLOB stamped with an
+``embedding_rev`` for the similarity cache)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+from sonality.models import EnrichmentStatus, Episode, EpisodeDraft
+from sonality.storage import checks, shapes
+from sonality.storage.sqlite import codec
+from sonality.storage.sqlite.executor import (
+    SqliteAggregate,
+    chunks,
+    insert_statement,
+    persona_counters,
+    placeholders,
+)
+from sonality.storage.sqlite.vectors import EmbeddingCache, encode_embedding
+
+__all__ = ["EPISODE_FIELDS", "SqliteEpisodes", "episode_columns", "episode_from"]
+
+EPISODE_FIELDS = (
+    *("id", "persona_id", "user_id", "conversation_id", "turn", "seq"),
+    *("user_message", "agent_response", "created_at", "enrichment_attempts", "enrichment_error"),
+    *shapes.ENRICHED_FIELDS,
+)
+"""The columns an :class:`Episode` is read from."""
+
+
+def episode_columns(alias: str = "", prefix: str = "") -> str:
+    """The columns of :data:`EPISODE_FIELDS` (constant text), qualified with ``alias``
+    and named with ``prefix`` when given, for joins."""
+    qualify = f"{alias}." if alias else ""
+    return ", ".join(
+        f"{qualify}{c} AS {prefix}{c}" if prefix else f"{qualify}{c}" for c in EPISODE_FIELDS
+    )
+
+
+_EPISODES = f"SELECT {episode_columns()} FROM episodes"
+_INSERT_EPISODE = insert_statement(
+    "episodes",
+    (
+        "persona_id",
+        "id",
+        "user_id",
+        "conversation_id",
+        "seq",
+        "turn",
+        "prev_episode_id",
+        "user_message",
+        "agent_response",
+        "created_at",
+        "enrichment_status",
+        "enrichment_attempts",
+        "embedding",
+        "embedding_rev",
+    ),
+)
+
+
+def episode_from(row: sqlite3.Row, *, prefix: str = "") -> Episode:
+    return Episode.model_validate(shapes.episode(codec.decode(row, prefix=prefix)))
+
+
+def _row(conn: sqlite3.Connection, persona_id: str, episode_id: str) -> sqlite3.Row | None:
+    row: sqlite3.Row | None = conn.execute(
+        f"{_EPISODES} WHERE persona_id = ? AND id = ?", (persona_id, episode_id)
+    ).fetchone()
+    return row
+
+
+def _get(conn: sqlite3.Connection, persona_id: str, episode_id: str) -> Episode:
+    row = _row(conn, persona_id, episode_id)
+    if row is None:
+        raise checks.episode_not_found(persona_id, episode_id)
+    return episode_from(row)
+
+
+def _next_embedding_rev(conn: sqlite3.Connection) -> int:
+    conn.execute("UPDATE store_meta SET value = value + 1 WHERE name = 'embedding_rev'")
+    row = conn.execute("SELECT value FROM store_meta WHERE name = 'embedding_rev'").fetchone()
+    return int(row[0])
+
+
+def _append(
+    conn: sqlite3.Connection, draft: EpisodeDraft, embedding: bytes | None
+) -> tuple[Episode, bool]:
+    """Insert the next episode of its conversation (turn, seq, chain link), or return the
+    stored one when the same exchange was appended before."""
+    existing = _row(conn, draft.persona_id, draft.id)
+    if existing is not None:
+        return checks.same_exchange(episode_from(existing), draft), False
+    persona = persona_counters(conn, draft.persona_id)
+    values = codec.encode(draft, exclude={"embedding"})
+    ids = (draft.persona_id, draft.conversation_id)
+    conn.execute(
+        "INSERT INTO users (persona_id, id, created_at) VALUES (?, ?, ?) "
+        "ON CONFLICT (persona_id, id) DO NOTHING",
+        (draft.persona_id, draft.user_id, values["created_at"]),
+    )
+    conn.execute(
+        "INSERT INTO conversations (persona_id, id, last_turn, last_episode_id, created_at) "
+        "VALUES (?, ?, 0, NULL, ?) ON CONFLICT (persona_id, id) DO NOTHING",
+        (*ids, values["created_at"]),
+    )
+    conversation = conn.execute(
+        "SELECT last_turn, last_episode_id FROM conversations WHERE persona_id = ? AND id = ?",
+        ids,
+    ).fetchone()
+    seq = int(persona["episode_seq"]) + 1
+    turn = int(conversation["last_turn"]) + 1
+    conn.execute(
+        _INSERT_EPISODE,
+        {
+            **values,
+            "seq": seq,
+            "turn": turn,
+            "prev_episode_id": conversation["last_episode_id"],
+            "enrichment_status": EnrichmentStatus.PENDING.value,
+            "enrichment_attempts": 0,
+            "embedding": embedding,
+            "embedding_rev": None if embedding is None else _next_embedding_rev(conn),
+        },
+    )
+    conn.execute(
+        "UPDATE conversations SET last_turn = ?, last_episode_id = ? "
+        "WHERE persona_id = ? AND id = ?",
+        (turn, draft.id, *ids),
+    )
+    conn.execute("UPDATE personas SET episode_seq = ? WHERE id = ?", (seq, draft.persona_id))
+    return _get(conn, draft.persona_id, draft.id), True
+
+
+def _set_embedding(conn: sqlite3.Connection, persona_id: str, episode_id: str, blob: bytes) -> None:
+    """Replace the embedding and stamp a new ``embedding_rev`` for the cache."""
+    if _row(conn, persona_id, episode_id) is None:
+        raise checks.episode_not_found(persona_id, episode_id)
+    conn.execute(
+        "UPDATE episodes SET embedding = ?, embedding_rev = ? WHERE persona_id = ? AND id = ?",
+        (blob, _next_embedding_rev(conn), persona_id, episode_id),
+    )
+
+
+def _chain(conn: sqlite3.Connection, persona_id: str, conversation_id: str) -> list[str]:
+    """Follow ``prev_episode_id`` links from the conversation's first episode."""
+    rows = conn.execute(
+        "WITH RECURSIVE chain(id, depth) AS ("
+        " SELECT id, 0 FROM episodes WHERE persona_id = ? AND conversation_id = ?"
+        " AND prev_episode_id IS NULL"
+        " UNION ALL"
+        " SELECT e.id, chain.depth + 1 FROM episodes AS e JOIN chain"
+        " ON e.prev_episode_id = chain.id AND e.persona_id = ? AND e.conversation_id = ?"
+        ") SELECT id FROM chain ORDER BY depth",
+        (persona_id, conversation_id, persona_id, conversation_id),
+    )
+    return [row[0] for row in rows]
+
+
+def _list_sql(by_user: bool, by_conversation: bool) -> str:
+    where = "persona_id = ?"
+    where += " AND user_id = ?" if by_user else ""
+    where += " AND conversation_id = ?" if by_conversation else ""
+    return (
+        f"{_EPISODES} WHERE {where} "
+        "AND (? IS NULL OR (enrichment_status = 'enriched' AND interaction_index > ?)) "
+        "ORDER BY seq DESC LIMIT ?"
+    )
+
+
+_LIST_EPISODES = {(u, c): _list_sql(u, c) for u in (False, True) for c in (False, True)}
+"""One constant statement per filter combination, so each can use its own index."""
+
+
+def _list(
+    conn: sqlite3.Connection,
+    persona_id: str,
+    user_id: str | None,
+    conversation_id: str | None,
+    limit: int,
+    since_interaction: int | None,
+) -> list[Episode]:
+    params: list[object] = [persona_id]
+    params += [user_id] if user_id is not None else []
+    params += [conversation_id] if conversation_id is not None else []
+    params += [since_interaction, since_interaction, checks.limit(limit)]
+    sql = _LIST_EPISODES[(user_id is not None, conversation_id is not None)]
+    return [episode_from(row) for row in conn.execute(sql, params)]
+
+
+def _pending(conn: sqlite3.Connection, persona_id: str, limit: int) -> list[Episode]:
+    rows = conn.execute(
+        f"{_EPISODES} WHERE persona_id = ? AND enrichment_status = 'pending' ORDER BY seq LIMIT ?",
+        (persona_id, checks.limit(limit)),
+    )
+    return [episode_from(row) for row in rows]
+
+
+def _count(conn: sqlite3.Connection, persona_id: str) -> dict[str, int]:
+    rows = conn.execute(
+        "SELECT enrichment_status, count(*) FROM episodes WHERE persona_id = ? "
+        "GROUP BY enrichment_status",
+        (persona_id,),
+    )
+    return checks.episode_counts((str(status), int(n)) for status, n in rows)
+
+
+def _by_id(
+    conn: sqlite3.Connection, persona_id: str, user_id: str, ids: Sequence[str]
+) -> dict[str, Episode]:
+    found: dict[str, Episode] = {}
+    for chunk in chunks(ids):
+        # Filter the user in Python: with user_id in the WHERE clause SQLite prefers the
+        # (persona_id, user_id, seq) index and scans all of the user's episodes.
+        rows = conn.execute(
+            f"{_EPISODES} WHERE persona_id = ? AND id IN ({placeholders(chunk)})",
+            (persona_id, *chunk),
+        )
+        for row in rows:
+            if row["user_id"] == user_id:
+                episode = episode_from(row)
+                found[episode.id] = episode
+    return found
+
+
+def _similar(
+    conn: sqlite3.Connection,
+    cache: EmbeddingCache,
+    persona_id: str,
+    user_id: str,
+    embedding: Sequence[float],
+    k: int,
+) -> list[tuple[Episode, float]]:
+    """The user's top ``k`` episodes by cosine similarity, best first."""
+    for _ in range(2):
+        hits = cache.search(conn, persona_id, user_id, embedding, k)
+        episodes = _by_id(conn, persona_id, user_id, [i for i, _ in hits])
+        if len(episodes) == len(hits):
+            break
+        # A cached episode vanished (delete_all from another connection): reload.
+        cache.forget(persona_id, user_id)
+    return [(episodes[i], score) for i, score in hits if i in episodes]
+
+
+def _mark_attempt(
+    conn: sqlite3.Connection, persona_id: str, episode_id: str, error: str, failed: bool
+) -> None:
+    """Count an attempt; ``failed`` turns a pending episode to failed."""
+    cursor = conn.execute(
+        "UPDATE episodes SET enrichment_attempts = enrichment_attempts + 1, "
+        "enrichment_error = ?, enrichment_status = CASE "
+        "WHEN ? AND enrichment_status = 'pending' THEN 'failed' ELSE enrichment_status END "
+        "WHERE persona_id = ? AND id = ?",
+        (checks.stored_error(error), failed, persona_id, episode_id),
+    )
+    if cursor.rowcount == 0:
+        raise checks.episode_not_found(persona_id, episode_id)
+
+
+class SqliteEpisodes(SqliteAggregate):
+    """The ``EpisodeStore`` part of the SQLite store."""
+
+    def _blob(self, embedding: Sequence[float]) -> bytes:
+        return encode_embedding(embedding, self._db.embedding_dimensions)
+
+    async def append_episode(self, draft: EpisodeDraft) -> tuple[Episode, bool]:
+        """Store the raw exchange (idempotent on ``draft.id``)."""
+        blob = None if draft.embedding is None else self._blob(draft.embedding)
+        return await self._db.write(_append, draft, blob)
+
+    async def set_episode_embedding(
+        self, persona_id: str, episode_id: str, embedding: Sequence[float]
+    ) -> None:
+        """Set or replace an episode's embedding (``NotFoundError`` when unknown)."""
+        blob = self._blob(embedding)
+        await self._db.write(_set_embedding, persona_id, episode_id, blob)
+
+    async def get_episode(self, persona_id: str, episode_id: str) -> Episode:
+        """``NotFoundError`` when the persona has no such episode."""
+        return await self._db.read(_get, persona_id, episode_id)
+
+    async def conversation_chain(self, persona_id: str, conversation_id: str) -> list[str]:
+        """Episode ids in NEXT-chain order (here: ``prev_episode_id`` links)."""
+        return await self._db.read(_chain, persona_id, conversation_id)
+
+    async def list_episodes(
+        self,
+        persona_id: str,
+        *,
+        user_id: str | None = None,
+        conversation_id: str | None = None,
+        limit: int = 20,
+        since_interaction: int | None = None,
+    ) -> list[Episode]:
+        """Most recent first (by ``seq``), optionally filtered."""
+        return await self._db.read(
+            _list, persona_id, user_id, conversation_id, limit, since_interaction
+        )
+
+    async def list_pending_episodes(self, persona_id: str, *, limit: int = 100) -> list[Episode]:
+        """Episodes still pending, oldest first (by ``seq``)."""
+        return await self._db.read(_pending, persona_id, limit)
+
+    async def count_episodes(self, persona_id: str) -> dict[str, int]:
+        """``{"pending": n, "enriched": n, "failed": n}``."""
+        return await self._db.read(_count, persona_id)
+
+    async def similar_episodes(
+        self, persona_id: str, user_id: str, embedding: Sequence[float], *, k: int
+    ) -> list[tuple[Episode, float]]:
+        """Up to ``k`` of the user's embedded episodes by cosine similarity, best first."""
+        checks.embedding(embedding, self._db.embedding_dimensions)
+        return await self._db.read(_similar, self._db.vectors, persona_id, user_id, embedding, k)
+
+    async def mark_enrichment_attempt(
+        self, persona_id: str, episode_id: str, *, error: str, failed: bool
+    ) -> None:
+        """Count a failed enrichment attempt; ``failed`` gives the episode up."""
+        await self._db.write(_mark_attempt, persona_id, episode_id, error, failed)

@@ -1,0 +1,166 @@
+"""``SqliteStore``: the :class:`~sonality.ports.Store` on one SQLite file, the embedded
+default.
+
+The store is the sum of its aggregates (personas, episodes, enrichment, reflection,
+runtime), which all run their units of work through one
+:class:`~sonality.storage.sqlite.executor.SqliteExecutor`; this module adds opening,
+closing, the schema (through :class:`~sonality.storage.sqlite.migrations.SqliteLedger`)
+and maintenance. Opening never creates schema; :meth:`SqliteStore.migrate` does, and data
+methods on an un-migrated file raise ``SchemaError``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from sonality.errors import SchemaError, StoreUnavailable, ValidationError
+from sonality.models import SchemaStatus
+from sonality.storage import migrations
+from sonality.storage.sqlite import migrations as ledger
+from sonality.storage.sqlite.enrichment import SqliteEnrichment
+from sonality.storage.sqlite.episodes import SqliteEpisodes
+from sonality.storage.sqlite.executor import SqliteExecutor, connect
+from sonality.storage.sqlite.migrations import DATA_TABLES, SqliteLedger
+from sonality.storage.sqlite.personas import SqlitePersonas
+from sonality.storage.sqlite.reflection import SqliteReflection
+from sonality.storage.sqlite.runtime import SqliteRuntime
+
+__all__ = ["MIN_SQLITE_VERSION", "SqliteStore"]
+
+MIN_SQLITE_VERSION = (3, 24, 0)
+"""Oldest SQLite library the schema works with (UPSERT arrived in 3.24)."""
+
+_DELETE = {table: f"DELETE FROM {table}" for table in DATA_TABLES}
+"""Constant statements over the constant table list."""
+
+
+def _delete_all(conn: sqlite3.Connection) -> None:
+    """Empty every data table, children first (schema and bookkeeping stay)."""
+    for table in DATA_TABLES:
+        conn.execute(_DELETE[table])
+
+
+class SqliteStore(
+    SqlitePersonas, SqliteEpisodes, SqliteEnrichment, SqliteReflection, SqliteRuntime
+):
+    """Sonality's persistence on one SQLite file (see the module docstring)."""
+
+    backend: str = "sqlite"
+
+    def __init__(
+        self,
+        path: Path,
+        conn: sqlite3.Connection,
+        thread: ThreadPoolExecutor,
+        *,
+        embedding_dimensions: int,
+        migrations_dir: Path | None = None,
+    ) -> None:
+        """Use :meth:`open`; this wires already-opened parts together."""
+        self.path = path
+        self.embedding_dimensions = embedding_dimensions
+        db = SqliteExecutor(
+            path,
+            conn,
+            thread,
+            embedding_dimensions=embedding_dimensions,
+            check_schema=self._check_schema,
+        )
+        self._ledger = SqliteLedger(db, directory=migrations_dir)
+        super().__init__(db)
+
+    @classmethod
+    async def open(
+        cls,
+        path: Path | str,
+        *,
+        embedding_dimensions: int = 256,
+        busy_timeout: float = 10.0,
+        migrations_dir: Path | None = None,
+    ) -> SqliteStore:
+        """Open (creating the parent folders and the empty file, never the schema).
+        ``migrations_dir`` replaces the shipped ``migrations/sqlite/`` folder (for tests)."""
+        if sqlite3.sqlite_version_info < MIN_SQLITE_VERSION:
+            raise StoreUnavailable(
+                "the SQLite library is too old",
+                found=sqlite3.sqlite_version,
+                needed=".".join(map(str, MIN_SQLITE_VERSION)),
+            )
+        if embedding_dimensions < 1:
+            raise ValidationError("embedding_dimensions must be positive")
+        file = Path(path)
+        try:
+            file.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreUnavailable("cannot create the SQLite folder", path=str(file)) from exc
+        thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sonality-sqlite")
+        loop = asyncio.get_running_loop()
+        try:
+            conn = await loop.run_in_executor(thread, connect, file, busy_timeout)
+        except sqlite3.Error as exc:
+            thread.shutdown(wait=False)
+            raise StoreUnavailable(
+                "cannot open the SQLite file", path=str(file), error=str(exc)
+            ) from exc
+        except BaseException:
+            thread.shutdown(wait=False)
+            raise
+        return cls(
+            file,
+            conn,
+            thread,
+            embedding_dimensions=embedding_dimensions,
+            migrations_dir=migrations_dir,
+        )
+
+    async def close(self) -> None:
+        """Close the connection and stop the worker thread (idempotent)."""
+        await self._db.close()
+
+    def _check_schema(self, conn: sqlite3.Connection) -> None:
+        """On the worker thread: the schema is current and made for this store's
+        embedding dimensions."""
+        self._ledger.check(conn)
+        recorded = ledger.recorded_dimensions(conn)
+        if recorded != self.embedding_dimensions:
+            raise SchemaError(
+                "the store was migrated for other embedding dimensions",
+                recorded=recorded,
+                configured=self.embedding_dimensions,
+            )
+
+    async def ping(self) -> None:
+        """Raise ``StoreUnavailable`` when the file cannot be read."""
+        await self._db.run(_ping, schema=False, transaction=False)
+
+    async def schema_status(self) -> SchemaStatus:
+        """Applied and pending migrations."""
+        return migrations.status(self.backend, await self._ledger.applied(), self._ledger.steps)
+
+    async def migrate(self) -> list[str]:
+        """Apply pending migrations; return their names (empty when already current)."""
+        self._db.forget_schema()
+        names = await migrations.migrate(self._ledger, self._ledger.steps)
+        await self._db.run(
+            lambda conn: ledger.record_dimensions(conn, self.embedding_dimensions),
+            schema=False,
+            transaction=False,
+        )
+        await self._db.ensure_schema()
+        return names
+
+    async def delete_all(self) -> None:
+        """Remove all data; the schema and its ledger stay."""
+
+        def work(conn: sqlite3.Connection) -> None:
+            _delete_all(conn)
+            self._db.vectors.clear()
+
+        await self._db.run(work, write=True)
+
+
+def _ping(conn: sqlite3.Connection) -> None:
+    conn.execute("SELECT 1").fetchone()
