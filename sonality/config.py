@@ -50,6 +50,11 @@ class Settings(BaseSettings):
     context_token_budget: int = Field(default=2_000, ge=200)
     context_episodes: int = Field(default=5, ge=0)
     enrichment_max_attempts: int = Field(default=5, ge=1)
+    record_enrich: Literal["inline", "background", "off"] = "inline"
+    """When ``record`` enriches: inline (bounded by ``record_deadline_seconds``),
+    background (the persona's lane, right after the durable write) or off."""
+    record_deadline_seconds: float = Field(default=10.0, gt=0)
+    """The longest an inline ``record`` waits for enrichment before returning ``pending``."""
 
     cooling_period: int = Field(default=3, ge=0)
     max_commit_delta: float = Field(default=0.25, gt=0, le=2)

@@ -19,9 +19,11 @@ nothing else changes.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
+from functools import partial
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 import structlog
 from pydantic import BaseModel, ConfigDict
@@ -31,7 +33,8 @@ from sonality.core.triggers import TriggerDecision
 from sonality.errors import SonalityError, ValidationError
 from sonality.mind.context import Context, ContextBuilder
 from sonality.mind.enrichment import Enricher, EnrichReport
-from sonality.mind.parts import Limits, SystemClock, assemble
+from sonality.mind.lanes import Lanes
+from sonality.mind.parts import EnrichMode, Limits, SystemClock, assemble
 from sonality.mind.recording import EpisodeRecorder
 from sonality.mind.reflection import ReflectionParams, ReflectionReport, Reflector
 from sonality.mind.runtime import DualProcess, RuntimeSettings
@@ -40,6 +43,7 @@ from sonality.models import (
     AffectPlacement,
     AffectState,
     Belief,
+    EnrichmentStatus,
     Episode,
     HardGoal,
     Insight,
@@ -59,7 +63,7 @@ from sonality.models import (
 )
 from sonality.ports import LLM, Clock, Embedder, Store
 
-__all__ = ["Limits", "Recorded", "Sonality", "SystemClock"]
+__all__ = ["EnrichMode", "Limits", "Recorded", "Sonality", "SystemClock"]
 
 log = structlog.get_logger("sonality")
 
@@ -158,6 +162,9 @@ class Sonality:
         self._count_tokens = parts.count_tokens
         self._owns_store = parts.owns_store
         self._dual: DualProcess | None = None
+        self._enrich_lanes = Lanes()
+        """Enrichment in the background: one lane per persona, keyed ("enrich", id)."""
+        self._enrich_tail: dict[str, asyncio.Future[Any]] = {}
 
     # lifecycle ----------------------------------------------------------------------
     @classmethod
@@ -201,6 +208,8 @@ class Sonality:
     async def close(self) -> None:
         if self._dual is not None:  # background thinking first, while the store is open
             await self._dual.close()
+        # then background enrichment: what is cut short stays pending for the worker
+        await self._enrich_lanes.close(max_seconds=self.runtime.shutdown_seconds)
         if self._owns_store:
             await self.store.close()
 
@@ -241,14 +250,19 @@ class Sonality:
         message: str,
         response: str,
         episode_id: str | None = None,
-        enrich: bool | None = None,
+        enrich: bool | EnrichMode | str | None = None,
     ) -> Recorded:
-        """Store one exchange durably, then enrich (unless ``enrich=False``).
+        """Store one exchange durably, then enrich it as ``enrich`` says (an
+        :class:`EnrichMode`; True is inline, False off, None the configured
+        ``Limits.record_enrich``). Inline waits at most ``Limits.record_deadline_seconds``
+        and never enriches older pending episodes on the caller's time: either way past
+        that the episode comes back ``pending`` and the persona's lane finishes it.
 
         Idempotent on ``episode_id``: a retried call returns the stored episode and never
         duplicates it. Raises ``ValidationError`` for bad input (nothing written) and
         ``PersonaNotFound`` for an unknown persona.
         """
+        mode = self._enrich_mode(enrich)
         _check_id(persona_id, "persona_id")
         _check_id(user_id, "user_id")
         _check_id(conversation_id, "conversation_id")
@@ -266,23 +280,77 @@ class Sonality:
             response=response,
             episode_id=episode_id,
         )
-        report = None
-        if enrich if enrich is not None else self.limits.enrich_on_record:
-            try:
-                report = await self.enricher.enrich_pending(persona_id)
-                episode = await self.store.get_episode(persona_id, episode.id)
-            except SonalityError as exc:
-                # the episode is durable; a failure past that point leaves it pending for
-                # `enrich_pending` (or the worker) instead of failing the caller's turn
-                log.warning(
-                    "enrichment_interrupted",
-                    persona_id=persona_id,
-                    episode_id=episode.id,
-                    error=type(exc).__name__,
-                )
-        if report is not None and report.enriched:
-            await self.reflector.notifier.notify(persona_id)
+        report: EnrichReport | None = None
+        pending = episode.enrichment_status is EnrichmentStatus.PENDING
+        if mode is EnrichMode.INLINE and self.llm is None:
+            report = await self.enricher.enrich_pending(persona_id)  # says: no model
+        elif mode is EnrichMode.BACKGROUND and pending and self.llm is not None:
+            self._enrich_later(persona_id)
+        elif mode is EnrichMode.INLINE and pending:
+            report = await self._enrich_inline(episode)
+            episode = await self.store.get_episode(persona_id, episode.id)
         return Recorded(episode=episode, created=created, enrichment=report)
+
+    def _enrich_mode(self, enrich: bool | EnrichMode | str | None) -> EnrichMode:
+        if enrich is None:
+            return self.limits.record_enrich
+        if isinstance(enrich, bool):
+            return EnrichMode.INLINE if enrich else EnrichMode.OFF
+        try:
+            return EnrichMode(enrich)
+        except ValueError:
+            choices = ", ".join(m.value for m in EnrichMode)
+            raise ValidationError(f"enrich must be one of {choices}", field="enrich") from None
+
+    def _enrich_later(self, persona_id: str) -> asyncio.Future[Any]:
+        """Queue a pass over the persona's pending episodes on its enrichment lane (one
+        pass queued behind the running one is enough: a pass runs until none is left)."""
+        key = ("enrich", persona_id)
+        if self._enrich_lanes.queued(key) >= 2 and self._enrich_tail.get(persona_id):
+            return self._enrich_tail[persona_id]
+        future = self._enrich_lanes.submit(key, partial(self._enrich_pass, persona_id, None))
+        self._enrich_tail[persona_id] = future
+        return future
+
+    async def _enrich_pass(self, persona_id: str, limit: int | None) -> EnrichReport | None:
+        """One lane job: enrich in order; a failure leaves the episodes pending."""
+        try:
+            report = await self.enricher.enrich_pending(persona_id, limit=limit)
+        except SonalityError as exc:
+            log.warning("enrichment_interrupted", persona_id=persona_id, error=type(exc).__name__)
+            return None
+        if report.enriched:
+            await self.reflector.notifier.notify(persona_id)
+        return report
+
+    async def _enrich_inline(self, episode: Episode) -> EnrichReport | None:
+        """Enrich ``episode`` on its persona's lane while the caller waits, at most
+        ``record_deadline_seconds``. Never somebody else's backlog: when an older episode
+        is still pending, the lane takes it all and the caller gets ``pending`` at once."""
+        pid = episode.persona_id
+        oldest = await self.store.list_pending_episodes(pid, limit=1)
+        if oldest and oldest[0].id != episode.id:
+            self._enrich_later(pid)
+            log.info("enrichment_left_to_lane", persona_id=pid, episode_id=episode.id)
+            return None
+        if self._enrich_lanes.busy(("enrich", pid)):
+            self._enrich_later(pid)  # the lane is at it already: wait for it, bounded
+            future = self._enrich_tail[pid]
+        else:
+            future = self._enrich_lanes.submit(("enrich", pid), partial(self._enrich_pass, pid, 1))
+        try:
+            report: EnrichReport | None = await asyncio.wait_for(
+                asyncio.shield(future), timeout=self.limits.record_deadline_seconds
+            )
+        except TimeoutError:
+            log.warning(
+                "record_deadline_passed",
+                persona_id=pid,
+                episode_id=episode.id,
+                deadline_seconds=self.limits.record_deadline_seconds,
+            )
+            return None
+        return report
 
     async def enrich_pending(self, persona_id: str, *, limit: int | None = None) -> EnrichReport:
         """Enrich the persona's pending episodes, oldest first; stops (keeping order) when
@@ -487,10 +555,17 @@ class Sonality:
         max_seconds: float | None = None,
     ) -> bool:
         """Wait for the background thinking of a conversation (or of every conversation
-        of the persona) to finish; False if ``max_seconds`` ran out first."""
-        if self._dual is None:
-            return True
-        return await self._dual.drain(persona_id, conversation_id, max_seconds)
+        of the persona) and for the persona's background enrichment to finish; False if
+        ``max_seconds`` ran out first."""
+        loop = asyncio.get_running_loop()
+        deadline = None if max_seconds is None else loop.time() + max_seconds
+        if self._dual is not None and not await self._dual.drain(
+            persona_id, conversation_id, max_seconds
+        ):
+            return False
+        left = None if deadline is None else max(0.0, deadline - loop.time())
+        key = ("enrich", persona_id)
+        return await self._enrich_lanes.drain(lambda k: k == key, max_seconds=left)
 
     async def retry_thinking(self, persona_id: str) -> int:
         """Re-run failed Thinker turns (and turns a dead process left pending), in order
