@@ -35,7 +35,7 @@ from sonality.mind.context import Context, ContextBuilder
 from sonality.mind.enrichment import Enricher, EnrichReport
 from sonality.mind.lanes import Lanes
 from sonality.mind.parts import EnrichMode, Limits, SystemClock, assemble
-from sonality.mind.recording import EpisodeRecorder
+from sonality.mind.recording import EpisodeRecorder, Exchange
 from sonality.mind.reflection import ReflectionParams, ReflectionReport, Reflector
 from sonality.mind.runtime import DualProcess, RuntimeSettings
 from sonality.mind.talker import Reply
@@ -63,7 +63,7 @@ from sonality.models import (
 )
 from sonality.ports import LLM, Clock, Embedder, Store
 
-__all__ = ["EnrichMode", "Limits", "Recorded", "Sonality", "SystemClock"]
+__all__ = ["EnrichMode", "Exchange", "Limits", "Recorded", "Sonality", "SystemClock"]
 
 log = structlog.get_logger("sonality")
 
@@ -351,6 +351,42 @@ class Sonality:
             )
             return None
         return report
+
+    async def record_batch(
+        self,
+        persona_id: str,
+        exchanges: Sequence[Exchange],
+        *,
+        enrich: bool | EnrichMode | str = EnrichMode.OFF,
+    ) -> list[bool]:
+        """Bulk load: store up to 10,000 exchanges of one persona in one transaction
+        (turns follow the batch order per conversation); per exchange, whether it was
+        created (False: its ``episode_id`` was stored before, same exchange). Enrichment
+        is deferred: ``off`` (default) leaves it to the worker or ``enrich_pending``;
+        ``background`` starts the persona's lane. Every exchange is checked first: one bad
+        exchange raises ``ValidationError`` and nothing is written."""
+        _check_id(persona_id, "persona_id")
+        mode = self._enrich_mode(enrich)
+        if mode is EnrichMode.INLINE:
+            raise ValidationError("a batch is never enriched inline", field="enrich")
+        for x in exchanges:
+            _check_id(x.user_id, "user_id")
+            _check_id(x.conversation_id, "conversation_id")
+            if x.episode_id is not None:
+                _check_id(x.episode_id, "episode_id")
+            _check_text(x.message, field="message", limit=self.limits.max_message_chars)
+            _check_text(
+                x.response,
+                field="response",
+                limit=self.limits.max_response_chars,
+                allow_empty=True,
+            )
+        if not exchanges:
+            return []
+        created = await self.recorder.append_many(persona_id, exchanges)
+        if mode is EnrichMode.BACKGROUND and any(created) and self.llm is not None:
+            self._enrich_later(persona_id)
+        return created
 
     async def enrich_pending(self, persona_id: str, *, limit: int | None = None) -> EnrichReport:
         """Enrich the persona's pending episodes, oldest first; stops (keeping order) when

@@ -16,7 +16,7 @@ from sonality.errors import ValidationError
 from sonality.mind.parts import EnrichMode, Limits
 from sonality.mind.runtime import RuntimeSettings
 from sonality.scheduler import Worker, WorkerParams
-from sonality.service import Sonality
+from sonality.service import Exchange, Sonality
 from sonality.testing import FrozenClock, ScriptedCall, ScriptedLLM
 from tests.pipeline import scripts
 from tests.pipeline.conftest import IDENTITY
@@ -155,3 +155,30 @@ async def test_an_unknown_enrich_mode_writes_nothing(
     with pytest.raises(ValidationError):
         await _record(app, clock, 1, enrich="later")
     assert await app.episodes("ada") == []
+
+
+async def test_record_batch_stores_all_or_nothing_and_enriches_on_the_lane(
+    make_app: Callable[..., Sonality], clock: FrozenClock
+) -> None:
+    """record_batch refuses a batch with one bad exchange (nothing stored), stores a good
+    one with embeddings and turns in order, and with enrich='background' the lane
+    enriches it all."""
+    gate = Gate()
+    gate.opened.set()
+    app = make_app(gated_llm(gate))
+    await app.create_persona("ada", name="Ada", core_identity=IDENTITY)
+    good = [
+        Exchange("u1", "c1", scripts.turn(i).message, scripts.turn(i).response, f"e{i}")
+        for i in range(1, 7)
+    ]
+    with pytest.raises(ValidationError):
+        await app.record_batch("ada", [*good, Exchange("u1", "c1", "x" * 10**6)])
+    assert await app.episodes("ada") == []
+    assert await app.record_batch("ada", good, enrich="background") == [True] * 6
+    assert await app.drain("ada", max_seconds=30)
+    episodes = await app.episodes("ada", conversation_id="c1", limit=10)
+    assert [e.turn for e in episodes] == list(range(6, 0, -1))
+    assert all(e.enrichment_status.value == "enriched" for e in episodes)
+    ctx = await app.context("ada", user_id="u1", message=scripts.turn(3).message)
+    assert ctx.episodes
+    await app.close()

@@ -45,6 +45,7 @@ class Query(StrEnum):
 
     # episodes
     EPISODE_APPEND = "episode/append"
+    EPISODE_APPEND_BATCH = "episode/append_batch"
     EPISODE_COUNT_BY_STATUS = "episode/count_by_status"
     EPISODE_CHAIN = "episode/chain"
     EPISODE_GET = "episode/get"

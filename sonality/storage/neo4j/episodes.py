@@ -63,6 +63,54 @@ async def _append(
     return episode, True
 
 
+async def _append_batch(
+    tx: AsyncManagedTransaction, persona_id: str, drafts: Sequence[EpisodeDraft], dims: int
+) -> list[bool]:
+    """One statement (``episode/append_batch``) for the whole batch; an id stored before
+    for another exchange raises ``ConflictError`` here, rolling the batch back."""
+    conversations: dict[str, dict[str, Any]] = {}
+    for index, draft in enumerate(drafts):
+        props = codec.encode(draft, exclude={"embedding"})
+        conv = conversations.setdefault(
+            draft.conversation_id,
+            {
+                "id": draft.conversation_id,
+                "user_id": draft.user_id,
+                "created_at": props["created_at"],
+                "rows": [],
+            },
+        )
+        conv["rows"].append(
+            {
+                "index": index,
+                "episode": {
+                    **props,
+                    "enrichment_status": EnrichmentStatus.PENDING.value,
+                    "enrichment_attempts": 0,
+                    "defaulted": [],
+                    "topics": [],
+                },
+                "embedding": None
+                if draft.embedding is None
+                else checks.embedding(draft.embedding, dims),
+            }
+        )
+    row = await fetch_one(
+        tx,
+        Query.EPISODE_APPEND_BATCH,
+        persona_id=persona_id,
+        size=len(drafts),
+        conversations=list(conversations.values()),
+    )
+    if row is None:
+        raise PersonaNotFound("no such persona", persona_id=persona_id)
+    stored = {str(props["id"]): episode_from(props) for props in row["existing"]}
+    by_id = {d.id: d for d in drafts}
+    for episode_id, episode in stored.items():
+        checks.same_exchange(episode, by_id[episode_id])
+    return [d.id not in stored for d in drafts]
+
+
 async def _similar(
     tx: AsyncManagedTransaction, persona_id: str, user_id: str, embedding: list[float], k: int
 ) -> list[tuple[Episode, float]]:
@@ -95,6 +143,17 @@ class Neo4jEpisodes(Neo4jAggregate):
             if not isinstance(exc.__cause__, ConstraintError):
                 raise
             return await self._db.write("append_episode", _append, draft, embedding)
+
+    async def append_episodes(self, drafts: Sequence[EpisodeDraft]) -> list[bool]:
+        """Store a batch of one persona's raw exchanges in one transaction (one statement);
+        per draft, whether it was created (False: stored before, same exchange)."""
+        batch = checks.episode_batch(drafts)
+        if not batch:
+            return []
+        dims = self._db.embedding_dimensions
+        pid = batch[0].persona_id
+        created = await self._db.write("append_episodes", _append_batch, pid, batch, dims)
+        return checks.batch_created(drafts, batch, created)
 
     async def set_episode_embedding(
         self, persona_id: str, episode_id: str, embedding: Sequence[float]
