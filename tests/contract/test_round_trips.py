@@ -1,5 +1,6 @@
-"""Neo4j: every unit of work is one statement (a check that must precede its write makes
-it two), counted at the driver's ``tx.run`` while the real server answers."""
+"""Neo4j only: every unit of work is one statement (a check that must precede its write
+makes it two), counted at the driver's ``tx.run`` while the real server answers; and the
+similarity search's two routes (exact scan, vector index) answer alike, in one statement."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from factories import add_episode, add_persona, at, make_commit, vector
+from factories import add_episode, add_persona, at, cosine, make_commit, vector
 from neo4j import AsyncManagedTransaction
 
 from sonality.models import (
@@ -24,6 +25,7 @@ from sonality.models import (
     ThinkerTurn,
     ThoughtCommit,
 )
+from sonality.storage.neo4j.episodes import SimilarityRoute
 
 pytestmark = pytest.mark.neo4j
 
@@ -180,3 +182,37 @@ async def test_thought_commit_is_one_statement(neo4j_store: Any, statements: Sta
         await neo4j_store.commit_thought(commit)
     assert len(sent) == 1, sent
     assert [n.version for n in await neo4j_store.narrative_history("p1", "c1")] == [1]
+
+
+@pytest.mark.parametrize("exact_max", [-1, 10_000], ids=["index", "exact"])
+async def test_similarity_routes_agree_with_an_exact_ranking(
+    neo4j_store: Any, statements: Statements, exact_max: int
+) -> None:
+    """Forced to the vector index or to the exact scan, similar_episodes returns the
+    user's top 5 by cosine (computed here) in one statement, never another user's."""
+    await add_persona(neo4j_store)
+    drafts = [
+        EpisodeDraft(
+            id=f"e{i}",
+            persona_id="p1",
+            user_id=f"u{i % 4}",
+            conversation_id=f"c{i % 4}",
+            user_message=f"m{i}",
+            agent_response="r",
+            created_at=T0,
+            embedding=vector(1.0, float(i % 7), float(i % 5) - 2.0),
+        )
+        for i in range(120)
+    ]
+    await neo4j_store.append_episodes(drafts)
+    query = vector(1.0, 3.0, 1.0)
+    mine = [d for d in drafts if d.user_id == "u1" and d.embedding is not None]
+    expected = sorted(mine, key=lambda d: -cosine(d.embedding or (), query))[:5]
+    neo4j_store.similarity_route = SimilarityRoute(exact_max=exact_max)
+    with statements.counting() as sent:
+        found = await neo4j_store.similar_episodes("p1", "u1", query, k=5)
+    assert len(sent) == 1, sent
+    assert [s for _, s in found] == pytest.approx(
+        [cosine(d.embedding or (), query) for d in expected], abs=1e-6
+    )
+    assert {e.user_id for e, _ in found} == {"u1"}

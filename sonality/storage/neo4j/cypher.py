@@ -53,8 +53,8 @@ class Query(StrEnum):
     EPISODE_LIST_PENDING = "episode/list_pending"
     EPISODE_MARK_ATTEMPT = "episode/mark_attempt"
     EPISODE_SET_EMBEDDING = "episode/set_embedding"
+    EPISODE_SIMILAR = "episode/similar"
     EPISODE_SIMILAR_EXACT = "episode/similar_exact"
-    EPISODE_SIMILAR_INDEXED = "episode/similar_indexed"
 
     # enrichment commit (one statement)
     ENRICHMENT_COMMIT = "enrichment/commit"

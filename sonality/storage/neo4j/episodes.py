@@ -8,6 +8,7 @@ vector property read by the ``episode_embedding`` vector index.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from neo4j import AsyncManagedTransaction
@@ -25,7 +26,7 @@ from sonality.storage.neo4j.executor import (
     write_matched,
 )
 
-__all__ = ["Neo4jEpisodes", "episode_from"]
+__all__ = ["Neo4jEpisodes", "SimilarityRoute", "episode_from"]
 
 
 def episode_from(props: Any) -> Episode:
@@ -111,23 +112,48 @@ async def _append_batch(
     return [d.id not in stored for d in drafts]
 
 
+@dataclass(frozen=True, slots=True)
+class SimilarityRoute:
+    """How ``similar_episodes`` searches on Neo4j 5.26 (measured by
+    ``tools/bench_interaction.py``; see the README's performance section)."""
+
+    exact_max: int = 4_000
+    """Users with at most this many episodes are scanned exactly (cheaper than the index
+    below it, and always complete); -1 always uses the index."""
+    oversample: float = 3.0
+    """Index candidates ≈ k × (all episodes ÷ the user's) × this."""
+    max_candidates: int = 10_000
+
+
 async def _similar(
-    tx: AsyncManagedTransaction, persona_id: str, user_id: str, embedding: list[float], k: int
+    tx: AsyncManagedTransaction,
+    persona_id: str,
+    user_id: str,
+    embedding: list[float],
+    k: int,
+    route: SimilarityRoute,
 ) -> list[tuple[Episode, float]]:
-    """Vector-index candidates kept to one persona's user; when fewer than ``k`` survive,
-    an exact scan of that user's embedded episodes. Neo4j 5.26 has no filtered vector
-    search, so other users' episodes can crowd the user's out of the index's top hits;
-    oversampling makes that rare and the scoped scan makes it harmless."""
+    """One statement (``episode/similar``) routes between the exact scan and the index;
+    when the index leaves fewer than ``k`` of the user's episodes, the exact scan."""
     params = {"persona_id": persona_id, "user_id": user_id, "embedding": embedding, "k": k}
-    candidates = min(max(k * 10, 100), 10_000)
-    rows = await fetch(tx, Query.EPISODE_SIMILAR_INDEXED, candidates=candidates, **params)
-    if len(rows) < k:
+    rows = await fetch(
+        tx,
+        Query.EPISODE_SIMILAR,
+        exact_max=route.exact_max,
+        oversample=route.oversample,
+        max_candidates=route.max_candidates,
+        **params,
+    )
+    if len(rows) < k and (not rows or rows[0]["route"] == "index"):
         rows = await fetch(tx, Query.EPISODE_SIMILAR_EXACT, **params)
     return [(episode_from(r["episode"]), float(r["similarity"])) for r in rows]
 
 
 class Neo4jEpisodes(Neo4jAggregate):
     """The ``EpisodeStore`` part of the Neo4j store."""
+
+    similarity_route = SimilarityRoute()
+    """How similar_episodes searches (an instance may replace it, e.g. a benchmark)."""
 
     def _vector(self, embedding: Sequence[float]) -> list[float]:
         return checks.embedding(embedding, self._db.embedding_dimensions)
@@ -234,7 +260,9 @@ class Neo4jEpisodes(Neo4jAggregate):
         vector = self._vector(embedding)
         if k <= 0:
             return []
-        return await self._db.read("similar_episodes", _similar, persona_id, user_id, vector, k)
+        return await self._db.read(
+            "similar_episodes", _similar, persona_id, user_id, vector, k, self.similarity_route
+        )
 
     async def mark_enrichment_attempt(
         self, persona_id: str, episode_id: str, *, error: str, failed: bool
