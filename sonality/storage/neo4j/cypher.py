@@ -50,6 +50,8 @@ class Query(StrEnum):
     EPISODE_CHAIN = "episode/chain"
     EPISODE_GET = "episode/get"
     EPISODE_LIST = "episode/list"
+    EPISODE_LIST_CONVERSATION = "episode/list_conversation"
+    EPISODE_LIST_USER = "episode/list_user"
     EPISODE_LIST_PENDING = "episode/list_pending"
     EPISODE_MARK_ATTEMPT = "episode/mark_attempt"
     EPISODE_SET_EMBEDDING = "episode/set_embedding"

@@ -224,10 +224,18 @@ class Neo4jEpisodes(Neo4jAggregate):
         limit: int = 20,
         since_interaction: int | None = None,
     ) -> list[Episode]:
-        """Most recent first (by ``seq``), optionally filtered."""
+        """Most recent first (by ``seq``), optionally filtered (a conversation or a user
+        is read through its own index)."""
+        query = (
+            Query.EPISODE_LIST_CONVERSATION
+            if conversation_id is not None
+            else Query.EPISODE_LIST_USER
+            if user_id is not None
+            else Query.EPISODE_LIST
+        )
         rows = await self._db.fetch(
             "list_episodes",
-            Query.EPISODE_LIST,
+            query,
             persona_id=persona_id,
             user_id=user_id,
             conversation_id=conversation_id,
