@@ -23,7 +23,6 @@ from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Self
 
-import structlog
 from pydantic import BaseModel, ConfigDict
 
 from sonality.core.opinion import OpinionParams
@@ -31,6 +30,7 @@ from sonality.core.triggers import TriggerDecision
 from sonality.errors import SonalityError, ValidationError
 from sonality.mind.context import Context, ContextBuilder
 from sonality.mind.enrichment import Enricher, EnrichReport
+from sonality.mind.erasure import Eraser
 from sonality.mind.parts import Limits, SystemClock, assemble
 from sonality.mind.recording import EpisodeRecorder
 from sonality.mind.reflection import ReflectionParams, ReflectionReport, Reflector
@@ -41,6 +41,8 @@ from sonality.models import (
     AffectState,
     Belief,
     Episode,
+    Erasure,
+    FactKind,
     HardGoal,
     Insight,
     InsightStatus,
@@ -57,11 +59,12 @@ from sonality.models import (
     UserFact,
     validate_identifier,
 )
+from sonality.observability import get_logger
 from sonality.ports import LLM, Clock, Embedder, Store
 
 __all__ = ["Limits", "Recorded", "Sonality", "SystemClock"]
 
-log = structlog.get_logger("sonality")
+log = get_logger("sonality")
 
 
 class Recorded(BaseModel):
@@ -158,6 +161,13 @@ class Sonality:
         self._count_tokens = parts.count_tokens
         self._owns_store = parts.owns_store
         self._dual: DualProcess | None = None
+        self.eraser = Eraser(
+            store=self.store,
+            clock=self.clock,
+            params=self.opinion,
+            window_size=self.limits.disagreement_window,
+            lease_seconds=self.reflector.params.lease_seconds,
+        )
 
     # lifecycle ----------------------------------------------------------------------
     @classmethod
@@ -360,6 +370,58 @@ class Sonality:
 
     async def snapshots(self, persona_id: str) -> Sequence[Snapshot]:
         return await self.store.snapshot_history(_check_id(persona_id, "persona_id"))
+
+    # forgetting and correcting (mind/erasure.py) ----------------------------------------
+    async def forget_user(self, persona_id: str, *, user_id: str) -> Erasure:
+        """Erase the user from the persona: its conversations, episodes, facts, insights,
+        affect state, monologue, narratives and usage, in one transaction, and recompute
+        every belief its episodes moved by replaying the opinion rules over the remaining
+        evidence in order. Snapshot versions that may quote it are flagged: the next
+        reflection rewrites the snapshot without them and purges them. Returns the audit
+        record (no user text). ``NotFoundError`` for an unknown user."""
+        return await self.eraser.forget_user(
+            _check_id(persona_id, "persona_id"), _check_id(user_id, "user_id")
+        )
+
+    async def delete_episode(self, persona_id: str, *, episode_id: str) -> Erasure:
+        """Erase one exchange as ``forget_user`` erases a user's: what hangs off it goes,
+        its conversation's NEXT chain is relinked around it, beliefs are replayed."""
+        return await self.eraser.delete_episode(
+            _check_id(persona_id, "persona_id"), _check_id(episode_id, "episode_id")
+        )
+
+    async def delete_persona(self, persona_id: str) -> Erasure:
+        """Erase the persona and everything it owns; only the audit records stay."""
+        return await self.eraser.delete_persona(_check_id(persona_id, "persona_id"))
+
+    async def retract_fact(self, persona_id: str, *, fact_id: str) -> UserFact:
+        """Retract a user fact: it stays stored but leaves every context."""
+        return await self.eraser.retract_fact(
+            _check_id(persona_id, "persona_id"), _check_id(fact_id, "fact_id")
+        )
+
+    async def correct_fact(
+        self,
+        persona_id: str,
+        *,
+        fact_id: str,
+        text: str,
+        kind: FactKind | str | None = None,
+        severity: int | None = None,
+    ) -> UserFact:
+        """Correct a wrongly extracted fact in place (text, and optionally kind or
+        severity); a corrected fact is active."""
+        return await self.eraser.correct_fact(
+            _check_id(persona_id, "persona_id"),
+            _check_id(fact_id, "fact_id"),
+            text=text,
+            kind=kind,
+            severity=severity,
+        )
+
+    async def erasures(self, persona_id: str) -> list[Erasure]:
+        """The persona's erasure audit records, oldest first (also after its deletion)."""
+        return await self.store.list_erasures(_check_id(persona_id, "persona_id"))
 
     # reflection (mind/reflection.py) ---------------------------------------------------
     async def reflect(

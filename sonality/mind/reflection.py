@@ -42,7 +42,6 @@ import uuid
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 
-import structlog
 from pydantic import BaseModel, ConfigDict
 
 from sonality.core.decay import DecayResult
@@ -69,6 +68,7 @@ from sonality.models import (
     Reflection,
     ReflectionOutcome,
 )
+from sonality.observability import get_logger
 from sonality.ports import LLM, Clock, Store
 
 __all__ = [
@@ -80,7 +80,7 @@ __all__ = [
     "trigger_state",
 ]
 
-log = structlog.get_logger("sonality.reflection")
+log = get_logger("sonality.reflection")
 
 
 def default_owner() -> str:
