@@ -14,18 +14,18 @@ from sonality.service import Sonality
 from sonality.testing import FrozenClock
 from tests.erasure.conftest import Turn, opinion_state, play
 
-FORGOTTEN = {2, 5, 7, 9, 12, 14, 17, 20, 23}
+FORGOTTEN = {2, 5, 7, 9, 12, 14, 17}
 """Turns said by u1 (the one forgotten): facts (2, 9), insights (9, 12), both directions."""
 
 
-def schedule(n: int = 26, *, skip: frozenset[int] = frozenset()) -> list[Turn]:
+def schedule(n: int = 20, *, skip: frozenset[int] = frozenset()) -> list[Turn]:
     """u1 and u2 interleaved over two conversations each."""
     turns = []
     for i in range(1, n + 1):
         if i in skip:
             continue
         user = "u1" if i in FORGOTTEN else "u2"
-        turns.append(Turn(i, user, f"{user}-c{1 + i // 13}"))
+        turns.append(Turn(i, user, f"{user}-c{1 + i // 10}"))
     return turns
 
 
@@ -53,7 +53,7 @@ async def test_forgetting_a_user_leaves_the_state_of_a_persona_that_never_met_th
         assert chain == await app.store.conversation_chain("reference", conversation)
 
     # the persona goes on exactly like the reference
-    more = [Turn(i, "u2", "u2-c3") for i in range(27, 33)]
+    more = [Turn(i, "u2", "u2-c3") for i in range(21, 25)]
     await play(app, clock, "full", more)
     await play(app, clock, "reference", more)
     assert await opinion_state(app, "full") == await opinion_state(app, "reference")
@@ -77,7 +77,7 @@ async def test_deleting_an_exchange_relinks_its_conversation_and_replays_beliefs
 ) -> None:
     """delete_episode removes one exchange mid-conversation: the NEXT chain goes around it,
     and the opinions equal those of a persona that never had that exchange."""
-    turns = [Turn(i, "u2", "c1") for i in range(1, 21)]
+    turns = [Turn(i, "u2", "c1") for i in range(1, 15)]
     await play(app, clock, "full", turns)
     await play(app, clock, "reference", [t for t in turns if t.index != 6])
 
@@ -86,12 +86,12 @@ async def test_deleting_an_exchange_relinks_its_conversation_and_replays_beliefs
     assert record.kind is ErasureKind.EPISODE and record.episodes == 1
     full, reference = await opinion_state(app, "full"), await opinion_state(app, "reference")
     assert full == reference
-    ids = [f"e{i}" for i in range(1, 21) if i != 6]
+    ids = [f"e{i}" for i in range(1, 15) if i != 6]
     assert await app.store.conversation_chain("full", "c1") == ids
     with pytest.raises(NotFoundError):
         await app.store.get_episode("full", "e6")
-    await play(app, clock, "full", [Turn(21, "u2", "c1")])
-    assert (await app.store.conversation_chain("full", "c1"))[-2:] == ["e20", "e21"]
+    await play(app, clock, "full", [Turn(15, "u2", "c1")])
+    assert (await app.store.conversation_chain("full", "c1"))[-2:] == ["e14", "e15"]
 
 
 async def test_deleting_the_last_exchanges_moves_the_chain_head_back(
