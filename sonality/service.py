@@ -19,7 +19,7 @@ nothing else changes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
 from typing import Self
 
@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict
 from sonality.core.opinion import OpinionParams
 from sonality.core.triggers import TriggerDecision
 from sonality.errors import SonalityError, ValidationError
+from sonality.mind.archive import Imported, export_lines, import_archives, parse_archive
 from sonality.mind.context import Context, ContextBuilder
 from sonality.mind.enrichment import Enricher, EnrichReport
 from sonality.mind.erasure import Eraser
@@ -422,6 +423,23 @@ class Sonality:
     async def erasures(self, persona_id: str) -> list[Erasure]:
         """The persona's erasure audit records, oldest first (also after its deletion)."""
         return await self.store.list_erasures(_check_id(persona_id, "persona_id"))
+
+    # moving personas (mind/archive.py) -------------------------------------------------
+    async def export(self, persona_id: str | Sequence[str]) -> str:
+        """The persona (or personas, in order) as canonical JSON lines, every node kind with
+        its id: ``import_`` into any store gives it back, and exporting it there gives the
+        same bytes. ``PersonaNotFound`` for an unknown persona."""
+        ids = [persona_id] if isinstance(persona_id, str) else list(persona_id)
+        lines = await export_lines(self.store, [_check_id(p, "persona_id") for p in ids])
+        return "".join(f"{line}\n" for line in lines)
+
+    async def import_(self, archive: str | Iterable[str]) -> list[Imported]:
+        """Import an export (its text, or its lines): ids and counters preserved, each
+        persona in one transaction. Idempotent: a persona already held with the same data
+        is ``unchanged``; one held with other data is a ``ConflictError`` and nothing of
+        the file is written. A bad line is a ``ValidationError`` naming it."""
+        lines = archive.splitlines() if isinstance(archive, str) else archive
+        return await import_archives(self.store, parse_archive(lines))
 
     # reflection (mind/reflection.py) ---------------------------------------------------
     async def reflect(

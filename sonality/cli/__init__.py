@@ -15,7 +15,7 @@ from __future__ import annotations
 import click
 
 from sonality import __version__
-from sonality.cli import browse, chat, demo, memory, reflection, schema
+from sonality.cli import browse, chat, data, demo, memory, reflection, schema
 from sonality.cli.shell import CliState, SonalityGroup
 
 __all__ = ["main"]
@@ -46,6 +46,13 @@ for command in (
     memory.facts,
     memory.episodes,
     memory.enrich,
+    # forgetting, correcting, moving
+    data.forget,
+    data.episode,
+    data.fact,
+    data.export,
+    data.import_,
+    data.copy,
     # reflection
     reflection.reflect,
     reflection.reflections,
@@ -57,3 +64,4 @@ for command in (
     browse.browse,
 ):
     main.add_command(command)
+memory.persona.add_command(data.persona_delete)

@@ -25,6 +25,7 @@ from sonality.models import (
     ArchivedReflection,
     ArchivedUser,
     Belief,
+    Episode,
     Erasure,
     Insight,
     MonologueEntry,
@@ -41,7 +42,7 @@ from sonality.models import (
 from sonality.storage import archive as fmt
 from sonality.storage import shapes
 from sonality.storage.sqlite import codec
-from sonality.storage.sqlite.episodes import episode_columns, episode_from
+from sonality.storage.sqlite.episodes import episode_columns
 from sonality.storage.sqlite.executor import SqliteAggregate, insert_statement
 from sonality.storage.sqlite.personas import get_persona
 
@@ -66,7 +67,15 @@ _SELECT = {
     table: f"SELECT {', '.join(model.model_fields)} FROM {table} WHERE persona_id = ?"
     for _, table, model in _PLAIN
 }
-_INSERT = {table: insert_statement(table, tuple(model.model_fields)) for _, table, model in _PLAIN}
+_INSERT = {
+    table: insert_statement(
+        table,
+        tuple(model.model_fields),
+        # audit records outlive a deleted persona: a restored one may meet its own
+        verb="INSERT OR REPLACE" if table == "erasures" else "INSERT",
+    )
+    for _, table, model in _PLAIN
+}
 _INSERT_ORDER = (
     "snapshots",
     "beliefs",
@@ -148,16 +157,7 @@ def _export(conn: sqlite3.Connection, persona_id: str) -> PersonaArchive:
             conversations=tuple(
                 ArchivedConversation.model_validate(codec.decode(r)) for r in conversations
             ),
-            episodes=tuple(
-                ArchivedEpisode(
-                    episode=episode_from(r),
-                    prev_episode_id=r["prev_episode_id"],
-                    embedding=fmt.encode_embedding(
-                        None if r["embedding"] is None else bytes(r["embedding"])
-                    ),
-                )
-                for r in episodes
-            ),
+            episodes=tuple(_archived_episode(r) for r in episodes),
             topics=tuple(str(r[0]) for r in topics),
             provenance=tuple(ProvenanceEdge.model_validate(dict(r)) for r in provenance),
             reflections=tuple(
@@ -167,6 +167,19 @@ def _export(conn: sqlite3.Connection, persona_id: str) -> PersonaArchive:
             **plain,
         )
     )
+
+
+def _archived_episode(row: sqlite3.Row) -> ArchivedEpisode:
+    fields = {k: v for k, v in codec.decode(row).items() if k not in _EPISODE_EXTRAS}
+    blob = row["embedding"]
+    return ArchivedEpisode(
+        episode=Episode.model_validate(shapes.episode(fields)),
+        prev_episode_id=row["prev_episode_id"],
+        embedding=fmt.encode_embedding(None if blob is None else bytes(blob)),
+    )
+
+
+_EPISODE_EXTRAS = frozenset({"prev_episode_id", "embedding"})
 
 
 def _next_rev(conn: sqlite3.Connection) -> int:
