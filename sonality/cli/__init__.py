@@ -16,6 +16,7 @@ import click
 
 from sonality import __version__
 from sonality.cli import browse, chat, data, demo, memory, reflection, schema
+from sonality.cli import eval as evaluation
 from sonality.cli.shell import CliState, SonalityGroup
 
 __all__ = ["main"]
@@ -62,6 +63,8 @@ for command in (
     chat.chat,
     demo.demo,
     browse.browse,
+    # evaluation suite
+    evaluation.eval_group,
 ):
     main.add_command(command)
 memory.persona.add_command(data.persona_delete)
