@@ -323,9 +323,15 @@ class Sonality:
         )
 
     # reads ----------------------------------------------------------------------------
+    async def _known(self, persona_id: str) -> str:
+        """``persona_id`` once checked and found: every read of a persona's data raises
+        ``PersonaNotFound`` (exit 4) for an unknown persona rather than answering empty."""
+        await self.store.get_persona(_check_id(persona_id, "persona_id"))
+        return persona_id
+
     async def beliefs(self, persona_id: str, *, include_retired: bool = False) -> list[Belief]:
         return await self.store.list_beliefs(
-            _check_id(persona_id, "persona_id"), include_retired=include_retired
+            await self._known(persona_id), include_retired=include_retired
         )
 
     async def evidence(self, persona_id: str, topic: str) -> list[tuple[ProvenanceEdge, Episode]]:
@@ -333,14 +339,14 @@ class Sonality:
         from sonality.models import normalise_topic
 
         return await self.store.belief_evidence(
-            _check_id(persona_id, "persona_id"), normalise_topic(topic)
+            await self._known(persona_id), normalise_topic(topic)
         )
 
     async def facts(self, persona_id: str, *, user_id: str) -> list[UserFact]:
         from sonality.mind.context import order_facts
 
         facts = await self.store.list_facts(
-            _check_id(persona_id, "persona_id"), _check_id(user_id, "user_id")
+            await self._known(persona_id), _check_id(user_id, "user_id")
         )
         return list(order_facts(facts))
 
@@ -352,7 +358,7 @@ class Sonality:
         conversation_id: str | None = None,
         limit: int = 20,
     ) -> list[Episode]:
-        _check_id(persona_id, "persona_id")
+        await self._known(persona_id)
         if user_id is not None:
             _check_id(user_id, "user_id")
         if conversation_id is not None:
@@ -364,13 +370,13 @@ class Sonality:
     async def insights(
         self, persona_id: str, *, status: InsightStatus | None = None
     ) -> list[Insight]:
-        return await self.store.list_insights(_check_id(persona_id, "persona_id"), status=status)
+        return await self.store.list_insights(await self._known(persona_id), status=status)
 
     async def snapshot(self, persona_id: str) -> Snapshot:
         return await self.store.current_snapshot(_check_id(persona_id, "persona_id"))
 
     async def snapshots(self, persona_id: str) -> Sequence[Snapshot]:
-        return await self.store.snapshot_history(_check_id(persona_id, "persona_id"))
+        return await self.store.snapshot_history(await self._known(persona_id))
 
     # forgetting and correcting (mind/erasure.py) ----------------------------------------
     async def forget_user(self, persona_id: str, *, user_id: str) -> Erasure:
@@ -468,7 +474,7 @@ class Sonality:
 
     async def reflections(self, persona_id: str, *, limit: int = 20) -> list[Reflection]:
         """Reflection attempts, newest first."""
-        return await self.store.list_reflections(_check_id(persona_id, "persona_id"), limit=limit)
+        return await self.store.list_reflections(await self._known(persona_id), limit=limit)
 
     async def rollback_snapshot(self, persona_id: str, to_version: int) -> Snapshot:
         """Make version ``to_version``'s text CURRENT again, as a new version recorded
@@ -583,40 +589,40 @@ class Sonality:
     async def narrative(self, persona_id: str, *, conversation_id: str) -> Narrative | None:
         """The conversation's latest committed narrative, or None."""
         mind = await self.store.conversation_mind(
-            _check_id(persona_id, "persona_id"), _check_id(conversation_id, "conversation_id")
+            await self._known(persona_id), _check_id(conversation_id, "conversation_id")
         )
         return mind.narrative
 
     async def narratives(self, persona_id: str, *, conversation_id: str) -> list[Narrative]:
         """The stored narrative versions, newest first."""
         return await self.store.narrative_history(
-            _check_id(persona_id, "persona_id"), _check_id(conversation_id, "conversation_id")
+            await self._known(persona_id), _check_id(conversation_id, "conversation_id")
         )
 
     async def monologue(self, persona_id: str, *, conversation_id: str) -> list[MonologueEntry]:
         """The conversation's bounded inner-monologue history, oldest first."""
         mind = await self.store.conversation_mind(
-            _check_id(persona_id, "persona_id"), _check_id(conversation_id, "conversation_id")
+            await self._known(persona_id), _check_id(conversation_id, "conversation_id")
         )
         return list(mind.monologue)
 
     async def thinker_turns(self, persona_id: str, *, conversation_id: str) -> list[ThinkerTurn]:
         """Where the Thinker is with each turn of the conversation."""
         return await self.store.thinker_turns(
-            _check_id(persona_id, "persona_id"), _check_id(conversation_id, "conversation_id")
+            await self._known(persona_id), _check_id(conversation_id, "conversation_id")
         )
 
     async def turn_usage(self, persona_id: str, *, conversation_id: str) -> list[TurnUsage]:
         """Model calls, tokens and cost per turn and component (talker, monologue,
         controller, enrichment, affect)."""
         return await self.store.turn_usage(
-            _check_id(persona_id, "persona_id"), _check_id(conversation_id, "conversation_id")
+            await self._known(persona_id), _check_id(conversation_id, "conversation_id")
         )
 
     async def affect_state(self, persona_id: str, *, user_id: str) -> AffectState | None:
         """The persona's affective state towards the user (None before any)."""
         return await self.store.get_affect(
-            _check_id(persona_id, "persona_id"), _check_id(user_id, "user_id")
+            await self._known(persona_id), _check_id(user_id, "user_id")
         )
 
     async def set_affect(

@@ -345,6 +345,8 @@ async def enrich(state: CliState, persona_id: str | None, as_json: bool) -> None
         for report in reports:
             click.echo(f"{report.persona_id}: ", nl=False)
             _echo_enrichment(report)
+        if not reports:
+            click.echo("no personas yet: nothing to enrich")
 
     emit(reports, as_json, text)
     for report in reports:

@@ -139,3 +139,42 @@ def test_copy_from_sqlite_to_neo4j(
     assert invoke(neo, "export", "--persona", "ada")[1] == invoke(env, "export")[1]
     code, _, err = invoke(neo, "copy", "--from", "mysql://x", "--to", neo4j_uri)
     assert code == 3 and "store URL" in err
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("beliefs", "--persona", "nobody"),
+        ("facts", "--persona", "nobody", "--user", "u1"),
+        ("episodes", "--persona", "nobody"),
+        ("context", "--persona", "nobody", "--user", "u1", "--message", "hi"),
+        ("record", "--persona", "nobody", "--user", "u1", "--message", "m", "--response", "r"),
+        ("enrich", "--persona", "nobody"),
+        ("reflect", "--persona", "nobody"),
+        ("reflections", "--persona", "nobody"),
+        ("snapshot", "history", "--persona", "nobody"),
+        ("snapshot", "show", "--persona", "nobody"),
+        ("persona", "show", "nobody"),
+        ("persona", "delete", "nobody", "--yes"),
+        ("forget", "--persona", "nobody", "--user", "u1", "--yes"),
+        ("episode", "delete", "--persona", "nobody", "e1", "--yes"),
+        ("fact", "retract", "--persona", "nobody", "f1"),
+        ("export", "--persona", "nobody"),
+    ],
+    ids=lambda args: " ".join(args[:2]),
+)
+def test_an_unknown_persona_is_exit_4_everywhere(
+    env: dict[str, str], args: tuple[str, ...]
+) -> None:
+    """Every command naming a persona the store does not hold exits 4 with one line,
+    whether it reads or writes (a read never answers "nothing yet" for a missing persona)."""
+    _seed(env)
+    code, out, err = invoke(env, *args)
+    assert (code, out) == (4, ""), (code, out, err)
+    assert len(err.strip().splitlines()) == 1 and "nobody" in err
+
+
+def test_enrich_on_an_empty_store_says_so(env: dict[str, str]) -> None:
+    """`enrich` with no persona at all prints a line rather than nothing."""
+    code, out, _ = invoke(env, "enrich")
+    assert code == 0 and out.strip() == "no personas yet: nothing to enrich"
