@@ -85,11 +85,12 @@ class CliState:
             await app.close()
 
     @asynccontextmanager
-    async def store(self) -> AsyncIterator[Store]:
-        """The bare store (opened, never migrated), for the schema commands."""
+    async def store(self, *, create: bool = True) -> AsyncIterator[Store]:
+        """The bare store (opened, never migrated), for the schema commands; with
+        ``create=False`` nothing is created (``doctor``)."""
         from sonality.wiring import open_store
 
-        store = await open_store(self.settings)
+        store = await open_store(self.settings, create=create)
         try:
             yield store
         finally:

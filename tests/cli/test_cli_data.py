@@ -178,3 +178,19 @@ def test_enrich_on_an_empty_store_says_so(env: dict[str, str]) -> None:
     """`enrich` with no persona at all prints a line rather than nothing."""
     code, out, _ = invoke(env, "enrich")
     assert code == 0 and out.strip() == "no personas yet: nothing to enrich"
+
+
+def test_doctor_creates_nothing(env: dict[str, str], tmp_path: Path) -> None:
+    """`doctor` on a SQLite URL whose folder (or file) does not exist reports the store
+    unreachable, says why, exits 1 and creates neither the folder nor the file."""
+    missing = tmp_path / "nonexistent" / "dir"
+    code, out, _ = invoke(
+        {**env, "SONALITY_STORE": f"sqlite:///{missing / 'x.db'}"}, "doctor", "--json"
+    )
+    report = json.loads(out)
+    assert code == 1 and report["store"]["reachable"] is False
+    assert "folder does not exist" in report["store"]["error"]
+    assert not (tmp_path / "nonexistent").exists()
+    code, out, _ = invoke(env, "doctor")
+    assert code == 1 and "UNREACHABLE (the SQLite file does not exist" in out
+    assert not (tmp_path / "cli.db").exists()

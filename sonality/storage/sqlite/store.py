@@ -88,8 +88,10 @@ class SqliteStore(
         embedding_dimensions: int = 256,
         busy_timeout: float = 10.0,
         migrations_dir: Path | None = None,
+        create: bool = True,
     ) -> SqliteStore:
-        """Open (creating the parent folders and the empty file, never the schema).
+        """Open (creating the parent folders and the empty file, never the schema; with
+        ``create=False`` a missing file is ``StoreUnavailable`` and nothing is created).
         ``migrations_dir`` replaces the shipped ``migrations/sqlite/`` folder (for tests)."""
         if sqlite3.sqlite_version_info < MIN_SQLITE_VERSION:
             raise StoreUnavailable(
@@ -100,6 +102,9 @@ class SqliteStore(
         if embedding_dimensions < 1:
             raise ValidationError("embedding_dimensions must be positive")
         file = Path(path)
+        if not create and not file.is_file():
+            where = "file" if file.parent.is_dir() else "folder"
+            raise StoreUnavailable(f"the SQLite {where} does not exist", path=str(file))
         try:
             file.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
