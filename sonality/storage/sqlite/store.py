@@ -102,8 +102,8 @@ class SqliteStore(
         if embedding_dimensions < 1:
             raise ValidationError("embedding_dimensions must be positive")
         file = Path(path)
-        if not create and not file.is_file():
-            where = "file" if file.parent.is_dir() else "folder"
+        if not create and not await asyncio.to_thread(file.is_file):
+            where = "file" if await asyncio.to_thread(file.parent.is_dir) else "folder"
             raise StoreUnavailable(f"the SQLite {where} does not exist", path=str(file))
         try:
             file.parent.mkdir(parents=True, exist_ok=True)
