@@ -17,15 +17,14 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import structlog
-
 from sonality.errors import LLMError
 from sonality.models import Episode, EpisodeDraft
+from sonality.observability import get_logger
 from sonality.ports import Clock, Embedder, Store
 
 __all__ = ["EpisodeRecorder", "Exchange"]
 
-log = structlog.get_logger("sonality")
+log = get_logger("sonality")
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,10 +60,14 @@ class Query(StrEnum):
 
     # enrichment commit (one statement)
     ENRICHMENT_COMMIT = "enrichment/commit"
+    ENRICHMENT_CREATE_FACTS = "enrichment/create_facts"
+    ENRICHMENT_CREATE_STAGED = "enrichment/create_staged"
 
     # beliefs and their provenance
+    BELIEF_CONTRADICTS = "belief/contradicts"
     BELIEF_EVIDENCE = "belief/evidence"
     BELIEF_LIST = "belief/list"
+    BELIEF_SUPPORTS = "belief/supports"
     BELIEF_UPSERT = "belief/upsert"
 
     # staged updates
@@ -73,6 +77,8 @@ class Query(StrEnum):
     INSIGHT_LIST = "insight/list"
 
     # user facts
+    FACT_CORRECT = "fact/correct"
+    FACT_GET = "fact/get"
     FACT_LIST = "fact/list"
     FACT_RETRACT = "fact/retract"
 
@@ -102,6 +108,64 @@ class Query(StrEnum):
     RUNTIME_TURN = "runtime/turn"
     RUNTIME_TURNS = "runtime/turns"
     RUNTIME_USAGE = "runtime/usage"
+
+    # erasure: forgetting a user or an exchange, snapshot review, persona deletion
+    ERASURE_CLEAR_REVIEW = "erasure/clear_review"
+    ERASURE_CONVERSATIONS = "erasure/conversations"
+    ERASURE_COUNTS = "erasure/counts"
+    ERASURE_CREATE = "erasure/create"
+    ERASURE_DELETE_BELIEFS = "erasure/delete_beliefs"
+    ERASURE_DELETE_EPISODES = "erasure/delete_episodes"
+    ERASURE_DELETE_PERSONA = "erasure/delete_persona"
+    ERASURE_DELETE_PROVENANCE = "erasure/delete_provenance"
+    ERASURE_DELETE_STAGED = "erasure/delete_staged"
+    ERASURE_DELETE_USER = "erasure/delete_user"
+    ERASURE_DROP_CONVERSATIONS = "erasure/drop_conversations"
+    ERASURE_DROP_TOPICS = "erasure/drop_topics"
+    ERASURE_EVIDENCE = "erasure/evidence"
+    ERASURE_LIST = "erasure/list"
+    ERASURE_PURGE_SNAPSHOTS = "erasure/purge_snapshots"
+    ERASURE_REFLECTIONS = "erasure/reflections"
+    ERASURE_REINDEX_EPISODES = "erasure/reindex_episodes"
+    ERASURE_REINDEX_REFLECTIONS = "erasure/reindex_reflections"
+    ERASURE_RELINK = "erasure/relink"
+    ERASURE_RELINK_SNAPSHOTS = "erasure/relink_snapshots"
+    ERASURE_REWIND_THINKER = "erasure/rewind_thinker"
+    ERASURE_UPDATE_PERSONA = "erasure/update_persona"
+    ERASURE_USER = "erasure/user"
+    ERASURE_USER_EPISODES = "erasure/user_episodes"
+
+    # archive: one persona read out and written back (export, import, copy)
+    ARCHIVE_AFFECT = "archive/affect"
+    ARCHIVE_CONVERSATIONS = "archive/conversations"
+    ARCHIVE_EPISODES = "archive/episodes"
+    ARCHIVE_FACTS = "archive/facts"
+    ARCHIVE_LINK_EPISODES = "archive/link_episodes"
+    ARCHIVE_LINK_NARRATIVES = "archive/link_narratives"
+    ARCHIVE_MONOLOGUE = "archive/monologue"
+    ARCHIVE_NARRATIVES = "archive/narratives"
+    ARCHIVE_PERSONA = "archive/persona"
+    ARCHIVE_PROVENANCE = "archive/provenance"
+    ARCHIVE_PUT_AFFECT = "archive/put_affect"
+    ARCHIVE_PUT_CONVERSATIONS = "archive/put_conversations"
+    ARCHIVE_PUT_EPISODES = "archive/put_episodes"
+    ARCHIVE_PUT_ERASURES = "archive/put_erasures"
+    ARCHIVE_PUT_INSIGHTS = "archive/put_insights"
+    ARCHIVE_PUT_MONOLOGUE = "archive/put_monologue"
+    ARCHIVE_PUT_NARRATIVES = "archive/put_narratives"
+    ARCHIVE_PUT_PERSONA = "archive/put_persona"
+    ARCHIVE_PUT_REFLECTIONS = "archive/put_reflections"
+    ARCHIVE_PUT_SNAPSHOTS = "archive/put_snapshots"
+    ARCHIVE_PUT_THINKER = "archive/put_thinker"
+    ARCHIVE_PUT_TOPICS = "archive/put_topics"
+    ARCHIVE_PUT_USAGE = "archive/put_usage"
+    ARCHIVE_PUT_USERS = "archive/put_users"
+    ARCHIVE_REFLECTIONS = "archive/reflections"
+    ARCHIVE_STAGED = "archive/staged"
+    ARCHIVE_THINKER_TURNS = "archive/thinker_turns"
+    ARCHIVE_TOPICS = "archive/topics"
+    ARCHIVE_USAGE = "archive/usage"
+    ARCHIVE_USERS = "archive/users"
 
 
 @cache
