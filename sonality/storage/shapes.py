@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sonality.models import EnrichmentCommit, EnrichmentStatus
+from sonality.models import EnrichmentCommit, EnrichmentStatus, InsightState
 
 __all__ = ["ENRICHED_FIELDS", "EVIDENCE_FIELDS", "enriched_episode", "episode"]
 
@@ -35,6 +35,7 @@ ENRICHED_FIELDS = (
     "topics",
     "importance",
     "insight",
+    "insight_status",
     "disagreement",
 )
 """The fields :func:`enriched_episode` sets."""
@@ -55,6 +56,9 @@ def enriched_episode(commit: EnrichmentCommit) -> dict[str, Any]:
         "topics": list(commit.topics),
         "importance": commit.importance,
         "insight": None if commit.insight is None else commit.insight.text,
+        "insight_status": (
+            InsightState.PENDING if commit.insight_pending else InsightState.EXTRACTED
+        ).value,
         "disagreement": commit.disagreement,
     }
 
