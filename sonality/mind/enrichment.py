@@ -226,9 +226,7 @@ class Enricher:
         try:
             reply = await self._insight_reply(persona, episode)
         except LLMUnavailable:
-            log.warning(
-                "insight_deferred", persona_id=episode.persona_id, episode_id=episode.id
-            )
+            log.warning("insight_deferred", persona_id=episode.persona_id, episode_id=episode.id)
             return "llm_unavailable"
         except LLMError as exc:
             give_up = (episode.insight_attempts + 1) % self._max_attempts == 0

@@ -158,7 +158,8 @@ class Reference:
             net = math.fsum(s[1] for s in items)
             net = max(-self.cap, min(self.cap, net))
             old = self.positions.get(topic, 0.0)
-            held = [old] + [p for at, p in self.moves.get(topic, []) if at > self.count - self.window]
+            recent = self.moves.get(topic, [])
+            held = [old] + [p for at, p in recent if at > self.count - self.window]
             new = max(-1.0, min(1.0, old + net))
             new = max(min(old, max(held) - self.window_cap), new)
             new = min(max(old, min(held) + self.window_cap), new)

@@ -319,9 +319,7 @@ class SqliteEnrichment(SqliteAggregate):
     ) -> list[Episode]:
         """Enriched episodes whose insight part is ``status`` (pending or failed), oldest
         first (by ``seq``)."""
-        return await self._db.read(
-            _insight_retries, persona_id, InsightState(status).value, limit
-        )
+        return await self._db.read(_insight_retries, persona_id, InsightState(status).value, limit)
 
     async def count_insight_retries(self, persona_id: str) -> dict[str, int]:
         """``{"pending": n, "failed": n}`` insight parts."""
