@@ -239,10 +239,22 @@ async def snapshot_rollback(
 
 
 @click.command()
-@click.option("--scan-seconds", type=float, help="Scan interval [SONALITY_WORKER_SCAN_SECONDS].")
-@click.option("--retry-seconds", type=float, help="Enrichment retry base interval.")
-@click.option("--idle-seconds", type=float, help="Reflect quiet personas with pending insights.")
-@click.option("--grace-seconds", type=float, default=30.0, show_default=True)
+@click.option(
+    "--scan-seconds",
+    type=click.FloatRange(0, 86_400, min_open=True),
+    help="Scan interval [SONALITY_WORKER_SCAN_SECONDS].",
+)
+@click.option(
+    "--retry-seconds",
+    type=click.FloatRange(0, 86_400, min_open=True),
+    help="Enrichment retry base interval.",
+)
+@click.option(
+    "--idle-seconds",
+    type=click.FloatRange(0, 31_536_000, min_open=True),
+    help="Reflect quiet personas with pending insights.",
+)
+@click.option("--grace-seconds", type=click.FloatRange(0, 86_400), default=30.0, show_default=True)
 @click.option("--once", is_flag=True, help="One pass (enrich pending, reflect due), then exit.")
 @click.option("--owner", help="Lease owner id (default host:pid:random).")
 @json_option
@@ -273,6 +285,7 @@ async def worker(
         retry_seconds=retry_seconds or settings.worker_retry_seconds,
         idle_seconds=idle_seconds or settings.worker_idle_reflection_seconds,
         grace_seconds=grace_seconds,
+        retry_rounds=settings.enrichment_retry_rounds,
     )
 
     async with state.app(llm_spec=llm_spec, owner=owner) as app:
