@@ -83,7 +83,16 @@ async def persona_create(
     if identity_file is not None:
         import asyncio
 
-        text = await asyncio.to_thread(identity_file.read_text, "utf-8")
+        from sonality.errors import ValidationError
+
+        raw = await asyncio.to_thread(identity_file.read_bytes)
+        try:
+            text = raw.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise ValidationError(
+                f"--identity-file is not UTF-8 text (invalid byte at offset {exc.start})",
+                field="identity_file",
+            ) from None
     assert text is not None
     async with state.app() as app:
         created = await app.create_persona(persona_id, name=name, core_identity=text)
@@ -257,6 +266,13 @@ async def ingest(
 def _echo_enrichment(report: Any) -> None:
     """One line for an enrichment pass (``sonality.service``'s report)."""
     line = f"enriched {report.enriched}, failed {report.failed}, pending {report.remaining}"
+    if report.requeued:
+        line = f"retried {report.requeued} failed, " + line
+    if report.insights_extracted or report.insights_failed or report.insights_remaining:
+        line += (
+            f"; insights extracted {report.insights_extracted}, failed "
+            f"{report.insights_failed}, pending {report.insights_remaining}"
+        )
     if report.stopped_by == "no_model":
         line += " (no model configured: set SONALITY_MODEL to enrich)"
     elif report.stopped_by:
@@ -332,14 +348,26 @@ async def episodes(
 
 @click.command()
 @click.option("--persona", "persona_id", help="Only this persona (default: all).")
+@click.option(
+    "--retry-failed",
+    is_flag=True,
+    help="First put episodes and insights marked failed back to pending.",
+)
 @json_option
 @click.pass_obj
 @run
-async def enrich(state: CliState, persona_id: str | None, as_json: bool) -> None:
-    """Enrich pending episodes, oldest first, per persona."""
+async def enrich(
+    state: CliState, persona_id: str | None, retry_failed: bool, as_json: bool
+) -> None:
+    """Enrich pending episodes, oldest first, per persona; then extract pending insights.
+
+    Exits 3 when the model refuses the configuration (nothing is marked: fix the settings
+    and run it again), 8 when it stopped on an unreachable or invalid model (the rest
+    stays pending). --retry-failed brings back what earlier attempts gave up.
+    """
     async with state.app() as app:
         ids = [persona_id] if persona_id else [p.id for p in await app.personas()]
-        reports = [await app.enrich_pending(pid) for pid in ids]
+        reports = [await app.enrich_pending(pid, retry_failed=retry_failed) for pid in ids]
 
     def text() -> None:
         for report in reports:

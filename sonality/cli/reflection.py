@@ -103,7 +103,8 @@ async def reflect(
     """Run the reflection pipeline now (the same one the worker runs).
 
     Without --force it reflects only when a trigger holds (cooldown, periodic, event).
-    Exits 1 when a reflection was rejected or failed.
+    Exits 1 when a reflection was rejected or failed, 9 when another worker holds a
+    persona's reflection lease (nothing ran; try again later).
     """
     if (persona_id is None) == (not all_personas):
         raise click.UsageError("give exactly one of --persona or --all")
@@ -128,6 +129,12 @@ async def reflect(
 
     payload = [_report_json(r) for r in reports]
     emit(payload if all_personas else payload[0], as_json, text)
+    from sonality.errors import LeaseHeld
+    from sonality.mind.reflection import LEASE_HELD
+
+    busy = [r.persona_id for r in reports if r.outcome == "skipped" and r.reason == LEASE_HELD]
+    if busy:
+        raise LeaseHeld("another worker holds the reflection lease; try again later", personas=busy)
     if any(r.outcome in ("rejected", "failed") for r in reports):
         raise Unsuccessful
 
