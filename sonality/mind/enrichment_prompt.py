@@ -44,8 +44,9 @@ MAX_INSIGHT_CHARS = 300
 MAX_FACT_CHARS = 500
 MAX_FACTS = 20
 """Facts kept from one reply; a person discloses a few per message, not hundreds."""
-_MAX_FACT_PARTS = 5 * MAX_FACTS
-"""Fact entries of one reply read at all (each may add a ``defaulted`` entry)."""
+_MAX_FACT_PARTS = 25 * MAX_FACTS
+"""Fact entries of one reply read at all (each may add a ``defaulted`` entry): enough
+that a constraint late in a runaway reply is still ranked first."""
 
 
 class _Loose(BaseModel):

@@ -21,7 +21,7 @@ KINDS: dict[type[errors.SonalityError], int] = {
     errors.PersonaNotFound: 4,
     errors.ConflictError: 5,
     errors.AlreadyExists: 5,
-    errors.LeaseHeld: 5,
+    errors.LeaseHeld: 9,
     errors.SchemaError: 6,
     errors.MigrationChecksumMismatch: 6,
     errors.StoreError: 7,
