@@ -9,7 +9,15 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from sonality.cli.shell import CliState, emit, json_option, lines, persona_option, run
+from sonality.cli.shell import (
+    CliState,
+    emit,
+    json_option,
+    lines,
+    llm_option,
+    persona_option,
+    run,
+)
 
 if TYPE_CHECKING:
     from sonality.errors import SonalityError
@@ -354,10 +362,15 @@ async def episodes(
     help="First put episodes and insights marked failed back to pending.",
 )
 @json_option
+@llm_option
 @click.pass_obj
 @run
 async def enrich(
-    state: CliState, persona_id: str | None, retry_failed: bool, as_json: bool
+    state: CliState,
+    persona_id: str | None,
+    retry_failed: bool,
+    as_json: bool,
+    llm_spec: str | None,
 ) -> None:
     """Enrich pending episodes, oldest first, per persona; then extract pending insights.
 
@@ -365,14 +378,25 @@ async def enrich(
     and run it again), 8 when it stopped on an unreachable or invalid model (the rest
     stays pending). --retry-failed brings back what earlier attempts gave up.
     """
-    async with state.app() as app:
+    async with state.app(llm_spec=llm_spec) as app:
         ids = [persona_id] if persona_id else [p.id for p in await app.personas()]
         reports = [await app.enrich_pending(pid, retry_failed=retry_failed) for pid in ids]
+        # what earlier passes gave up is never left silent: say how to bring it back
+        given_up = {
+            pid: (await app.store.count_episodes(pid))["failed"]
+            + (await app.store.count_insight_retries(pid))["failed"]
+            for pid in ids
+        }
 
     def text() -> None:
         for report in reports:
             click.echo(f"{report.persona_id}: ", nl=False)
             _echo_enrichment(report)
+            if given_up[report.persona_id]:
+                click.echo(
+                    f"  {given_up[report.persona_id]} failed episodes or insights wait: "
+                    f"sonality enrich --persona {report.persona_id} --retry-failed"
+                )
 
     emit(reports, as_json, text)
     for report in reports:

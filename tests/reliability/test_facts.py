@@ -22,7 +22,11 @@ NEUTRAL = {
 
 
 def fact(n: int, *, kind: str = "preference", severity: int = 2) -> dict[str, Any]:
-    return {"kind": kind, "text": f"The user collects stamp series number {n}.", "severity": severity}
+    return {
+        "kind": kind,
+        "text": f"The user collects stamp series number {n}.",
+        "severity": severity,
+    }
 
 
 def replying(*facts_per_turn: list[dict[str, Any]]) -> ScriptedLLM:
