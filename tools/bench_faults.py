@@ -282,7 +282,7 @@ async def main_async(args: argparse.Namespace) -> int:
         f"{requests_faulty} model requests in the faulty phase"
     )
     header = (
-        f"{"phase":<48} {'ack':>5} {'stored':>6} {'enriched':>8} {'pending':>7} {'failed':>6} "
+        f"{'phase':<48} {'ack':>5} {'stored':>6} {'enriched':>8} {'pending':>7} {'failed':>6} "
         f"{'ins.wait':>8} {'ins.lost':>8} {'facts.lost':>10} {'seconds':>8}"
     )
     print(header)
