@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
+import structlog
 from neo4j import AsyncDriver, AsyncManagedTransaction
 from neo4j.exceptions import (
     AuthError,
@@ -52,6 +53,8 @@ __all__ = [
     "write_matched",
 ]
 
+log = structlog.get_logger("sonality.storage.neo4j")
+
 P = ParamSpec("P")
 T = TypeVar("T")
 TxFunction = Callable[Concatenate[AsyncManagedTransaction, P], Awaitable[T]]
@@ -70,6 +73,8 @@ async def translate_errors(
     except SonalityError:
         raise
     except (ServiceUnavailable, SessionExpired) as exc:
+        # the driver retried for at most SONALITY_NEO4J_RETRY_SECONDS: say so, once
+        log.warning("neo4j_unavailable", operation=operation, error=type(exc).__name__)
         raise StoreUnavailable("Neo4j is unreachable", operation=operation) from exc
     except AuthError as exc:
         raise StoreUnavailable("Neo4j rejected the credentials", operation=operation) from exc
