@@ -4,11 +4,12 @@ everything else)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import structlog
 
 from sonality.llm.embedders import HashEmbedder
 from sonality.service import Sonality
@@ -22,6 +23,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if Path(str(item.fspath)).is_relative_to(HERE):
             item.add_marker(pytest.mark.reliability)
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging() -> Iterator[None]:
+    """CLI cases configure logging like a real entry point; start each test from the
+    defaults, so log-capturing tests see every event."""
+    structlog.reset_defaults()
+    yield
+    structlog.reset_defaults()
 
 
 @pytest.fixture
