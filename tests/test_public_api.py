@@ -79,7 +79,11 @@ SONALITY_METHODS: dict[str, tuple[str, bool, list[tuple[str, str, object]]]] = {
         [("persona_id", _P, _REQUIRED), ("conversation_id", _K, None), ("max_seconds", _K, None)],
     ),
     "due_personas": ("method", True, []),
-    "enrich_pending": ("method", True, [("persona_id", _P, _REQUIRED), ("limit", _K, None)]),
+    "enrich_pending": (
+        "method",
+        True,
+        [("persona_id", _P, _REQUIRED), ("limit", _K, None), ("retry_failed", _K, False)],
+    ),
     "episodes": (
         "method",
         True,
