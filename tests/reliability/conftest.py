@@ -4,17 +4,17 @@ everything else)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import structlog
 
-from sonality.llm.embedders import HashEmbedder
-from sonality.service import Sonality
-from sonality.testing import FrozenClock, ScriptedLLM
-from tests.conftest import EMBEDDING_DIMENSIONS
+from tests.pipeline.conftest import clock, make_app
+
+__all__ = ["clock", "make_app"]
+"""The pipeline's fixtures: a frozen clock, and ``make_app(llm)``, a ``Sonality`` over the
+test's store with the offline embedder."""
 
 HERE = Path(__file__).parent
 
@@ -32,25 +32,3 @@ def _restore_logging() -> Iterator[None]:
     structlog.reset_defaults()
     yield
     structlog.reset_defaults()
-
-
-@pytest.fixture
-def clock(t0: Any) -> FrozenClock:
-    return FrozenClock(t0)
-
-
-@pytest.fixture
-def make_app(store: Any, clock: FrozenClock) -> Callable[..., Sonality]:
-    """A ``Sonality`` over the test's store with the given model (or none)."""
-
-    def make(llm: ScriptedLLM | None, **kwargs: Any) -> Sonality:
-        return Sonality(
-            store=store,
-            llm=llm,
-            embedder=HashEmbedder(EMBEDDING_DIMENSIONS),
-            clock=clock,
-            count_tokens=lambda text: max(1, len(text) // 4),
-            **kwargs,
-        )
-
-    return make
