@@ -29,7 +29,6 @@ import time
 import uuid
 from collections.abc import Callable
 
-import structlog
 from pydantic import BaseModel, ConfigDict
 
 from sonality.core.enrichment import Normalised, plan_commit
@@ -47,11 +46,12 @@ from sonality.models import (
     InsightState,
     Persona,
 )
+from sonality.observability import get_logger
 from sonality.ports import LLM, Clock, Store
 
 __all__ = ["EnrichReport", "Enricher", "interaction_ids"]
 
-log = structlog.get_logger("sonality.enrichment")
+log = get_logger("sonality.enrichment")
 
 _CONFLICT_RETRIES = 5
 

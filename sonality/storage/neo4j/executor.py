@@ -20,7 +20,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-import structlog
 from neo4j import AsyncDriver, AsyncManagedTransaction
 from neo4j.exceptions import (
     AuthError,
@@ -39,6 +38,7 @@ from sonality.errors import (
     StoreError,
     StoreUnavailable,
 )
+from sonality.observability import get_logger
 from sonality.storage.neo4j.cypher import Query, load
 
 __all__ = [
@@ -53,7 +53,7 @@ __all__ = [
     "write_matched",
 ]
 
-log = structlog.get_logger("sonality.storage.neo4j")
+log = get_logger("sonality.storage.neo4j")
 
 P = ParamSpec("P")
 T = TypeVar("T")

@@ -8,8 +8,8 @@ or borrowing a connection for at most ``connect_seconds``; then the call fails w
 the ``neo4j`` loggers are routed into Sonality's logging (:func:`route_driver_logs`),
 WARNING and above only, so a retry shows up as one ``neo4j_driver`` warning event.
 
-The store is the sum of its aggregates (personas, episodes,
-enrichment, reflection, runtime), which all run their units of work through one
+The store is the sum of its aggregates (personas, episodes, enrichment, reflection,
+runtime, erasure, archive), which all run their units of work through one
 :class:`~sonality.storage.neo4j.executor.Neo4jExecutor`; this module adds opening,
 closing, the schema (through :class:`~sonality.storage.neo4j.migrations.Neo4jLedger`) and
 maintenance.
@@ -20,14 +20,16 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-import structlog
 from neo4j import AsyncDriver, AsyncGraphDatabase, NotificationDisabledClassification
 
 from sonality.errors import ConfigError
 from sonality.models import SchemaStatus
+from sonality.observability import get_logger
+from sonality.storage.neo4j.archive import Neo4jArchive
 from sonality.storage.neo4j.cypher import Query, load
 from sonality.storage.neo4j.enrichment import Neo4jEnrichment
 from sonality.storage.neo4j.episodes import Neo4jEpisodes
+from sonality.storage.neo4j.erasure import Neo4jErasure
 from sonality.storage.neo4j.executor import Neo4jExecutor, translate_errors
 from sonality.storage.neo4j.migrations import Neo4jLedger
 from sonality.storage.neo4j.personas import Neo4jPersonas
@@ -36,7 +38,7 @@ from sonality.storage.neo4j.runtime import Neo4jRuntime
 
 __all__ = ["BOLT_SCHEMES", "MAX_DIMENSIONS", "Neo4jStore", "route_driver_logs"]
 
-log = structlog.get_logger("sonality.storage.neo4j")
+log = get_logger("sonality.storage.neo4j")
 
 MAX_DIMENSIONS = 4096
 """The largest vector dimension a Neo4j 5.26 vector index accepts."""
@@ -71,7 +73,15 @@ def route_driver_logs() -> None:
         driver.setLevel(logging.WARNING)
 
 
-class Neo4jStore(Neo4jPersonas, Neo4jEpisodes, Neo4jEnrichment, Neo4jReflection, Neo4jRuntime):
+class Neo4jStore(
+    Neo4jPersonas,
+    Neo4jEpisodes,
+    Neo4jEnrichment,
+    Neo4jReflection,
+    Neo4jRuntime,
+    Neo4jErasure,
+    Neo4jArchive,
+):
     """Sonality's persistence on a Neo4j 5.26 database (see ``DESIGN.md`` §3)."""
 
     backend = "neo4j"
