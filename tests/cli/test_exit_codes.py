@@ -17,6 +17,7 @@ KINDS: dict[type[errors.SonalityError], int] = {
     errors.SonalityError: 1,
     errors.ValidationError: 2,
     errors.ConfigError: 3,
+    errors.LLMConfigError: 3,
     errors.NotFoundError: 4,
     errors.PersonaNotFound: 4,
     errors.ConflictError: 5,
