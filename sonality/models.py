@@ -807,14 +807,16 @@ class Erasure(Frozen):
 
 
 class StoredEvidence(Frozen):
-    """One enriched episode as the opinion rules saw it, without its text: what the replay
-    of ``core.erasure`` runs the rules over again."""
+    """One enriched episode as the opinion rules saw it: what the replay of
+    ``core.erasure`` runs the rules over again (the user's message only for the
+    repetition rule of ``core.influence``; the response is never read)."""
 
     episode_id: Identifier
     user_id: Identifier
     conversation_id: Identifier
     seq: int
     interaction_index: int
+    user_message: str = ""
     evidence: EvidenceAssessment | None = None
     defaulted: tuple[str, ...] = ()
     topics: tuple[str, ...] = ()

@@ -1,6 +1,7 @@
 -- Reliability (issue 15): an enriched episode's insight part can be retried on its own,
 -- each belief remembers its moves within the influence window (the cap on a topic's net
--- move per window), and a user's recent staged deltas are read by staged_at.
+-- move per window). A user's recent staged deltas are read by staged_at through the index
+-- V0040 creates.
 ALTER TABLE episodes ADD COLUMN insight_status TEXT
     CHECK (insight_status IS NULL OR insight_status IN ('extracted', 'pending', 'failed'));
 ALTER TABLE episodes ADD COLUMN insight_attempts INTEGER NOT NULL DEFAULT 0;
@@ -15,5 +16,3 @@ CREATE INDEX episodes_by_insight_status ON episodes (persona_id, insight_status,
 
 ALTER TABLE beliefs ADD COLUMN moves_at TEXT NOT NULL DEFAULT '[]';
 ALTER TABLE beliefs ADD COLUMN moves_from TEXT NOT NULL DEFAULT '[]';
-
-CREATE INDEX staged_updates_by_staged_at ON staged_updates (persona_id, staged_at);

@@ -81,7 +81,7 @@ def episode(stored: Mapping[str, Any]) -> dict[str, Any]:
 
 
 EVIDENCE_COLUMNS = (
-    *("id", "user_id", "conversation_id", "seq", "interaction_index"),
+    *("id", "user_id", "conversation_id", "seq", "interaction_index", "user_message"),
     *EVIDENCE_FIELDS,
     *("defaulted", "topics", "importance", "disagreement"),
 )
