@@ -44,6 +44,8 @@ JSON_COLUMNS = frozenset(
         "ess_topics",
         "hard_goals",
         "health",
+        "moves_at",
+        "moves_from",
         "soft_goals",
         "topics",
     }
