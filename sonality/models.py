@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 from enum import StrEnum
-from typing import Annotated, Self
+from typing import Annotated, Any, Self
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
@@ -276,6 +276,7 @@ class Belief(Frozen):
     topic: str
     position: float = Field(ge=-1.0, le=1.0)
     confidence: float = Field(ge=0.0, le=1.0)
+    """The confidence now: earned by evidence, then faded by decay (``core.decay``)."""
     evidence_count: int = Field(ge=0)
     uncertainty: float = Field(ge=0.0, le=1.0)
     last_reinforced_at: int
@@ -283,6 +284,18 @@ class Belief(Frozen):
     status: BeliefStatus = BeliefStatus.ACTIVE
     created_at: datetime
     updated_at: datetime
+    reinforced_confidence: float = Field(default=0.0, ge=0.0, le=1.0)
+    """The confidence the belief had when it was last reinforced: what decay starts from,
+    so decay is a function of this and the gap, never of an earlier decayed value. Left
+    out (or None), it is ``confidence``: a belief built from new evidence."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _reinforced_is_current_by_default(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("reinforced_confidence") is None:
+            if "confidence" in data:
+                return {**data, "reinforced_confidence": data["confidence"]}
+        return data
 
 
 class StagedUpdate(Frozen):

@@ -16,7 +16,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sonality.core.decay import DecayResult, decay_beliefs
+from sonality.core.decay import DecayParams, DecayResult, decay_beliefs
 from sonality.core.health import HealthParams, HealthWarning, assess_health, vocabulary_unique_ratio
 from sonality.core.snapshot import validate_snapshot
 from sonality.core.triggers import TriggerParams
@@ -58,6 +58,7 @@ class ReflectionParams(BaseModel):
     """Episodes read per reflection: ``min(reflection_every, max_episodes)``."""
     max_shifts: int = Field(default=30, ge=0)
     health: HealthParams = HealthParams()
+    decay: DecayParams = DecayParams()
 
     @property
     def episodes_per_reflection(self) -> int:
@@ -94,12 +95,19 @@ class ReflectionPlan(BaseModel):
     commit: ReflectionCommit | None = None
 
 
-def reflection_decay(persona: Persona, beliefs: Sequence[Belief], *, now: datetime) -> DecayResult:
-    """Decay for a reflection starting now: none when no interaction happened since the
-    last reflection (retries and forced re-runs never compound it)."""
+def reflection_decay(
+    persona: Persona,
+    beliefs: Sequence[Belief],
+    *,
+    now: datetime,
+    params: DecayParams = DecayParams(),  # noqa: B008 - frozen, so one shared default is safe
+) -> DecayResult:
+    """Decay for a reflection starting now. Decay is a function of the confidence at the
+    last reinforcement and the gap, so applying it at every reflection gives what one
+    application at the last would; a reflection without new interactions skips it."""
     if persona.interaction_count <= persona.last_reflection_at:
         return DecayResult()
-    return decay_beliefs(beliefs, persona.interaction_count, now=now)
+    return decay_beliefs(beliefs, persona.interaction_count, params=params, now=now)
 
 
 def reflection_record(

@@ -285,7 +285,9 @@ class Reflector:
         started = time.perf_counter()
         read = await self._gather(persona, decision.kind.value, self._clock.now())
         start = read.start
-        decay = reflection_decay(persona, start.beliefs, now=start.started_at)
+        decay = reflection_decay(
+            persona, start.beliefs, now=start.started_at, params=self.params.decay
+        )
         changed = {b.topic: b for b in decay.decayed}
         after = [changed.get(b.topic, b) for b in start.beliefs]
         variables = reflection_variables(

@@ -37,6 +37,7 @@ BELIEF_FIELDS = (
     "status",
     "created_at",
     "updated_at",
+    "reinforced_confidence",
 )
 _STAGED_FIELDS = (
     "persona_id",
