@@ -292,9 +292,9 @@ class Belief(Frozen):
     @model_validator(mode="before")
     @classmethod
     def _reinforced_is_current_by_default(cls, data: Any) -> Any:
-        if isinstance(data, dict) and data.get("reinforced_confidence") is None:
-            if "confidence" in data:
-                return {**data, "reinforced_confidence": data["confidence"]}
+        missing = isinstance(data, dict) and data.get("reinforced_confidence") is None
+        if missing and "confidence" in data:
+            return {**data, "reinforced_confidence": data["confidence"]}
         return data
 
 

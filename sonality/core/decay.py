@@ -93,7 +93,7 @@ def decayed_confidence(
     while ``gap < min_gap``). Non-increasing in ``gap``."""
     if gap < params.min_gap:
         return reinforced
-    faded = reinforced * (1 + gap) ** -params.exponent
+    faded: float = reinforced * float(1 + gap) ** -params.exponent
     floor = decay_floor(evidence_count, cap=params.floor_cap, step=params.floor_step)
     return max(faded, min(floor, reinforced))
 
@@ -121,11 +121,11 @@ def decay_beliefs(
         gap = now_index - belief.last_reinforced_at
         if gap < params.min_gap:
             continue
-        target = decayed_confidence(belief.reinforced_confidence, belief.evidence_count, gap, params)
-        confidence = min(belief.confidence, target)
-        status = (
-            BeliefStatus.RETIRED if confidence < params.retire_below else BeliefStatus.ACTIVE
+        target = decayed_confidence(
+            belief.reinforced_confidence, belief.evidence_count, gap, params
         )
+        confidence = min(belief.confidence, target)
+        status = BeliefStatus.RETIRED if confidence < params.retire_below else BeliefStatus.ACTIVE
         if confidence == belief.confidence and status is belief.status:
             continue
         decayed.append(_with_confidence(belief, confidence, status, now))
