@@ -25,7 +25,7 @@ raises a confidence or deletes anything.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from enum import StrEnum
 
@@ -37,10 +37,12 @@ __all__ = [
     "DecayParams",
     "DecayResult",
     "Verdict",
+    "advise",
     "apply_advice",
     "decay_beliefs",
     "decay_floor",
     "decayed_confidence",
+    "stale_beliefs",
 ]
 
 
@@ -158,6 +160,48 @@ def apply_advice(
         return belief
     status = BeliefStatus.RETIRED if confidence < params.retire_below else BeliefStatus.ACTIVE
     return _with_confidence(belief, confidence, status, now)
+
+
+def stale_beliefs(
+    beliefs: Iterable[Belief], now_index: int, params: DecayParams = _DEFAULT_PARAMS
+) -> list[Belief]:
+    """The active beliefs not reinforced for ``min_gap`` interactions or more, the
+    longest unreinforced first (then by topic): what the decay review is asked about."""
+    stale = [
+        b
+        for b in beliefs
+        if b.status is BeliefStatus.ACTIVE and now_index - b.last_reinforced_at >= params.min_gap
+    ]
+    return sorted(stale, key=lambda b: (b.last_reinforced_at, b.topic))
+
+
+def advise(
+    decay: DecayResult,
+    beliefs: Sequence[Belief],
+    verdicts: Mapping[str, Verdict],
+    *,
+    params: DecayParams = _DEFAULT_PARAMS,
+    now: datetime | None = None,
+) -> DecayResult:
+    """The arithmetic ``decay`` of ``beliefs`` with the review's ``verdicts`` applied on
+    top (``apply_advice``; a topic without a verdict is retained). The arithmetic stays
+    the floor of what happens: advice only lowers or retires, so every belief ends at or
+    under its arithmetic result."""
+    changed = {b.topic: b for b in decay.decayed}
+    decayed: list[Belief] = []
+    retired: list[str] = []
+    for belief in beliefs:
+        after = changed.get(belief.topic, belief)
+        verdict = verdicts.get(belief.topic, Verdict.RETAIN)
+        after = apply_advice(after, verdict, params=params, now=now)
+        if after is belief or (
+            after.confidence == belief.confidence and after.status is belief.status
+        ):
+            continue
+        decayed.append(after)
+        if after.status is BeliefStatus.RETIRED and belief.status is BeliefStatus.ACTIVE:
+            retired.append(belief.topic)
+    return DecayResult(decayed=tuple(decayed), retired=tuple(retired))
 
 
 def _with_confidence(

@@ -59,6 +59,9 @@ class ReflectionParams(BaseModel):
     max_shifts: int = Field(default=30, ge=0)
     health: HealthParams = HealthParams()
     decay: DecayParams = DecayParams()
+    decay_review: bool = True
+    """Ask the model to judge stale beliefs RETAIN / DECAY / FORGET before consolidating
+    (seed 003); the arithmetic decay applies either way, advice only lowers or retires."""
 
     @property
     def episodes_per_reflection(self) -> int:

@@ -44,6 +44,7 @@ class Prompt(StrEnum):
     AFFECT_UPDATE = "affect_update"
     ASSESS_EVIDENCE = "assess_evidence"
     CONTROLLER = "controller"
+    DECAY_REVIEW = "decay_review"
     EXTRACT_INSIGHT = "extract_insight"
     MONOLOGUE = "monologue"
     PING = "ping"
