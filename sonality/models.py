@@ -40,6 +40,7 @@ __all__ = [
     "EvidenceAssessment",
     "FactKind",
     "Frozen",
+    "Generation",
     "GoalStatus",
     "HardGoal",
     "Identifier",
@@ -56,6 +57,7 @@ __all__ = [
     "RuntimeMode",
     "SchemaStatus",
     "ScoredEpisode",
+    "SelfModel",
     "Snapshot",
     "SoftGoal",
     "StagedUpdate",
@@ -103,6 +105,14 @@ class Frozen(BaseModel):
     """Base of the shared models: immutable, strict about unknown fields."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Generation(Frozen):
+    """How a model generates for one prompt: its sampling temperature and the most tokens
+    it may write (a prompt file's front matter; None leaves the provider's default)."""
+
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+    max_tokens: int | None = Field(default=None, ge=1)
 
 
 class EnrichmentStatus(StrEnum):
@@ -177,6 +187,21 @@ class AffectPlacement(StrEnum):
     THINKER = "thinker"
 
 
+class SelfModel(Frozen):
+    """The persona's semantic self-model (seed 002's fixed identity): traits, values and
+    its own long-term goals, in short natural-language items. Set when the persona is
+    created and never rewritten (reflection changes the snapshot, not this); the affect
+    stages read it directly, without retrieval."""
+
+    traits: tuple[str, ...] = ()
+    values: tuple[str, ...] = ()
+    goals: tuple[str, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not (self.traits or self.values or self.goals)
+
+
 class Persona(Frozen):
     id: Identifier
     name: str
@@ -196,6 +221,8 @@ class Persona(Frozen):
     """Default Thinker configuration of ``respond`` (overridable per call)."""
     affect: AffectPlacement = AffectPlacement.OFF
     """Whether and where the affective stages run in ``respond``."""
+    self_model: SelfModel = SelfModel()
+    """Traits, values and goals fixed at creation (immutable, like ``core_identity``)."""
 
     @property
     def disagreement_rate(self) -> float:

@@ -50,6 +50,7 @@ from sonality.models import (
     ProvenanceEdge,
     Reflection,
     RuntimeMode,
+    SelfModel,
     Snapshot,
     SoftGoal,
     ThinkerTurn,
@@ -94,6 +95,23 @@ def _check_text(value: str, *, field: str, limit: int, allow_empty: bool = False
     if "\x00" in value:
         raise ValidationError(f"{field} contains a NUL character", field=field)
     return value
+
+
+_SELF_MODEL_ITEMS = 20
+
+
+def _check_self_model(model: SelfModel, limit: int) -> SelfModel:
+    """Each list of the self-model: at most 20 non-blank items of at most ``limit``
+    characters, stripped."""
+    checked: dict[str, tuple[str, ...]] = {}
+    for name in ("traits", "values", "goals"):
+        items = tuple(getattr(model, name))
+        if len(items) > _SELF_MODEL_ITEMS:
+            raise ValidationError(
+                f"a self-model has at most {_SELF_MODEL_ITEMS} {name}", field=name
+            )
+        checked[name] = tuple(_check_text(item, field=name, limit=limit).strip() for item in items)
+    return SelfModel(**checked)
 
 
 def _check_id(value: str, kind: str) -> str:
@@ -210,14 +228,28 @@ class Sonality:
 
     # personas -------------------------------------------------------------------------
     async def create_persona(
-        self, persona_id: str, *, name: str, core_identity: str, snapshot: str | None = None
+        self,
+        persona_id: str,
+        *,
+        name: str,
+        core_identity: str,
+        snapshot: str | None = None,
+        self_model: SelfModel | None = None,
     ) -> Persona:
-        """Create a persona. Its first snapshot is ``snapshot`` or the core identity."""
+        """Create a persona. Its first snapshot is ``snapshot`` or the core identity;
+        ``self_model`` (traits, values, goals) is fixed with the core identity."""
         _check_id(persona_id, "persona_id")
         _check_text(name, field="name", limit=self.limits.max_name_chars)
         _check_text(core_identity, field="core_identity", limit=self.limits.max_identity_chars)
+        model = _check_self_model(self_model or SelfModel(), self.limits.max_name_chars)
         now = self.clock.now()
-        persona = Persona(id=persona_id, name=name, core_identity=core_identity, created_at=now)
+        persona = Persona(
+            id=persona_id,
+            name=name,
+            core_identity=core_identity,
+            created_at=now,
+            self_model=model,
+        )
         first = Snapshot(
             persona_id=persona_id, version=1, text=snapshot or core_identity, created_at=now
         )

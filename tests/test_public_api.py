@@ -21,6 +21,7 @@ def test_public_names_are_exactly_the_curated_list() -> None:
         "Insight",
         "Persona",
         "Recorded",
+        "SelfModel",
         "Settings",
         "Snapshot",
         "Sonality",

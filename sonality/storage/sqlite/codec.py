@@ -44,6 +44,9 @@ JSON_COLUMNS = frozenset(
         "ess_topics",
         "hard_goals",
         "health",
+        "self_goals",
+        "self_traits",
+        "self_values",
         "soft_goals",
         "topics",
     }
