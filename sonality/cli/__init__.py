@@ -16,6 +16,7 @@ import click
 
 from sonality import __version__
 from sonality.cli import browse, chat, demo, memory, reflection, schema
+from sonality.cli import eval as evaluation
 from sonality.cli.shell import CliState, SonalityGroup
 
 __all__ = ["main"]
@@ -55,5 +56,7 @@ for command in (
     chat.chat,
     demo.demo,
     browse.browse,
+    # evaluation suite
+    evaluation.eval_group,
 ):
     main.add_command(command)
