@@ -72,6 +72,7 @@ SONALITY_METHODS: dict[str, tuple[str, bool, list[tuple[str, str, object]]]] = {
             ("name", _K, _REQUIRED),
             ("core_identity", _K, _REQUIRED),
             ("snapshot", _K, None),
+            ("self_model", _K, None),
         ],
     ),
     "drain": (
