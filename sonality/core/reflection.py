@@ -17,7 +17,13 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field
 
 from sonality.core.decay import DecayParams, DecayResult, decay_beliefs
-from sonality.core.health import HealthParams, HealthWarning, assess_health, vocabulary_unique_ratio
+from sonality.core.health import (
+    Challenge,
+    HealthParams,
+    HealthWarning,
+    assess_health,
+    vocabulary_unique_ratio,
+)
 from sonality.core.snapshot import validate_snapshot
 from sonality.core.triggers import TriggerParams
 from sonality.models import (
@@ -85,6 +91,9 @@ class ReflectionStart(BaseModel):
     insights: tuple[Insight, ...]
     """The pending insights read: exactly those a commit consumes."""
     episodes_read: int
+    challenges: tuple[Challenge, ...] = ()
+    """The challenges of the disagreement window, with the moves that followed them
+    (``mind.reflection`` reads them; health judges capitulation from them)."""
 
 
 class ReflectionPlan(BaseModel):
@@ -179,6 +188,7 @@ def unsuccessful_reflection(
         interaction_count=persona.interaction_count,
         disagreement_rate=persona.disagreement_rate,
         beliefs=start.beliefs,
+        challenges=start.challenges,
         params=params.health,
     )
     reflection = reflection_record(
@@ -243,6 +253,7 @@ def plan_reflection(
         interaction_count=persona.interaction_count,
         disagreement_rate=persona.disagreement_rate,
         beliefs=[changed.get(b.topic, b) for b in start.beliefs],
+        challenges=start.challenges,
         params=params.health,
     )
     unchanged = new_text == old.text.strip()

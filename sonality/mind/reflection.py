@@ -55,7 +55,7 @@ import structlog
 from pydantic import BaseModel, ConfigDict
 
 from sonality.core.decay import DecayResult, Verdict, advise, stale_beliefs
-from sonality.core.health import HealthWarning
+from sonality.core.health import Challenge, HealthWarning, challenges_from
 from sonality.core.reflection import (
     ReflectionParams,
     ReflectionPlan,
@@ -274,6 +274,21 @@ class Reflector:
         except SonalityError as exc:  # it expires on its own
             log.warning("reflection_lease_not_released", persona_id=persona_id, error=str(exc))
 
+    async def _challenges(self, persona: Persona) -> tuple[Challenge, ...]:
+        """The challenges of the disagreement window (the last enriched interactions the
+        persona counts disagreement over) with what each moved, committed or staged."""
+        window = len(persona.disagreement_window)
+        if not any(persona.disagreement_window):
+            return ()
+        pid = persona.id
+        since = persona.interaction_count - window
+        episodes = await self._store.episodes_since(pid, since_interaction=since, limit=window)
+        edges = await self._store.list_shifts(pid, since_interaction=since, limit=3 * window)
+        staged = await self._store.list_staged(pid)
+        deltas = [(e.episode_id, e.delta) for e in edges]
+        deltas += [(s.episode_id, s.signed_delta) for s in staged]
+        return challenges_from(episodes, deltas)
+
     async def _gather(self, persona: Persona, trigger: str, started_at: datetime) -> _Read:
         pid = persona.id
         since = persona.last_reflection_at
@@ -288,6 +303,7 @@ class Reflector:
         )
         start = ReflectionStart(
             id=f"refl_{persona.interaction_count:010d}_{uuid.uuid4().hex[:16]}",
+            challenges=await self._challenges(persona),
             persona=persona,
             trigger=trigger,
             owner=self.owner,
