@@ -238,6 +238,15 @@ class EpisodeStore(Protocol):
         """Counts by enrichment status (``pending``, ``enriched``, ``failed``)."""
         ...
 
+    async def unembedded_episodes(self, persona_id: str, *, limit: int = 100) -> list[Episode]:
+        """Episodes stored without an embedding (a remote embedder failed when they were
+        recorded), oldest first (by ``seq``): what the backfill embeds."""
+        ...
+
+    async def count_unembedded(self, persona_id: str) -> int:
+        """How many of the persona's episodes have no embedding."""
+        ...
+
     async def similar_episodes(
         self, persona_id: str, user_id: str, embedding: Sequence[float], *, k: int
     ) -> list[tuple[Episode, float]]:

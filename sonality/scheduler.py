@@ -13,11 +13,11 @@ Jobs, and why their scheduling options are what they are:
   scan never runs twice at once. ``misfire_grace_time=scan_seconds``: a scan later than
   one interval is dropped, the next one is already on its way. A scan that reached the
   store touches ``heartbeat_file`` when one is set (a container health check reads its age).
-- ``enrich-retry`` (every ``retry_seconds``): enriches personas with pending episodes
-  (``Sonality.enrich_pending``). A persona whose pass stops on an unavailable or invalid
-  model backs off exponentially (``retry_seconds × 2^(failures-1)``, capped at
-  ``retry_max_seconds``) and is retried at once when the model answers again. Same
-  coalescing and misfire options as the scan.
+- ``enrich-retry`` (every ``retry_seconds``): enriches personas with pending episodes, or
+  with episodes a remote embedder failed on (``Sonality.enrich_pending`` backfills those).
+  A persona whose pass stops on an unavailable or invalid model backs off exponentially
+  (``retry_seconds × 2^(failures-1)``, capped at ``retry_max_seconds``) and is retried at
+  once when the model answers again. Same coalescing and misfire options as the scan.
 - ``reflect:<persona>`` (one-shot, run now): the reflection itself. ``replace_existing``
   coalesces requests that arrive before it starts; a request that arrives while it runs is
   remembered and re-checked once it finishes (triggers usually say "cooldown" then).
@@ -318,7 +318,8 @@ class Worker:
             with contextlib.suppress(SonalityError):  # the Thinker's failed turns (respond)
                 await self.app.retry_thinking(pid)
             try:
-                if (await store.count_episodes(pid))["pending"] == 0:
+                pending = (await store.count_episodes(pid))["pending"]
+                if pending == 0 and await store.count_unembedded(pid) == 0:
                     self._backoff.pop(pid, None)
                     continue
                 failures, next_at = self._backoff.get(pid, (0, 0.0))

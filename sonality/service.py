@@ -317,10 +317,13 @@ class Sonality:
         return Recorded(episode=episode, created=created, enrichment=report)
 
     async def enrich_pending(self, persona_id: str, *, limit: int | None = None) -> EnrichReport:
-        """Enrich the persona's pending episodes, oldest first; stops (keeping order) when
-        the model is unavailable."""
+        """Embed the persona's episodes a remote embedder failed on (up to 100, oldest
+        first: ``embedded``), then enrich its pending episodes, oldest first; stops
+        (keeping order) when the model is unavailable."""
         await self.store.get_persona(_check_id(persona_id, "persona_id"))
-        return await self.enricher.enrich_pending(persona_id, limit=limit)
+        embedded = await self.recorder.backfill(persona_id)
+        report = await self.enricher.enrich_pending(persona_id, limit=limit)
+        return report.model_copy(update={"embedded": embedded}) if embedded else report
 
     async def context(
         self,

@@ -279,6 +279,8 @@ async def ingest(
 def _echo_enrichment(report: Any) -> None:
     """One line for an enrichment pass (``sonality.service``'s report)."""
     line = f"enriched {report.enriched}, failed {report.failed}, pending {report.remaining}"
+    if getattr(report, "embedded", 0):
+        line += f", embedded {report.embedded}"
     if report.stopped_by == "no_model":
         line += " (no model configured: set SONALITY_MODEL to enrich)"
     elif report.stopped_by:
@@ -358,7 +360,8 @@ async def episodes(
 @click.pass_obj
 @run
 async def enrich(state: CliState, persona_id: str | None, as_json: bool) -> None:
-    """Enrich pending episodes, oldest first, per persona."""
+    """Enrich pending episodes, oldest first, per persona; first embed the episodes a
+    remote embedder failed on."""
     async with state.app() as app:
         ids = [persona_id] if persona_id else [p.id for p in await app.personas()]
         reports = [await app.enrich_pending(pid) for pid in ids]

@@ -52,7 +52,8 @@ async def migrate(state: CliState, check: bool, as_json: bool) -> None:
 @click.pass_obj
 @run
 async def doctor(state: CliState, as_json: bool, call_model: bool) -> None:
-    """Check the store, the schema, pending enrichment and the model settings."""
+    """Check the store, the schema, pending enrichment, episodes without an embedding and
+    the model settings."""
     from sonality.errors import SonalityError
 
     settings = state.settings
@@ -74,7 +75,9 @@ async def doctor(state: CliState, as_json: bool, call_model: bool) -> None:
             if status.current:
                 pending: dict[str, dict[str, int]] = {}
                 for persona in await store.list_personas():
-                    pending[persona.id] = await store.count_episodes(persona.id)
+                    counts = await store.count_episodes(persona.id)
+                    counts["unembedded"] = await store.count_unembedded(persona.id)
+                    pending[persona.id] = counts
                 report["episodes"] = pending
     except SonalityError as exc:
         report["store"].update(reachable=False, error=str(exc))
@@ -100,7 +103,7 @@ async def doctor(state: CliState, as_json: bool, call_model: bool) -> None:
         for pid, counts in report.get("episodes", {}).items():
             click.echo(
                 f"persona    {pid}: {counts['enriched']} enriched, {counts['pending']} pending, "
-                f"{counts['failed']} failed"
+                f"{counts['failed']} failed, {counts['unembedded']} without embedding"
             )
         model = report["model"]
         click.echo(

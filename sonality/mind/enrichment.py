@@ -49,6 +49,8 @@ class EnrichReport(BaseModel):
     remaining: int = 0
     stopped_by: str | None = None
     """Why the pass stopped early (e.g. ``llm_unavailable``), or None."""
+    embedded: int = 0
+    """Episodes whose missing embedding this pass backfilled (``Sonality.enrich_pending``)."""
 
 
 class Enricher:

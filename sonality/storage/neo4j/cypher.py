@@ -50,6 +50,8 @@ class Query(StrEnum):
     EPISODE_GET = "episode/get"
     EPISODE_LIST = "episode/list"
     EPISODE_LIST_PENDING = "episode/list_pending"
+    EPISODE_LIST_UNEMBEDDED = "episode/list_unembedded"
+    EPISODE_COUNT_UNEMBEDDED = "episode/count_unembedded"
     EPISODE_MARK_ATTEMPT = "episode/mark_attempt"
     EPISODE_SET_EMBEDDING = "episode/set_embedding"
     EPISODE_SIMILAR_EXACT = "episode/similar_exact"
