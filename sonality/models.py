@@ -349,7 +349,15 @@ class ProvenanceEdge(Frozen):
 
     @property
     def kind(self) -> str:
+        """The edge type: the pole of the topic the delta pushed toward."""
         return "SUPPORTS" if self.delta >= 0 else "CONTRADICTS"
+
+    def side(self, position: float) -> str:
+        """``for`` or ``against`` the stance at ``position`` (the belief's position now):
+        whether the delta pushed the way the belief leans; ``no stance`` at 0."""
+        if position == 0 or self.delta == 0:
+            return "no stance"
+        return "for" if (self.delta > 0) == (position > 0) else "against"
 
 
 class Insight(Frozen):
