@@ -50,18 +50,18 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-import structlog
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 from pydantic import BaseModel, ConfigDict, Field
 
 from sonality.errors import SonalityError
 from sonality.models import InsightStatus
+from sonality.observability import get_logger
 from sonality.service import Sonality
 
 __all__ = ["Worker", "WorkerParams"]
 
-log = structlog.get_logger("sonality.worker")
+log = get_logger("sonality.worker")
 
 _BACKOFF_STOPS = frozenset({"llm_unavailable", "llm_invalid", "conflict"})
 

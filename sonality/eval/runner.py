@@ -20,15 +20,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-import structlog
 from pydantic import BaseModel, ConfigDict
 
 from sonality.errors import ConflictError, SonalityError, ValidationError
 from sonality.eval.progress import Progress
+from sonality.observability import get_logger
 
 __all__ = ["ResultsFile", "RunInfo", "RunOutcome", "code_version", "run_units"]
 
-log = structlog.get_logger("sonality.eval")
+log = get_logger("sonality.eval")
 
 U = TypeVar("U")
 _IDENTITY = ("eval", "model", "judge", "dataset_sha256", "seed", "options")

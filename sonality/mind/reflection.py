@@ -51,7 +51,6 @@ import uuid
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 
-import structlog
 from pydantic import BaseModel, ConfigDict
 
 from sonality.core.decay import DecayResult, Verdict, advise, stale_beliefs
@@ -84,6 +83,7 @@ from sonality.models import (
     Reflection,
     ReflectionOutcome,
 )
+from sonality.observability import get_logger
 from sonality.ports import LLM, Clock, Store
 
 __all__ = [
@@ -95,7 +95,7 @@ __all__ = [
     "trigger_state",
 ]
 
-log = structlog.get_logger("sonality.reflection")
+log = get_logger("sonality.reflection")
 
 
 def default_owner() -> str:
@@ -293,6 +293,17 @@ class Reflector:
         pid = persona.id
         since = persona.last_reflection_at
         snapshot = await self._store.current_snapshot(pid)
+        if persona.review_from_version is not None:
+            # an erasure flagged the versions from review_from_version on (they may quote
+            # what was erased): rewrite from the last version before them
+            history = await self._store.snapshot_history(pid)
+            base = max(
+                (s for s in history if s.version < persona.review_from_version),
+                key=lambda s: s.version,
+                default=None,
+            )
+            if base is not None:
+                snapshot = snapshot.model_copy(update={"text": base.text})
         beliefs = await self._store.list_beliefs(pid)
         insights = await self._store.list_insights(pid, status=InsightStatus.PENDING)
         episodes = await self._store.episodes_since(
@@ -411,6 +422,12 @@ class Reflector:
                 start, conflict, dry_run=False, new_text=new_text, review=review
             )
         snapshot_version = reflection.snapshot_version or start.snapshot.version
+        review_from = persona.review_from_version
+        if review_from is not None and reflection.snapshot_version is not None:
+            purged = await self._store.purge_snapshots(
+                persona.id, from_version=review_from, below_version=reflection.snapshot_version
+            )
+            log.info("snapshots_reviewed", persona_id=persona.id, purged=purged)
         log.info(
             "reflection_committed",
             persona_id=persona.id,

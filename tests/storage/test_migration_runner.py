@@ -55,8 +55,8 @@ class FakeLedger:
 
 
 def test_shipped_folders_are_discovered_for_both_backends() -> None:
-    """migrations/neo4j/*.cypher and migrations/sqlite/*.sql start at 1 and ascend (ranges
-    reserved for parallel work leave gaps), checksummed as shipped."""
+    """migrations/neo4j/*.cypher and migrations/sqlite/*.sql run from V0001 in ascending order
+    (gaps allowed: a version is a name, not a count), checksummed as shipped."""
     for backend, suffix in (("neo4j", ".cypher"), ("sqlite", ".sql")):
         folder = resource_dir("migrations") / backend
         steps = migrations.discover(folder, suffix)

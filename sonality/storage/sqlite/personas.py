@@ -31,10 +31,12 @@ _PERSONA_FIELDS = (
     *shapes.SELF_MODEL_FIELDS,
     "runtime_mode",
     "affect",
+    "review_from_version",
 )
 _PERSONAS = f"SELECT {', '.join(_PERSONA_FIELDS)} FROM personas"
-_NEW_PERSONA = _PERSONA_FIELDS[:-2]
-"""Written at creation; the runtime defaults keep their column defaults until set."""
+_NEW_PERSONA = _PERSONA_FIELDS[:-3]
+"""Written at creation; the runtime defaults and the review marker keep their column
+defaults until set."""
 
 
 def persona_from(row: sqlite3.Row) -> Persona:
@@ -70,7 +72,8 @@ def current_version(conn: sqlite3.Connection, persona_id: str) -> int:
 def _create(conn: sqlite3.Connection, persona: Persona, snapshot: Snapshot) -> Persona:
     if conn.execute("SELECT 1 FROM personas WHERE id = ?", (persona.id,)).fetchone():
         raise AlreadyExists("persona exists already", persona_id=persona.id)
-    fields = codec.encode(persona, exclude={"runtime_mode", "affect", "self_model"})
+    later = {"runtime_mode", "affect", "review_from_version", "self_model"}
+    fields = codec.encode(persona, exclude=later)
     fields |= codec.encode_fields(shapes.self_model_fields(persona))
     conn.execute(_INSERT_PERSONA, fields)
     insert_snapshot(conn, snapshot)
