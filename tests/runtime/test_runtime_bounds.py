@@ -183,3 +183,26 @@ async def test_the_bound_holds_with_the_affective_stages_too(sqlite_store: Any) 
     """With the affect stages in the Thinker, the monologue gives way so that monologue,
     controller and affect together stay within 13k tokens in per turn."""
     await _bounded_run(sqlite_store, 60, "thinker")
+
+
+def test_the_thinker_refuses_prompts_that_could_pass_the_output_bound(tmp_path: Any) -> None:
+    """The shipped Thinker and affect prompts' max_tokens add up to at most 6k; raising
+    one past the bound, or dropping one, is a configuration error, not a silent overrun."""
+    import shutil
+
+    from sonality.errors import ConfigError
+    from sonality.llm.prompts import PromptLibrary
+    from sonality.mind.thinker import turn_output_bound
+
+    shipped = PromptLibrary()
+    assert turn_output_bound(shipped, RuntimeSettings().extra_output_tokens) <= 6_000
+    folder = tmp_path / "prompts"
+    shutil.copytree(shipped.directory, folder)
+    controller = folder / "controller.md"
+    text = controller.read_text("utf-8")
+    controller.write_text(text.replace("max_tokens: 3000", "max_tokens: 5000"), "utf-8")
+    with pytest.raises(ConfigError, match="output bound"):
+        turn_output_bound(PromptLibrary(folder), 6_000)
+    controller.write_text(text.replace("max_tokens: 3000\n", ""), "utf-8")
+    with pytest.raises(ConfigError, match="no max_tokens"):
+        turn_output_bound(PromptLibrary(folder), 6_000)
