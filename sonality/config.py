@@ -106,6 +106,9 @@ class Settings(BaseSettings):
     snapshot_retention: int = Field(default=0, ge=0, le=1_000_000)
     """How many snapshot versions to keep; 0 keeps all."""
     lease_seconds: float = Field(default=300.0, gt=0, le=86_400)
+    decay_review: bool = True
+    """Let the model judge stale beliefs RETAIN / DECAY / FORGET at each reflection (one
+    call, only when some belief is stale); advice only ever lowers or retires."""
 
     worker_scan_seconds: float = Field(default=30.0, gt=0, le=86_400)
     worker_retry_seconds: float = Field(default=60.0, gt=0, le=86_400)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 from enum import StrEnum
-from typing import Annotated, Self
+from typing import Annotated, Any, Self
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
@@ -48,6 +48,7 @@ __all__ = [
     "EvidenceAssessment",
     "FactKind",
     "Frozen",
+    "Generation",
     "GoalStatus",
     "HardGoal",
     "Identifier",
@@ -69,6 +70,7 @@ __all__ = [
     "RuntimeMode",
     "SchemaStatus",
     "ScoredEpisode",
+    "SelfModel",
     "Snapshot",
     "SoftGoal",
     "StagedUpdate",
@@ -119,6 +121,14 @@ class Frozen(BaseModel):
     """Base of the shared models: immutable, strict about unknown fields."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Generation(Frozen):
+    """How a model generates for one prompt: its sampling temperature and the most tokens
+    it may write (a prompt file's front matter; None leaves the provider's default)."""
+
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+    max_tokens: int | None = Field(default=None, ge=1)
 
 
 class EnrichmentStatus(StrEnum):
@@ -207,6 +217,21 @@ class AffectPlacement(StrEnum):
     THINKER = "thinker"
 
 
+class SelfModel(Frozen):
+    """The persona's semantic self-model (seed 002's fixed identity): traits, values and
+    its own long-term goals, in short natural-language items. Set when the persona is
+    created and never rewritten (reflection changes the snapshot, not this); the affect
+    stages read it directly, without retrieval."""
+
+    traits: tuple[str, ...] = ()
+    values: tuple[str, ...] = ()
+    goals: tuple[str, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not (self.traits or self.values or self.goals)
+
+
 class Persona(Frozen):
     id: Identifier
     name: str
@@ -226,6 +251,8 @@ class Persona(Frozen):
     """Default Thinker configuration of ``respond`` (overridable per call)."""
     affect: AffectPlacement = AffectPlacement.OFF
     """Whether and where the affective stages run in ``respond``."""
+    self_model: SelfModel = SelfModel()
+    """Traits, values and goals fixed at creation (immutable, like ``core_identity``)."""
     review_from_version: int | None = None
     """Set when an erasure removed material that snapshot versions from this one on may
     quote: the next reflection rewrites the snapshot without it, then those versions are
@@ -314,6 +341,7 @@ class Belief(Frozen):
     topic: str
     position: float = Field(ge=-1.0, le=1.0)
     confidence: float = Field(ge=0.0, le=1.0)
+    """The confidence now: earned by evidence, then faded by decay (``core.decay``)."""
     evidence_count: int = Field(ge=0)
     uncertainty: float = Field(ge=0.0, le=1.0)
     last_reinforced_at: int
@@ -326,6 +354,18 @@ class Belief(Frozen):
     influence window (``core.opinion``: the cap on the net move per window)."""
     moves_from: tuple[float, ...] = ()
     """The position held before each move in ``moves_at``, in the same order."""
+    reinforced_confidence: float = Field(default=0.0, ge=0.0, le=1.0)
+    """The confidence the belief had when it was last reinforced: what decay starts from,
+    so decay is a function of this and the gap, never of an earlier decayed value. Left
+    out (or None), it is ``confidence``: a belief built from new evidence."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _reinforced_is_current_by_default(cls, data: Any) -> Any:
+        missing = isinstance(data, dict) and data.get("reinforced_confidence") is None
+        if missing and "confidence" in data:
+            return {**data, "reinforced_confidence": data["confidence"]}
+        return data
 
     @model_validator(mode="after")
     def _moves_pair_up(self) -> Self:
@@ -358,7 +398,15 @@ class ProvenanceEdge(Frozen):
 
     @property
     def kind(self) -> str:
+        """The edge type: the pole of the topic the delta pushed toward."""
         return "SUPPORTS" if self.delta >= 0 else "CONTRADICTS"
+
+    def side(self, position: float) -> str:
+        """``for`` or ``against`` the stance at ``position`` (the belief's position now):
+        whether the delta pushed the way the belief leans; ``no stance`` at 0."""
+        if position == 0 or self.delta == 0:
+            return "no stance"
+        return "for" if (self.delta > 0) == (position > 0) else "against"
 
 
 class Insight(Frozen):

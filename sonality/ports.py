@@ -23,6 +23,7 @@ from sonality.models import (
     Erasure,
     ErasureCommit,
     ErasureState,
+    Generation,
     Insight,
     InsightCommit,
     InsightState,
@@ -91,6 +92,11 @@ class PromptSource(Protocol):
         reserves for the prompt before any variable is added."""
         ...
 
+    def generation(self, name: str) -> Generation:
+        """How the model generates for prompt ``name`` (temperature, ``max_tokens``): what
+        the adapter sends with every call of it, and what output budgets add up."""
+        ...
+
 
 @runtime_checkable
 class UsageSink(Protocol):
@@ -118,7 +124,10 @@ class LLM(Protocol):
     """A model behind prompt files: structured (validated) and plain-text calls.
 
     ``prompts`` are the files it renders (the runtime sizes its budgets from them) and
-    ``usage`` counts every reply it receives, per component."""
+    ``usage`` counts every reply it receives, per component. Every call of a prompt is made
+    with that prompt's generation settings (``prompts.generation(name)``): its temperature,
+    and ``max_tokens`` as a bound on everything the call makes the model write — a
+    structured call's re-ask included."""
 
     model: str | None
 
@@ -134,10 +143,14 @@ class LLM(Protocol):
         schema: type[T],
         *,
         component: str,
+        history: Sequence[str] = (),
     ) -> T:
         """Render prompt file ``prompt`` with ``variables``, ask for JSON matching ``schema``,
         validate (re-asking once with the validation error) and return the parsed object.
-        Raises ``LLMUnavailable`` or ``LLMResponseInvalid``."""
+        ``history`` is the model's own earlier replies, oldest first, sent as its previous
+        (assistant) turns between the system message and the prompt's user message (the
+        inner monologue talks to itself this way). Raises ``LLMUnavailable`` or
+        ``LLMResponseInvalid`` (also when the bound left no room for the re-ask)."""
         ...
 
     async def text(self, prompt: str, variables: Mapping[str, Any], *, component: str) -> str:
@@ -232,6 +245,15 @@ class EpisodeStore(Protocol):
 
     async def count_episodes(self, persona_id: str) -> dict[str, int]:
         """Counts by enrichment status (``pending``, ``enriched``, ``failed``)."""
+        ...
+
+    async def unembedded_episodes(self, persona_id: str, *, limit: int = 100) -> list[Episode]:
+        """Episodes stored without an embedding (a remote embedder failed when they were
+        recorded), oldest first (by ``seq``): what the backfill embeds."""
+        ...
+
+    async def count_unembedded(self, persona_id: str) -> int:
+        """How many of the persona's episodes have no embedding."""
         ...
 
     async def similar_episodes(

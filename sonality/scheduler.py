@@ -13,16 +13,17 @@ Jobs, and why their scheduling options are what they are:
   scan never runs twice at once. ``misfire_grace_time=scan_seconds``: a scan later than
   one interval is dropped, the next one is already on its way. A scan that reached the
   store touches ``heartbeat_file`` when one is set (a container health check reads its age).
-- ``enrich-retry`` (every ``retry_seconds``): enriches personas with pending episodes or
-  pending insight parts (``Sonality.enrich_pending``). A persona whose pass stops on an
-  unavailable or invalid model backs off exponentially (``retry_seconds × 2^(failures-1)``,
-  capped at ``retry_max_seconds``) and is retried at once when the model answers again; a
-  model that refuses the configuration (``LLMConfigError``) is logged as an error and
-  backed off the same way, with nothing marked. Episodes and insight parts marked
-  ``failed`` are put back to pending with the same backoff, for ``retry_rounds`` rounds
-  (counted durably: their attempts keep counting, so a restart does not reset the cap);
-  beyond that they wait for ``sonality enrich --retry-failed``, and the worker logs
-  ``enrichment_failed_exhausted`` once. Same coalescing and misfire options as the scan.
+- ``enrich-retry`` (every ``retry_seconds``): enriches personas with pending episodes,
+  pending insight parts, or episodes a remote embedder failed on (``Sonality.enrich_pending``
+  backfills those). A persona whose pass stops on an unavailable or invalid model backs off
+  exponentially (``retry_seconds × 2^(failures-1)``, capped at ``retry_max_seconds``) and is
+  retried at once when the model answers again; a model that refuses the configuration
+  (``LLMConfigError``) is logged as an error and backed off the same way, with nothing
+  marked. Episodes and insight parts marked ``failed`` are put back to pending with the same
+  backoff, for ``retry_rounds`` rounds (counted durably: their attempts keep counting, so a
+  restart does not reset the cap); beyond that they wait for ``sonality enrich
+  --retry-failed``, and the worker logs ``enrichment_failed_exhausted`` once. Same
+  coalescing and misfire options as the scan.
 - ``reflect:<persona>`` (one-shot, run now): the reflection itself. ``replace_existing``
   coalesces requests that arrive before it starts; a request that arrives while it runs is
   remembered and re-checked once it finishes (triggers usually say "cooldown" then).
@@ -410,7 +411,9 @@ class Worker:
         else:
             self._failed_backoff.pop(pid, None)
             self._exhausted.discard(pid)
-        return bool(counts[EnrichmentStatus.PENDING.value] or insights[InsightState.PENDING.value])
+        if counts[EnrichmentStatus.PENDING.value] or insights[InsightState.PENDING.value]:
+            return True
+        return await store.count_unembedded(pid) > 0
 
     async def _idle_scan(self) -> None:
         idle = self.params.idle_seconds

@@ -65,6 +65,7 @@ from sonality.models import (
     ProvenanceEdge,
     Reflection,
     RuntimeMode,
+    SelfModel,
     Snapshot,
     SoftGoal,
     ThinkerTurn,
@@ -96,6 +97,23 @@ class Recorded(BaseModel):
     @property
     def status(self) -> str:
         return self.episode.enrichment_status.value
+
+
+_SELF_MODEL_ITEMS = 20
+
+
+def _check_self_model(model: SelfModel, limit: int) -> SelfModel:
+    """Each list of the self-model: at most 20 non-blank items of at most ``limit``
+    characters, stripped."""
+    checked: dict[str, tuple[str, ...]] = {}
+    for name in ("traits", "values", "goals"):
+        items = tuple(getattr(model, name))
+        if len(items) > _SELF_MODEL_ITEMS:
+            raise ValidationError(
+                f"a self-model has at most {_SELF_MODEL_ITEMS} {name}", field=name
+            )
+        checked[name] = tuple(check_text(item, field=name, limit=limit).strip() for item in items)
+    return SelfModel(**checked)
 
 
 class Sonality:
@@ -212,16 +230,32 @@ class Sonality:
 
     # personas -------------------------------------------------------------------------
     async def create_persona(
-        self, persona_id: str, *, name: str, core_identity: str, snapshot: str | None = None
+        self,
+        persona_id: str,
+        *,
+        name: str,
+        core_identity: str,
+        snapshot: str | None = None,
+        self_model: SelfModel | None = None,
     ) -> Persona:
-        """Create a persona. Its first snapshot is ``snapshot`` or the core identity."""
+        """Create a persona. Its first snapshot is ``snapshot`` or the core identity;
+        ``self_model`` (traits, values, goals) is fixed with the core identity."""
         check_id(persona_id, "persona_id")
         check_text(name, field="name", limit=self.limits.max_name_chars)
         check_text(core_identity, field="core_identity", limit=self.limits.max_identity_chars)
         if snapshot is not None:
             check_text(snapshot, field="snapshot", limit=self.limits.max_identity_chars)
+        if self_model is not None and not isinstance(self_model, SelfModel):
+            raise ValidationError("self_model must be a SelfModel", field="self_model")
+        model = _check_self_model(self_model or SelfModel(), self.limits.max_name_chars)
         now = self.clock.now()
-        persona = Persona(id=persona_id, name=name, core_identity=core_identity, created_at=now)
+        persona = Persona(
+            id=persona_id,
+            name=name,
+            core_identity=core_identity,
+            created_at=now,
+            self_model=model,
+        )
         first = Snapshot(
             persona_id=persona_id, version=1, text=snapshot or core_identity, created_at=now
         )
@@ -300,8 +334,9 @@ class Sonality:
     async def enrich_pending(
         self, persona_id: str, *, limit: int | None = None, retry_failed: bool = False
     ) -> EnrichReport:
-        """Enrich the persona's pending episodes, oldest first, then extract the insights
-        still pending; stops (keeping order) when the model is unavailable.
+        """Embed the persona's episodes a remote embedder failed on (up to 100, oldest
+        first: ``embedded``), then enrich its pending episodes, oldest first, then extract
+        the insights still pending; stops (keeping order) when the model is unavailable.
 
         ``retry_failed`` first puts every ``failed`` episode and insight back to
         ``pending`` (after fixing what made them fail). Raises ``LLMConfigError`` when the
@@ -310,9 +345,11 @@ class Sonality:
         if limit is not None:
             check_int(limit, field="limit", low=1, high=MAX_LIMIT)
         check_bool(retry_failed, field="retry_failed")
-        return await self.enricher.enrich_pending(
+        embedded = await self.recorder.backfill(persona_id)
+        report = await self.enricher.enrich_pending(
             persona_id, limit=limit, retry_failed=retry_failed, insights=True
         )
+        return report.model_copy(update={"embedded": embedded}) if embedded else report
 
     async def context(
         self,

@@ -72,6 +72,7 @@ def reflection_params(settings: Settings) -> ReflectionParams:
         snapshot_max_chars=settings.snapshot_max_chars,
         snapshot_retention=settings.snapshot_retention,
         lease_seconds=settings.lease_seconds,
+        decay_review=settings.decay_review,
     )
 
 

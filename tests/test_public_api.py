@@ -21,6 +21,7 @@ def test_public_names_are_exactly_the_curated_list() -> None:
         "Insight",
         "Persona",
         "Recorded",
+        "SelfModel",
         "Settings",
         "Snapshot",
         "Sonality",
@@ -82,6 +83,7 @@ SONALITY_METHODS: dict[str, tuple[str, bool, list[tuple[str, str, object]]]] = {
             ("name", _K, _REQUIRED),
             ("core_identity", _K, _REQUIRED),
             ("snapshot", _K, None),
+            ("self_model", _K, None),
         ],
     ),
     "drain": (

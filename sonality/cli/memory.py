@@ -73,6 +73,9 @@ def persona() -> None:
 @click.option("--name", required=True)
 @click.option("--identity", help="Core identity text.")
 @click.option("--identity-file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--trait", "traits", multiple=True, help="A personality trait (repeatable).")
+@click.option("--value", "values", multiple=True, help="A value it holds (repeatable).")
+@click.option("--goal", "goals", multiple=True, help="A long-term goal of its own (repeatable).")
 @json_option
 @click.pass_obj
 @run
@@ -82,9 +85,13 @@ async def persona_create(
     name: str,
     identity: str | None,
     identity_file: Path | None,
+    traits: tuple[str, ...],
+    values: tuple[str, ...],
+    goals: tuple[str, ...],
     as_json: bool,
 ) -> None:
-    """Create persona PERSONA_ID with a core identity (immutable)."""
+    """Create persona PERSONA_ID with a core identity and, optionally, a self-model of
+    traits, values and goals (both immutable)."""
     if (identity is None) == (identity_file is None):
         raise click.UsageError("give exactly one of --identity or --identity-file")
     text = identity
@@ -102,8 +109,15 @@ async def persona_create(
                 field="identity_file",
             ) from None
     assert text is not None
+    from sonality.models import SelfModel
+
     async with state.app() as app:
-        created = await app.create_persona(persona_id, name=name, core_identity=text)
+        created = await app.create_persona(
+            persona_id,
+            name=name,
+            core_identity=text,
+            self_model=SelfModel(traits=traits, values=values, goals=goals),
+        )
     emit(created, as_json, lambda: click.echo(f"created {_persona_text(created)}"))
 
 
@@ -132,6 +146,14 @@ async def persona_show(state: CliState, persona_id: str, as_json: bool) -> None:
     def text() -> None:
         click.echo(_persona_text(found))
         click.echo(f"core identity: {found.core_identity}")
+        model = found.self_model
+        for label, items in (
+            ("traits", model.traits),
+            ("values", model.values),
+            ("goals", model.goals),
+        ):
+            if items:
+                click.echo(f"{label}: {'; '.join(items)}")
         click.echo(f"snapshot v{current.version}: {current.text}")
 
     emit({"persona": found, "snapshot": current}, as_json, text)
@@ -326,6 +348,8 @@ def _echo_enrichment(report: Any) -> None:
     line = f"enriched {report.enriched}, failed {report.failed}, pending {report.remaining}"
     if report.requeued:
         line = f"retried {report.requeued} failed, " + line
+    if report.embedded:
+        line += f", embedded {report.embedded}"
     if report.insights_extracted or report.insights_failed or report.insights_remaining:
         line += (
             f"; insights extracted {report.insights_extracted}, failed "
@@ -422,7 +446,8 @@ async def enrich(
     as_json: bool,
     llm_spec: str | None,
 ) -> None:
-    """Enrich pending episodes, oldest first, per persona; then extract pending insights.
+    """Enrich pending episodes, oldest first, per persona (first embedding the episodes a
+    remote embedder failed on); then extract pending insights.
 
     Exits 3 when the model refuses the configuration (nothing is marked: fix the settings
     and run it again), 8 when it stopped on an unreachable or invalid model (the rest

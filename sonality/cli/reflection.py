@@ -68,6 +68,10 @@ def _report_text(report: ReflectionReport) -> None:
         f"  beliefs decayed: {', '.join(report.beliefs_decayed) or 'none'}; "
         f"retired: {', '.join(report.beliefs_retired) or 'none'}"
     )
+    if report.decay_review in ("applied", "fallback"):
+        advice = ", ".join(f"{topic} {verdict}" for topic, verdict in report.advice)
+        review = "model unusable, all retained" if report.decay_review == "fallback" else ""
+        click.echo(f"  decay review: {advice or review or 'all retained'}")
     click.echo(
         f"  insights consumed {report.insights_consumed}, episodes read {report.episodes_read}, "
         f"llm calls {report.llm_calls}, {report.duration_ms:.0f} ms"

@@ -52,7 +52,8 @@ async def migrate(state: CliState, check: bool, as_json: bool) -> None:
 @click.pass_obj
 @run
 async def doctor(state: CliState, as_json: bool, call_model: bool) -> None:
-    """Check the store, the schema, pending enrichment and the model settings.
+    """Check the store, the schema, pending enrichment, episodes without an embedding and
+    the model settings.
 
     Lists, per persona, episodes by enrichment status, the failed ones (with their last
     error; `sonality enrich --retry-failed` retries them) and insight parts still pending
@@ -82,7 +83,9 @@ async def doctor(state: CliState, as_json: bool, call_model: bool) -> None:
                 insights: dict[str, dict[str, int]] = {}
                 failed: dict[str, list[dict[str, Any]]] = {}
                 for persona in await store.list_personas():
-                    pending[persona.id] = await store.count_episodes(persona.id)
+                    counts = await store.count_episodes(persona.id)
+                    counts["unembedded"] = await store.count_unembedded(persona.id)
+                    pending[persona.id] = counts
                     insights[persona.id] = await store.count_insight_retries(persona.id)
                     if pending[persona.id]["failed"]:
                         failed[persona.id] = [
@@ -124,8 +127,8 @@ async def doctor(state: CliState, as_json: bool, call_model: bool) -> None:
             insight = report["insights"][pid]
             click.echo(
                 f"persona    {pid}: {counts['enriched']} enriched, {counts['pending']} pending, "
-                f"{counts['failed']} failed; insights {insight['pending']} pending, "
-                f"{insight['failed']} failed"
+                f"{counts['failed']} failed, {counts['unembedded']} without embedding; "
+                f"insights {insight['pending']} pending, {insight['failed']} failed"
             )
             for episode in report["failed_episodes"].get(pid, []):
                 click.echo(

@@ -3,7 +3,13 @@
 This is the one module that imports litellm at its top; nothing imports it eagerly (the
 import takes seconds). :class:`LiteLLM` satisfies :class:`sonality.ports.LLM`:
 
-- the prompt is rendered strictly from ``prompts/`` and its short hash is logged;
+- the prompt is rendered strictly from ``prompts/`` and its short hash is logged; its
+  generation settings (front matter: ``temperature``, ``max_tokens``) go with the call;
+- ``max_tokens`` bounds everything one call makes the model write: a re-ask may only use
+  what the first reply left (none left: ``LLMResponseInvalid`` without a re-ask);
+- ``history`` (the model's own earlier replies) is sent as assistant turns between the
+  system message and the user message, after a one-line user opener (some providers
+  require a conversation to start with a user turn);
 - ``structured`` sends the schema as ``response_format`` (dropped for providers without
   it), validates the reply, re-asks once quoting the validation errors, then raises
   ``LLMResponseInvalid``;
@@ -54,6 +60,8 @@ R = TypeVar("R")
 
 MAX_BACKOFF_SECONDS = 30.0
 """Upper bound of one wait between attempts."""
+HISTORY_OPENER = "(What follows are my own earlier thoughts.)"
+"""The user turn that opens a call with ``history``, before the model's earlier replies."""
 
 # litellm prints a "Give Feedback / Get Help" banner to stdout with every exception; that
 # would corrupt the CLI's --json output, and our own logs already say what failed.
@@ -225,10 +233,13 @@ def _content(response: Any) -> str | None:
     return content if isinstance(content, str) else None
 
 
-def _messages(rendered: RenderedPrompt) -> list[dict[str, Any]]:
+def _messages(rendered: RenderedPrompt, history: Sequence[str] = ()) -> list[dict[str, Any]]:
     messages: list[dict[str, Any]] = []
     if rendered.system is not None:
         messages.append({"role": "system", "content": rendered.system})
+    if history:
+        messages.append({"role": "user", "content": HISTORY_OPENER})
+        messages.extend({"role": "assistant", "content": earlier} for earlier in history)
     messages.append({"role": "user", "content": rendered.user})
     return messages
 
@@ -300,10 +311,12 @@ class LiteLLM:
         schema: type[T],
         *,
         component: str,
+        history: Sequence[str] = (),
     ) -> T:
         """Ask for JSON matching ``schema`` and return it validated (see the module doc)."""
         rendered = self.prompts.render(prompt, variables)
-        messages = _messages(rendered)
+        messages = _messages(rendered, history)
+        bound = rendered.generation.max_tokens
         response_format = {
             "type": "json_schema",
             "json_schema": {
@@ -312,7 +325,9 @@ class LiteLLM:
                 "strict": False,
             },
         }
-        reply = await self._complete(messages, rendered, component, response_format, reask=False)
+        reply = await self._complete(
+            messages, rendered, component, response_format, reask=False, max_tokens=bound
+        )
         try:
             result = parse_reply(reply.content, schema)
         except ReplyInvalid as invalid:
@@ -322,11 +337,23 @@ class LiteLLM:
             )
             messages.append({"role": "assistant", "content": reply.content or ""})
             messages.append(reask_message(invalid.errors))
+            errors = invalid.errors
         else:
             self._log_reply(reply, rendered, component, outcome="ok", reask=False)
             return result
 
-        reply = await self._complete(messages, rendered, component, response_format, reask=True)
+        if bound is not None:
+            bound -= self._written(reply)
+            if bound < 1:
+                raise LLMResponseInvalid(
+                    "the model's reply did not validate and used its whole output budget",
+                    prompt=prompt,
+                    component=component,
+                    errors=errors,
+                )
+        reply = await self._complete(
+            messages, rendered, component, response_format, reask=True, max_tokens=bound
+        )
         try:
             result = parse_reply(reply.content, schema)
         except ReplyInvalid as invalid:
@@ -343,7 +370,14 @@ class LiteLLM:
     async def text(self, prompt: str, variables: Mapping[str, Any], *, component: str) -> str:
         """Return the model's plain-text reply; an empty reply raises ``LLMResponseInvalid``."""
         rendered = self.prompts.render(prompt, variables)
-        reply = await self._complete(_messages(rendered), rendered, component, None, reask=False)
+        reply = await self._complete(
+            _messages(rendered),
+            rendered,
+            component,
+            None,
+            reask=False,
+            max_tokens=rendered.generation.max_tokens,
+        )
         if reply.content is None or not reply.content.strip():
             self._log_reply(reply, rendered, component, outcome="invalid", reask=False)
             raise LLMResponseInvalid(
@@ -365,6 +399,7 @@ class LiteLLM:
         response_format: dict[str, Any] | None,
         *,
         reask: bool,
+        max_tokens: int | None,
     ) -> _Reply:
         kwargs: dict[str, Any] = {
             "model": self.model,
@@ -378,6 +413,10 @@ class LiteLLM:
         }
         if response_format is not None:
             kwargs["response_format"] = response_format
+        if rendered.generation.temperature is not None:
+            kwargs["temperature"] = rendered.generation.temperature
+        if max_tokens is not None:
+            kwargs["max_tokens"] = max_tokens
         attempts = 0
         started = 0.0
 
@@ -432,6 +471,17 @@ class LiteLLM:
             latency_ms=latency_ms,
         )
         return reply
+
+    def _written(self, reply: _Reply) -> int:
+        """Tokens the model wrote in ``reply``: as the provider counted them, else counted
+        here."""
+        if reply.output_tokens is not None:
+            return reply.output_tokens
+        content = reply.content or ""
+        try:
+            return int(litellm.token_counter(model=self.model, text=content))
+        except Exception:  # an unknown tokenizer: a safe overestimate
+            return len(content)
 
     def _log_reply(
         self,

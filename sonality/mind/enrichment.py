@@ -81,6 +81,8 @@ class EnrichReport(BaseModel):
     """Insight parts given up in this pass (``failed``; ``--retry-failed`` retries them)."""
     insights_remaining: int = 0
     """Insight parts still pending after the pass."""
+    embedded: int = 0
+    """Episodes whose missing embedding this pass backfilled (``Sonality.enrich_pending``)."""
 
 
 class Enricher:

@@ -12,15 +12,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sonality.models import EnrichmentCommit, EnrichmentStatus, Episode, InsightState
+from sonality.models import EnrichmentCommit, EnrichmentStatus, Episode, InsightState, Persona
 
 __all__ = [
     "ENRICHED_FIELDS",
     "EVIDENCE_COLUMNS",
     "EVIDENCE_FIELDS",
+    "SELF_MODEL_FIELDS",
     "enriched_episode",
     "episode",
     "evidence",
+    "persona",
+    "self_model_fields",
     "stored_episode",
 ]
 
@@ -77,6 +80,25 @@ def episode(stored: Mapping[str, Any]) -> dict[str, Any]:
     fields = {k: v for k, v in stored.items() if k not in EVIDENCE_FIELDS}
     evidence = {n: stored[k] for k, n in EVIDENCE_FIELDS.items() if stored.get(k) is not None}
     fields["evidence"] = evidence if "score" in evidence else None
+    return fields
+
+
+SELF_MODEL_FIELDS = {"self_traits": "traits", "self_values": "values", "self_goals": "goals"}
+"""Stored name of each list of a persona's :class:`~sonality.models.SelfModel`."""
+
+
+def self_model_fields(persona: Persona) -> dict[str, list[str]]:
+    """The persona's self-model as its stored ``self_*`` lists."""
+    model = persona.self_model
+    return {stored: list(getattr(model, name)) for stored, name in SELF_MODEL_FIELDS.items()}
+
+
+def persona(stored: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored persona's fields with the ``self_*`` lists nested as ``self_model``."""
+    fields = {k: v for k, v in stored.items() if k not in SELF_MODEL_FIELDS}
+    fields["self_model"] = {
+        name: stored[key] for key, name in SELF_MODEL_FIELDS.items() if stored.get(key)
+    }
     return fields
 
 

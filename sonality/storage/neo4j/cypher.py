@@ -51,6 +51,8 @@ class Query(StrEnum):
     EPISODE_LIST = "episode/list"
     EPISODE_LIST_FAILED = "episode/list_failed"
     EPISODE_LIST_PENDING = "episode/list_pending"
+    EPISODE_LIST_UNEMBEDDED = "episode/list_unembedded"
+    EPISODE_COUNT_UNEMBEDDED = "episode/count_unembedded"
     EPISODE_MARK_ATTEMPT = "episode/mark_attempt"
     EPISODE_REQUEUE_FAILED = "episode/requeue_failed"
     EPISODE_SET_EMBEDDING = "episode/set_embedding"

@@ -165,6 +165,23 @@ class Neo4jEpisodes(Neo4jAggregate):
         )
         return [episode_from(r["episode"]) for r in rows]
 
+    async def unembedded_episodes(self, persona_id: str, *, limit: int = 100) -> list[Episode]:
+        """Episodes without an embedding, oldest first (by ``seq``)."""
+        rows = await self._db.fetch(
+            "unembedded_episodes",
+            Query.EPISODE_LIST_UNEMBEDDED,
+            persona_id=persona_id,
+            limit=checks.limit(limit),
+        )
+        return [episode_from(r["episode"]) for r in rows]
+
+    async def count_unembedded(self, persona_id: str) -> int:
+        """How many of the persona's episodes have no embedding."""
+        rows = await self._db.fetch(
+            "count_unembedded", Query.EPISODE_COUNT_UNEMBEDDED, persona_id=persona_id
+        )
+        return int(rows[0]["n"]) if rows else 0
+
     async def count_episodes(self, persona_id: str) -> dict[str, int]:
         """``{"pending": n, "enriched": n, "failed": n}``."""
         rows = await self._db.fetch(

@@ -46,6 +46,9 @@ JSON_COLUMNS = frozenset(
         "health",
         "moves_at",
         "moves_from",
+        "self_goals",
+        "self_traits",
+        "self_values",
         "soft_goals",
         "topics",
     }

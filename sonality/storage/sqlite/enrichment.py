@@ -48,6 +48,7 @@ BELIEF_FIELDS = (
     "updated_at",
     "moves_at",
     "moves_from",
+    "reinforced_confidence",
 )
 STAGED_FIELDS = (
     "persona_id",

@@ -199,6 +199,22 @@ def _pending(conn: sqlite3.Connection, persona_id: str, limit: int) -> list[Epis
     return [episode_from(row) for row in rows]
 
 
+def _unembedded(conn: sqlite3.Connection, persona_id: str, limit: int) -> list[Episode]:
+    rows = conn.execute(
+        f"{_EPISODES} WHERE persona_id = ? AND embedding IS NULL ORDER BY seq LIMIT ?",
+        (persona_id, checks.limit(limit)),
+    )
+    return [episode_from(row) for row in rows]
+
+
+def _count_unembedded(conn: sqlite3.Connection, persona_id: str) -> int:
+    row = conn.execute(
+        "SELECT count(*) FROM episodes WHERE persona_id = ? AND embedding IS NULL",
+        (persona_id,),
+    ).fetchone()
+    return int(row[0])
+
+
 def _count(conn: sqlite3.Connection, persona_id: str) -> dict[str, int]:
     rows = conn.execute(
         "SELECT enrichment_status, count(*) FROM episodes WHERE persona_id = ? "
@@ -328,6 +344,14 @@ class SqliteEpisodes(SqliteAggregate):
     async def list_pending_episodes(self, persona_id: str, *, limit: int = 100) -> list[Episode]:
         """Episodes still pending, oldest first (by ``seq``)."""
         return await self._db.read(_pending, persona_id, limit)
+
+    async def unembedded_episodes(self, persona_id: str, *, limit: int = 100) -> list[Episode]:
+        """Episodes without an embedding, oldest first (by ``seq``)."""
+        return await self._db.read(_unembedded, persona_id, limit)
+
+    async def count_unembedded(self, persona_id: str) -> int:
+        """How many of the persona's episodes have no embedding."""
+        return await self._db.read(_count_unembedded, persona_id)
 
     async def count_episodes(self, persona_id: str) -> dict[str, int]:
         """``{"pending": n, "enriched": n, "failed": n}``."""
