@@ -16,6 +16,7 @@ __all__ = [
     "Insight",
     "Persona",
     "Recorded",
+    "SelfModel",
     "Settings",
     "Snapshot",
     "Sonality",
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from sonality.config import Settings
     from sonality.errors import SonalityError
     from sonality.mind.context import Context
-    from sonality.models import Belief, Episode, Insight, Persona, Snapshot, UserFact
+    from sonality.models import Belief, Episode, Insight, Persona, SelfModel, Snapshot, UserFact
     from sonality.service import Recorded, Sonality
 
 _LAZY = {
@@ -39,6 +40,7 @@ _LAZY = {
     "Episode": "sonality.models",
     "Insight": "sonality.models",
     "Persona": "sonality.models",
+    "SelfModel": "sonality.models",
     "Snapshot": "sonality.models",
     "UserFact": "sonality.models",
     "Recorded": "sonality.service",

@@ -124,7 +124,8 @@ async def _why(app: Sonality, persona: Persona, topic: str) -> None:
         said = " ".join(episode.user_message.split())
         said = said if len(said) <= 90 else said[:89] + "…"
         click.echo(
-            f"  {edge.kind:<11} {edge.delta:+.4f}  {episode.conversation_id}#{episode.turn} "
+            f"  {edge.side(belief.position):<9} {edge.delta:+.4f}  "
+            f"{episode.conversation_id}#{episode.turn} "
             f"({episode.created_at:%Y-%m-%d}): {said}"
         )
     if not edges:

@@ -80,7 +80,7 @@ def test_chat_in_a_terminal(tmp_path: Path) -> None:
         child.expect_exact("you> ")
         child.sendline("/why Remote Work")
         child.expect(r"remote_work: [+-]\d\.\d{3}, confidence")
-        child.expect(r"(SUPPORTS|CONTRADICTS)\s+[+-]\d\.\d{4}  c1#1")
+        child.expect(r"(for|against|no stance)\s+[+-]\d\.\d{4}  c1#1")
         child.expect_exact("you> ")
         child.sendline("/why tea")
         child.expect("no belief about tea yet")

@@ -44,6 +44,11 @@ JSON_COLUMNS = frozenset(
         "ess_topics",
         "hard_goals",
         "health",
+        "moves_at",
+        "moves_from",
+        "self_goals",
+        "self_traits",
+        "self_values",
         "soft_goals",
         "topics",
     }
