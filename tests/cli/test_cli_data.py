@@ -194,3 +194,45 @@ def test_doctor_creates_nothing(env: dict[str, str], tmp_path: Path) -> None:
     code, out, _ = invoke(env, "doctor")
     assert code == 1 and "UNREACHABLE (the SQLite file does not exist" in out
     assert not (tmp_path / "cli.db").exists()
+
+
+READS = [
+    ["persona", "list"],
+    ["persona", "show", "ada"],
+    ["beliefs", "--persona", "ada"],
+    ["facts", "--persona", "ada", "--user", "u1"],
+    ["episodes", "--persona", "ada"],
+    ["context", "--persona", "ada", "--user", "u1", "--message", "tea?"],
+    ["reflections", "--persona", "ada"],
+    ["snapshot", "history", "--persona", "ada"],
+    ["snapshot", "show", "--persona", "ada"],
+    ["export", "--persona", "ada"],
+    ["doctor"],
+]
+"""The read-only commands (``tools/bench_cli_startup.py --reads`` times them)."""
+
+
+def test_read_commands_import_no_litellm_even_with_a_model_configured(
+    env: dict[str, str],
+) -> None:
+    """With SONALITY_MODEL set, every read command answers (exit 0) without importing
+    litellm, the Neo4j driver or APScheduler; the context block still counts tokens."""
+    import os
+    import subprocess
+    import sys
+
+    _seed(env)
+    code = (
+        "import sys\n"
+        "from sonality.cli import main\n"
+        f"for args in {READS!r}:\n"
+        "    try:\n        main(args, prog_name='sonality')\n"
+        "    except SystemExit as exc:\n        assert exc.code == 0, (args, exc.code)\n"
+        "heavy = sorted(m for m in ('litellm', 'neo4j', 'apscheduler') if m in sys.modules)\n"
+        "print('heavy:', heavy, file=sys.stderr)\n"
+    )
+    run_env = {**os.environ, **env, "SONALITY_MODEL": "openai/gpt-4o-mini"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=run_env)
+    assert out.returncode == 0, out.stderr
+    assert "heavy: []" in out.stderr
+    assert "message 1" in out.stdout  # the context block and the export did run
