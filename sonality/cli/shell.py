@@ -65,7 +65,8 @@ class CliState:
             except PydanticValidationError as exc:
                 first = exc.errors()[0]
                 where = ".".join(str(p) for p in first["loc"]).upper()
-                raise ConfigError(f"bad setting SONALITY_{where}: {first['msg']}") from None
+                message = str(first["msg"]).removeprefix("Value error, ")
+                raise ConfigError(f"bad setting SONALITY_{where}: {message}") from None
             level = {-1: "WARNING", 1: "DEBUG"}.get(self.verbosity, self._settings.log_level)
             configure_logging(self._settings.log_format, level)
         return self._settings

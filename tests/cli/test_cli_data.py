@@ -247,3 +247,32 @@ def test_demo_context_shows_the_identity_once(env: dict[str, str]) -> None:
     identity = block.split("## Who you are (Ada)\n", 1)[1].split("\n\n", 1)[0]
     assert len(identity) > 50 and block.count(identity) == 1
     assert "snapshot v1" not in block
+
+
+def test_the_default_store_lives_in_the_user_data_dir_and_an_old_one_moves_there(
+    tmp_path: Path,
+) -> None:
+    """Without SONALITY_STORE the store is platformdirs' user data dir; a store an older
+    version left in ~/.config/sonality is moved there (with its data) on first use."""
+    dirs = {"XDG_DATA_HOME": str(tmp_path / "data"), "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    old = {
+        **dirs,
+        "SONALITY_STORE": f"sqlite:///{tmp_path / 'config' / 'sonality' / 'sonality.db'}",
+    }
+    base = {"SONALITY_LOG_LEVEL": "WARNING", "SONALITY_MODEL": "", "SONALITY_STORE": None}
+    code, _, err = invoke(
+        {**base, **old}, "persona", "create", "ada", "--name", "A", "--identity", "I."
+    )
+    assert code == 0, err
+    code, out, err = invoke({**base, **dirs}, "persona", "list", "--json")  # type: ignore[arg-type]
+    assert code == 0, err
+    assert [p["id"] for p in json.loads(out)] == ["ada"]
+    assert (tmp_path / "data" / "sonality" / "sonality.db").is_file()
+    assert not (tmp_path / "config" / "sonality" / "sonality.db").exists()
+
+
+def test_pydantic_prefixes_never_reach_messages(env: dict[str, str]) -> None:
+    """A bad setting is one line naming it, without pydantic's "Value error," prefix."""
+    code, _, err = invoke({**env, "SONALITY_STORE": "mysql://nope"}, "persona", "list")
+    assert code == 3 and err.startswith("error: bad setting SONALITY_STORE: SONALITY_STORE must")
+    assert "Value error" not in err
