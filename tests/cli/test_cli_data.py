@@ -240,9 +240,10 @@ def test_read_commands_import_no_litellm_even_with_a_model_configured(
 
 def test_demo_context_shows_the_identity_once(env: dict[str, str]) -> None:
     """Until the first reflection the snapshot is the core identity: the demo's context
-    block prints that text once, not a second time as snapshot v1."""
-    code, out, _ = invoke(env, "demo")
-    assert code == 0
+    block prints that text once, not a second time as snapshot v1; at INFO, no per-event
+    log line interrupts the demo's own output."""
+    code, out, err = invoke({**env, "SONALITY_LOG_LEVEL": "INFO"}, "demo")
+    assert code == 0 and err == ""
     block = out.split("=== context for:", 1)[1].split("=== beliefs ===", 1)[0]
     identity = block.split("## Who you are (Ada)\n", 1)[1].split("\n\n", 1)[0]
     assert len(identity) > 50 and block.count(identity) == 1
