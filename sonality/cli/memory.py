@@ -281,20 +281,19 @@ async def _enrich_with_bar(app: Any, persona_id: str, state: CliState, show: boo
     from sonality.mind.enrichment import EnrichReport
     from sonality.observability import quiet
 
-    first = await app.enrich_pending(persona_id, limit=1)
-    if first.stopped_by is not None or first.remaining == 0:
-        return first
-    enriched, failed = first.enriched, first.failed
-    report = first
-    total = first.enriched + first.failed + first.remaining
-    with quiet(state.verbosity <= 0), _bar(None, "enriching", show, length=total) as bar:
-        bar.update(enriched + failed)
-        while report.stopped_by is None and report.remaining > 0:
-            report = await app.enrich_pending(persona_id, limit=1)
-            if report.enriched + report.failed == 0:
-                break
-            enriched, failed = enriched + report.enriched, failed + report.failed
-            bar.update(report.enriched + report.failed)
+    with quiet(state.verbosity <= 0):
+        report = await app.enrich_pending(persona_id, limit=1)
+        if report.stopped_by is not None or report.remaining == 0:
+            return report
+        enriched, failed = report.enriched, report.failed
+        with _bar(None, "enriching", show, length=enriched + failed + report.remaining) as bar:
+            bar.update(enriched + failed)
+            while report.stopped_by is None and report.remaining > 0:
+                report = await app.enrich_pending(persona_id, limit=1)
+                if report.enriched + report.failed == 0:
+                    break
+                enriched, failed = enriched + report.enriched, failed + report.failed
+                bar.update(report.enriched + report.failed)
     return EnrichReport(
         persona_id=persona_id,
         enriched=enriched,
