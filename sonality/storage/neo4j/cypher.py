@@ -75,7 +75,6 @@ class Query(StrEnum):
     BELIEF_UPSERT = "belief/upsert"
 
     # staged updates
-    STAGED_COMMIT = "staged/commit"
     STAGED_INFLUENCE = "staged/influence"
     STAGED_LIST = "staged/list"
 
