@@ -24,8 +24,13 @@ FAR_FUTURE = datetime(2100, 1, 1, tzinfo=UTC)
 """``stale_before`` that makes every pending Thinker turn stale."""
 ADDED_FIELDS = frozenset(
     {
-        *("moves_at", "moves_from", "insight_status", "insight_attempts"),
-        *("reinforced_confidence", "review_from_version", "self_model"),
+        "insight_attempts",
+        "insight_status",
+        "moves_at",
+        "moves_from",
+        "reinforced_confidence",
+        "review_from_version",
+        "self_model",
     }
 )
 """Model fields added after dc77eec (they did not exist to be recorded): left out of the

@@ -24,7 +24,7 @@ NEUTRAL = {
 def fact(n: int, *, kind: str = "preference", severity: int = 2) -> dict[str, Any]:
     return {
         "kind": kind,
-        "text": f"Collects stamp series {n}.",
+        "text": f"The user collects stamp series number {n}.",
         "severity": severity,
     }
 
@@ -48,17 +48,18 @@ async def talk(app: Sonality, turns: int, user: str = "u1") -> None:
 async def test_one_reply_keeps_at_most_the_cap_constraints_first(
     make_app: Callable[..., Sonality], store: Any
 ) -> None:
-    """A reply with more facts than MAX_FACTS (as many as fit in the prompt's output
-    bound) stores MAX_FACTS of them: the constraint among them first, then the most
-    severe; the episode says facts were defaulted (cut, not silent)."""
-    flood = [fact(n, severity=1 + n % 4) for n in range(29)]
+    """A reply with 60 facts (as many as fit the prompt's max_tokens) stores MAX_FACTS of
+    them: the constraint among them first, then the most severe; the episode says facts
+    were defaulted (cut, not silent)."""
+    flood = [fact(n, severity=1 + n % 4) for n in range(59)]
     flood.append(fact(999, kind="constraint", severity=1))
     await talk(make_app(replying(flood)), 1)
     stored = await store.list_facts("ada", "u1")
     assert len(stored) == MAX_FACTS
     assert any(f.kind.value == "constraint" for f in stored)
+    most_severe = sorted((f["severity"] for f in flood[:-1]), reverse=True)[: MAX_FACTS - 1]
     kept = sorted((f.severity for f in stored if f.kind.value != "constraint"), reverse=True)
-    assert kept == sorted((1 + n % 4 for n in range(29)), reverse=True)[: MAX_FACTS - 1]
+    assert kept == most_severe
     (episode,) = await store.list_episodes("ada")
     assert "facts" in episode.defaulted
 
@@ -70,7 +71,7 @@ async def test_facts_are_deduplicated_per_user_after_normalising(
     user; another user telling it gets their own copy."""
     spellings = [
         [fact(1)],
-        [{**fact(1), "text": "collects  STAMP series 1"}],
+        [{**fact(1), "text": "the user  COLLECTS stamp series number 1"}],
         [fact(1), fact(1)],
     ]
     app = make_app(replying(*spellings, [fact(1)]))
