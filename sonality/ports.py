@@ -25,6 +25,8 @@ from sonality.models import (
     ErasureState,
     Generation,
     Insight,
+    InsightCommit,
+    InsightState,
     InsightStatus,
     Narrative,
     Persona,
@@ -40,6 +42,7 @@ from sonality.models import (
     ThoughtCommit,
     TurnUsage,
     UserFact,
+    UserInfluence,
 )
 
 __all__ = [
@@ -260,9 +263,20 @@ class EpisodeStore(Protocol):
         ...
 
     async def mark_enrichment_attempt(
-        self, persona_id: str, episode_id: str, *, error: str, failed: bool
+        self, persona_id: str, episode_id: str, *, error: str, failed: bool, counted: bool = True
     ) -> None:
-        """Count a failed enrichment attempt (status stays pending unless ``failed``)."""
+        """Record a failed enrichment attempt's error; count it unless ``counted`` is
+        False (an outage costs no attempt). Status stays pending unless ``failed``."""
+        ...
+
+    async def list_failed_episodes(self, persona_id: str, *, limit: int = 20) -> list[Episode]:
+        """Episodes marked ``failed``, oldest first (by ``seq``)."""
+        ...
+
+    async def requeue_failed(self, persona_id: str, *, below_attempts: int | None = None) -> int:
+        """Put ``failed`` episodes back to ``pending`` — those with fewer counted attempts
+        than ``below_attempts``, or all when None — keeping their attempt counts; return
+        how many."""
         ...
 
 
@@ -273,6 +287,41 @@ class EnrichmentStore(Protocol):
 
     async def commit_enrichment(self, commit: EnrichmentCommit) -> None:
         """Apply everything one interaction changed, in one transaction."""
+        ...
+
+    async def commit_insight(self, commit: InsightCommit) -> None:
+        """Apply a retried insight extraction in one transaction: the episode's insight
+        text and status, and the ``Insight`` it yielded. ``ConflictError`` (nothing
+        written) when the episode's insight part is not pending."""
+        ...
+
+    async def list_insight_retries(
+        self, persona_id: str, *, status: InsightState = InsightState.PENDING, limit: int = 50
+    ) -> list[Episode]:
+        """Enriched episodes whose insight part is ``status``, oldest first (by ``seq``)."""
+        ...
+
+    async def count_insight_retries(self, persona_id: str) -> dict[str, int]:
+        """How many insight parts are ``pending`` and ``failed``."""
+        ...
+
+    async def mark_insight_attempt(
+        self, persona_id: str, episode_id: str, *, error: str, failed: bool
+    ) -> None:
+        """Count a failed insight retry; ``failed`` gives the insight part up."""
+        ...
+
+    async def requeue_failed_insights(
+        self, persona_id: str, *, below_attempts: int | None = None
+    ) -> int:
+        """Put ``failed`` insight parts back to ``pending`` (as ``requeue_failed``)."""
+        ...
+
+    async def recent_influence(
+        self, persona_id: str, user_id: str, *, since_interaction: int
+    ) -> list[UserInfluence]:
+        """The staged deltas of the user's episodes with ``staged_at`` after
+        ``since_interaction``, with each episode's message, by staged order."""
         ...
 
     async def upsert_beliefs(self, beliefs: Sequence[Belief]) -> None: ...

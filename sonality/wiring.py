@@ -42,6 +42,8 @@ async def open_store(settings: Settings, *, create: bool = True) -> Store:
         auth=(settings.neo4j_user, password) if password else None,
         database=settings.neo4j_database,
         embedding_dimensions=settings.embedding_dimensions,
+        retry_seconds=settings.neo4j_retry_seconds,
+        connect_seconds=settings.neo4j_connect_seconds,
     )
 
 
@@ -148,12 +150,17 @@ async def open_parts(
             opinion=OpinionParams(
                 cooling_period=settings.cooling_period,
                 max_commit_delta=settings.max_commit_delta,
+                influence_window=settings.influence_window,
+                user_influence_budget=settings.user_influence_budget,
+                max_window_delta=settings.max_window_delta,
+                repeat_similarity=settings.repeat_similarity,
             ),
             limits=Limits(
                 max_message_chars=settings.max_message_chars,
                 max_response_chars=settings.max_response_chars,
                 context_token_budget=settings.context_token_budget,
                 context_episodes=settings.context_episodes,
+                context_fact_tokens=settings.context_fact_tokens,
                 enrichment_max_attempts=settings.enrichment_max_attempts,
                 disagreement_window=settings.disagreement_window,
             ),

@@ -98,7 +98,11 @@ SONALITY_METHODS: dict[str, tuple[str, bool, list[tuple[str, str, object]]]] = {
     ),
     "delete_persona": ("method", True, [("persona_id", _P, _REQUIRED)]),
     "due_personas": ("method", True, []),
-    "enrich_pending": ("method", True, [("persona_id", _P, _REQUIRED), ("limit", _K, None)]),
+    "enrich_pending": (
+        "method",
+        True,
+        [("persona_id", _P, _REQUIRED), ("limit", _K, None), ("retry_failed", _K, False)],
+    ),
     "episodes": (
         "method",
         True,

@@ -9,7 +9,15 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from sonality.cli.shell import CliState, emit, json_option, lines, persona_option, run
+from sonality.cli.shell import (
+    CliState,
+    emit,
+    json_option,
+    lines,
+    llm_option,
+    persona_option,
+    run,
+)
 
 if TYPE_CHECKING:
     from sonality.errors import SonalityError
@@ -90,7 +98,16 @@ async def persona_create(
     if identity_file is not None:
         import asyncio
 
-        text = await asyncio.to_thread(identity_file.read_text, "utf-8")
+        from sonality.errors import ValidationError
+
+        raw = await asyncio.to_thread(identity_file.read_bytes)
+        try:
+            text = raw.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise ValidationError(
+                f"--identity-file is not UTF-8 text (invalid byte at offset {exc.start})",
+                field="identity_file",
+            ) from None
     assert text is not None
     from sonality.models import SelfModel
 
@@ -329,8 +346,15 @@ async def _enrich_with_bar(app: Any, persona_id: str, state: CliState, show: boo
 def _echo_enrichment(report: Any) -> None:
     """One line for an enrichment pass (``sonality.service``'s report)."""
     line = f"enriched {report.enriched}, failed {report.failed}, pending {report.remaining}"
-    if getattr(report, "embedded", 0):
+    if report.requeued:
+        line = f"retried {report.requeued} failed, " + line
+    if report.embedded:
         line += f", embedded {report.embedded}"
+    if report.insights_extracted or report.insights_failed or report.insights_remaining:
+        line += (
+            f"; insights extracted {report.insights_extracted}, failed "
+            f"{report.insights_failed}, pending {report.insights_remaining}"
+        )
     if report.stopped_by == "no_model":
         line += " (no model configured: set SONALITY_MODEL to enrich)"
     elif report.stopped_by:
@@ -406,20 +430,48 @@ async def episodes(
 
 @click.command()
 @click.option("--persona", "persona_id", help="Only this persona (default: all).")
+@click.option(
+    "--retry-failed",
+    is_flag=True,
+    help="First put episodes and insights marked failed back to pending.",
+)
 @json_option
+@llm_option
 @click.pass_obj
 @run
-async def enrich(state: CliState, persona_id: str | None, as_json: bool) -> None:
-    """Enrich pending episodes, oldest first, per persona; first embed the episodes a
-    remote embedder failed on."""
-    async with state.app() as app:
+async def enrich(
+    state: CliState,
+    persona_id: str | None,
+    retry_failed: bool,
+    as_json: bool,
+    llm_spec: str | None,
+) -> None:
+    """Enrich pending episodes, oldest first, per persona (first embedding the episodes a
+    remote embedder failed on); then extract pending insights.
+
+    Exits 3 when the model refuses the configuration (nothing is marked: fix the settings
+    and run it again), 8 when it stopped on an unreachable or invalid model (the rest
+    stays pending). --retry-failed brings back what earlier attempts gave up.
+    """
+    async with state.app(llm_spec=llm_spec) as app:
         ids = [persona_id] if persona_id else [p.id for p in await app.personas()]
-        reports = [await app.enrich_pending(pid) for pid in ids]
+        reports = [await app.enrich_pending(pid, retry_failed=retry_failed) for pid in ids]
+        # what earlier passes gave up is never left silent: say how to bring it back
+        given_up = {
+            pid: (await app.store.count_episodes(pid))["failed"]
+            + (await app.store.count_insight_retries(pid))["failed"]
+            for pid in ids
+        }
 
     def text() -> None:
         for report in reports:
             click.echo(f"{report.persona_id}: ", nl=False)
             _echo_enrichment(report)
+            if given_up[report.persona_id]:
+                click.echo(
+                    f"  {given_up[report.persona_id]} failed episodes or insights wait: "
+                    f"sonality enrich --persona {report.persona_id} --retry-failed"
+                )
         if not reports:
             click.echo("no personas yet: nothing to enrich")
 

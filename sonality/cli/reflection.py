@@ -108,7 +108,8 @@ async def reflect(
     """Run the reflection pipeline now (the same one the worker runs).
 
     Without --force it reflects only when a trigger holds (cooldown, periodic, event).
-    Exits 1 when a reflection was rejected or failed.
+    Exits 1 when a reflection was rejected or failed, 9 when another worker holds a
+    persona's reflection lease (nothing ran; try again later).
     """
     if (persona_id is None) == (not all_personas):
         raise click.UsageError("give exactly one of --persona or --all")
@@ -133,6 +134,12 @@ async def reflect(
 
     payload = [_report_json(r) for r in reports]
     emit(payload if all_personas else payload[0], as_json, text)
+    from sonality.errors import LeaseHeld
+    from sonality.mind.reflection import LEASE_HELD
+
+    busy = [r.persona_id for r in reports if r.outcome == "skipped" and r.reason == LEASE_HELD]
+    if busy:
+        raise LeaseHeld("another worker holds the reflection lease; try again later", personas=busy)
     if any(r.outcome in ("rejected", "failed") for r in reports):
         raise Unsuccessful
 
@@ -244,10 +251,22 @@ async def snapshot_rollback(
 
 
 @click.command()
-@click.option("--scan-seconds", type=float, help="Scan interval [SONALITY_WORKER_SCAN_SECONDS].")
-@click.option("--retry-seconds", type=float, help="Enrichment retry base interval.")
-@click.option("--idle-seconds", type=float, help="Reflect quiet personas with pending insights.")
-@click.option("--grace-seconds", type=float, default=30.0, show_default=True)
+@click.option(
+    "--scan-seconds",
+    type=click.FloatRange(0, 86_400, min_open=True),
+    help="Scan interval [SONALITY_WORKER_SCAN_SECONDS].",
+)
+@click.option(
+    "--retry-seconds",
+    type=click.FloatRange(0, 86_400, min_open=True),
+    help="Enrichment retry base interval.",
+)
+@click.option(
+    "--idle-seconds",
+    type=click.FloatRange(0, 31_536_000, min_open=True),
+    help="Reflect quiet personas with pending insights.",
+)
+@click.option("--grace-seconds", type=click.FloatRange(0, 86_400), default=30.0, show_default=True)
 @click.option("--once", is_flag=True, help="One pass (enrich pending, reflect due), then exit.")
 @click.option("--owner", help="Lease owner id (default host:pid:random).")
 @click.option(
@@ -284,6 +303,7 @@ async def worker(
         retry_seconds=retry_seconds or settings.worker_retry_seconds,
         idle_seconds=idle_seconds or settings.worker_idle_reflection_seconds,
         grace_seconds=grace_seconds,
+        retry_rounds=settings.enrichment_retry_rounds,
         heartbeat_file=heartbeat_file,
     )
 

@@ -14,8 +14,11 @@ import takes seconds). :class:`LiteLLM` satisfies :class:`sonality.ports.LLM`:
   it), validates the reply, re-asks once quoting the validation errors, then raises
   ``LLMResponseInvalid``;
 - rate limits, 5xx replies, timeouts and connection failures are retried with exponential
-  backoff and jitter, then raise ``LLMUnavailable``; other provider errors (bad request,
-  authentication …) raise ``LLMError`` at once;
+  backoff and jitter, then raise ``LLMUnavailable`` (an outage: the work waits);
+- a refused configuration — an unknown model or provider, a missing or rejected key, a
+  wrong endpoint (HTTP 401, 403, 404, 407) — raises ``LLMConfigError`` at once with the
+  provider's message, the configured key masked (:func:`is_config_error`); other provider
+  errors (a bad request about this input) raise ``LLMError`` at once;
 - every reply (and every failed attempt) is logged as ``llm_call`` and every reply is
   counted in a :class:`~sonality.llm.usage.UsageMeter`.
 """
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -32,7 +36,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import litellm
 from pydantic import BaseModel
 
-from sonality.errors import LLMError, LLMResponseInvalid, LLMUnavailable
+from sonality.errors import LLMConfigError, LLMError, LLMResponseInvalid, LLMUnavailable
 from sonality.llm.prompts import PromptLibrary, RenderedPrompt
 from sonality.llm.replies import ReplyInvalid, parse_reply, reask_message
 from sonality.llm.usage import UsageMeter
@@ -41,7 +45,15 @@ from sonality.observability import get_logger
 if TYPE_CHECKING:
     from sonality.config import Settings
 
-__all__ = ["MAX_BACKOFF_SECONDS", "LiteLLM", "backoff_delay", "is_transient", "with_retries"]
+__all__ = [
+    "MAX_BACKOFF_SECONDS",
+    "LiteLLM",
+    "backoff_delay",
+    "is_config_error",
+    "is_transient",
+    "provider_message",
+    "with_retries",
+]
 
 T = TypeVar("T", bound=BaseModel)
 R = TypeVar("R")
@@ -68,19 +80,67 @@ _TRANSIENT_TYPES: tuple[type[BaseException], ...] = (
     ConnectionError,
 )
 _TRANSIENT_STATUS = frozenset({408, 409, 425, 429})
+_CONFIG_STATUS = frozenset({401, 403, 404, 407})
+"""Refusals that name the configuration: unauthenticated, forbidden, no such model or
+path, proxy authentication."""
+_CONFIG_TYPES: tuple[type[BaseException], ...] = (
+    litellm.exceptions.AuthenticationError,
+    litellm.exceptions.PermissionDeniedError,
+    litellm.exceptions.NotFoundError,
+)
+_CONFIG_MESSAGES = (
+    "llm provider not provided",  # litellm: the model name has no known provider
+    "missing credentials",  # the OpenAI client found no key (litellm reports it as a 500)
+    "api_key client option must be set",
+)
+_PREFIX = re.compile(r"^(?:litellm\.)?\w*(?:Error|Exception)\s*[:-]\s*")
+MESSAGE_MAX_CHARS = 300
+"""Longest provider message carried by ``LLMConfigError`` (one line)."""
+
+
+def is_config_error(exc: BaseException) -> bool:
+    """True when the provider refused the configuration rather than this request: HTTP
+    401/403/404/407, or litellm's own "no provider" / "missing credentials" refusals
+    (which it raises before any request, the latter disguised as a 500)."""
+    if isinstance(exc, _CONFIG_TYPES):
+        return True
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int) and status in _CONFIG_STATUS:
+        return True
+    text = str(exc).casefold()
+    return any(marker in text for marker in _CONFIG_MESSAGES)
 
 
 def is_transient(exc: BaseException) -> bool:
-    """True for failures worth retrying: rate limits, 5xx, timeouts, connection errors."""
+    """True for failures worth retrying: rate limits, 5xx, timeouts, connection errors
+    (never a refused configuration)."""
+    if is_config_error(exc):
+        return False
     if isinstance(exc, _TRANSIENT_TYPES):
         return True
     status = getattr(exc, "status_code", None)
     return isinstance(status, int) and (status in _TRANSIENT_STATUS or status >= 500)
 
 
+def provider_message(exc: BaseException, secrets: Sequence[str | None] = ()) -> str:
+    """The provider's message on one line: litellm's class-name prefixes dropped, every
+    given secret masked, at most :data:`MESSAGE_MAX_CHARS` characters."""
+    text = " ".join(str(exc).split())
+    for _ in range(3):  # "litellm.AuthenticationError: AuthenticationError: OpenAIException - …"
+        text = _PREFIX.sub("", text, count=1)
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "***")
+    if len(text) > MESSAGE_MAX_CHARS:
+        text = text[: MESSAGE_MAX_CHARS - 1] + "…"
+    return text or type(exc).__name__
+
+
 def _failure_outcome(exc: BaseException, will_retry: bool) -> str:
     if will_retry:
         return "retry"
+    if is_config_error(exc):
+        return "misconfigured"
     return "unavailable" if is_transient(exc) else "error"
 
 
@@ -97,12 +157,15 @@ async def with_retries(
     backoff_base: float,
     on_failure: Callable[[int, BaseException, bool], None],
     context: Mapping[str, Any] | None = None,
+    secrets: Sequence[str | None] = (),
 ) -> R:
     """Await ``call()`` until it succeeds, retrying transient failures ``max_retries``
     times. ``on_failure(attempt, exc, will_retry)`` runs after each failed attempt.
 
-    Raises ``LLMUnavailable`` once transient failures are exhausted and ``LLMError`` for
-    any other failure, with ``context`` as their fields; cancellation passes through.
+    Raises ``LLMConfigError`` at once when the provider refused the configuration (with
+    its message, ``secrets`` masked), ``LLMUnavailable`` once transient failures are
+    exhausted and ``LLMError`` for any other failure, with ``context`` as their fields;
+    cancellation passes through.
     """
     fields = dict(context or {})
     attempt = 0
@@ -117,6 +180,13 @@ async def with_retries(
             if will_retry:
                 await asyncio.sleep(backoff_delay(attempt, backoff_base))
                 continue
+            if is_config_error(exc):
+                raise LLMConfigError(
+                    "the model endpoint refused the configuration: "
+                    + provider_message(exc, secrets),
+                    status=getattr(exc, "status_code", None),
+                    **fields,
+                ) from None
             if transient:
                 raise LLMUnavailable(
                     "the model endpoint could not be reached",
@@ -381,6 +451,7 @@ class LiteLLM:
             backoff_base=self.backoff_base,
             on_failure=failed,
             context={"model": self.model, "prompt": rendered.name, "component": component},
+            secrets=(self._api_key,),
         )
         latency_ms = round((time.perf_counter() - started) * 1000, 1)
         usage = getattr(response, "usage", None)

@@ -52,6 +52,8 @@ class Limits(BaseModel):
     max_identity_chars: int = 20_000
     context_token_budget: int = 2_000
     context_episodes: int = 5
+    context_fact_tokens: int = Field(default=1_000, ge=1)
+    """Tokens for the pinned facts in ``context``; what does not fit is counted there."""
     enrichment_max_attempts: int = 5
     disagreement_window: int = 50
     enrich_on_record: bool = True
@@ -160,5 +162,6 @@ def assemble(
             count_tokens=count_tokens,
             token_budget=limits.context_token_budget,
             max_episodes=limits.context_episodes,
+            fact_tokens=limits.context_fact_tokens,
         ),
     )

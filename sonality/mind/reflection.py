@@ -87,6 +87,7 @@ from sonality.observability import get_logger
 from sonality.ports import LLM, Clock, Store
 
 __all__ = [
+    "LEASE_HELD",
     "DueNotifier",
     "ReflectionParams",
     "ReflectionReport",
@@ -96,6 +97,10 @@ __all__ = [
 ]
 
 log = get_logger("sonality.reflection")
+
+LEASE_HELD = "another worker is reflecting"
+"""The ``reason`` of a report skipped because another worker holds the persona's lease
+(``sonality reflect`` then exits with ``LeaseHeld``'s code, 9)."""
 
 
 def default_owner() -> str:
@@ -257,7 +262,7 @@ class Reflector:
             )
             if not taken:
                 log.info("reflection_lease_held", persona_id=persona_id, owner=self.owner)
-                return _skipped(persona_id, decision.kind.value, "another worker is reflecting")
+                return _skipped(persona_id, decision.kind.value, LEASE_HELD)
             try:
                 # another process may have committed between the first read and the lease
                 persona = await self._store.get_persona(persona_id)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sonality.models import EnrichmentCommit, EnrichmentStatus, Episode, Persona
+from sonality.models import EnrichmentCommit, EnrichmentStatus, Episode, InsightState, Persona
 
 __all__ = [
     "ENRICHED_FIELDS",
@@ -46,6 +46,7 @@ ENRICHED_FIELDS = (
     "topics",
     "importance",
     "insight",
+    "insight_status",
     "disagreement",
 )
 """The fields :func:`enriched_episode` sets."""
@@ -66,6 +67,9 @@ def enriched_episode(commit: EnrichmentCommit) -> dict[str, Any]:
         "topics": list(commit.topics),
         "importance": commit.importance,
         "insight": None if commit.insight is None else commit.insight.text,
+        "insight_status": (
+            InsightState.PENDING if commit.insight_pending else InsightState.EXTRACTED
+        ).value,
         "disagreement": commit.disagreement,
     }
 
@@ -99,7 +103,7 @@ def persona(stored: Mapping[str, Any]) -> dict[str, Any]:
 
 
 EVIDENCE_COLUMNS = (
-    *("id", "user_id", "conversation_id", "seq", "interaction_index"),
+    *("id", "user_id", "conversation_id", "seq", "interaction_index", "user_message"),
     *EVIDENCE_FIELDS,
     *("defaulted", "topics", "importance", "disagreement"),
 )

@@ -11,7 +11,7 @@ import pytest
 from pydantic import BaseModel, Field, SecretStr
 
 from sonality.config import Settings
-from sonality.errors import LLMError, LLMResponseInvalid, LLMUnavailable
+from sonality.errors import LLMConfigError, LLMError, LLMResponseInvalid, LLMUnavailable
 from sonality.llm.litellm_llm import HISTORY_OPENER, LiteLLM, backoff_delay, is_transient
 from sonality.llm.prompts import PromptLibrary
 from sonality.llm.usage import UsageMeter
@@ -192,11 +192,12 @@ async def test_timeout_is_retried_then_unavailable(
 async def test_authentication_error_is_not_retried(
     openai_server: FakeOpenAI, prompts: PromptLibrary
 ) -> None:
-    """A 401 raises LLMError (not LLMUnavailable) at once, without a retry."""
+    """A 401 is a refused configuration: LLMConfigError (exit 3, not an outage) at once,
+    without a retry, carrying the provider's message."""
     openai_server.fail(401, times=3, message="bad key")
-    with pytest.raises(LLMError) as caught:
+    with pytest.raises(LLMConfigError) as caught:
         await _llm(openai_server, prompts).structured("judge", VARS, Verdict, component="t")
-    assert not isinstance(caught.value, LLMUnavailable)
+    assert caught.value.exit_code == 3 and "bad key" in caught.value.message
     assert caught.value.context["status"] == 401
     assert openai_server.count() == 1
 

@@ -44,6 +44,8 @@ JSON_COLUMNS = frozenset(
         "ess_topics",
         "hard_goals",
         "health",
+        "moves_at",
+        "moves_from",
         "self_goals",
         "self_traits",
         "self_values",
