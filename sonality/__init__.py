@@ -21,6 +21,7 @@ __all__ = [
     "Snapshot",
     "Sonality",
     "SonalityError",
+    "SonalitySync",
     "UserFact",
     "__version__",
 ]
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from sonality.mind.context import Context
     from sonality.models import Belief, Episode, Insight, Persona, SelfModel, Snapshot, UserFact
     from sonality.service import Recorded, Sonality
+    from sonality.sync import SonalitySync
 
 _LAZY = {
     "Settings": "sonality.config",
@@ -45,6 +47,7 @@ _LAZY = {
     "UserFact": "sonality.models",
     "Recorded": "sonality.service",
     "Sonality": "sonality.service",
+    "SonalitySync": "sonality.sync",
 }
 
 

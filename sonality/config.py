@@ -19,7 +19,14 @@ import click
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["LOG_LEVELS", "STORE_SCHEMES", "Settings", "default_store_url", "redact_url"]
+__all__ = [
+    "LOG_LEVELS",
+    "STORE_SCHEMES",
+    "Settings",
+    "default_store_url",
+    "legacy_store_path",
+    "redact_url",
+]
 
 STORE_SCHEMES = (
     *("sqlite:///", "bolt://", "bolt+s://", "bolt+ssc://"),
@@ -38,8 +45,18 @@ def redact_url(url: str) -> str:
 
 
 def default_store_url() -> str:
-    """``sqlite:///`` URL of the embedded default store in the user's data directory."""
-    return "sqlite:///" + str(Path(click.get_app_dir("sonality")) / "sonality.db")
+    """``sqlite:///`` URL of the embedded default store in the user's data directory
+    (``platformdirs``: ``~/.local/share/sonality`` on Linux, ``~/Library/Application
+    Support/sonality`` on macOS, ``%LOCALAPPDATA%\\sonality`` on Windows)."""
+    from platformdirs import user_data_dir
+
+    return "sqlite:///" + str(Path(user_data_dir("sonality", appauthor=False)) / "sonality.db")
+
+
+def legacy_store_path() -> Path:
+    """Where versions up to 0.1 kept the default store (click's config directory,
+    ``~/.config/sonality`` on Linux); ``wiring.open_store`` moves it to the new place."""
+    return Path(click.get_app_dir("sonality")) / "sonality.db"
 
 
 class Settings(BaseSettings):

@@ -23,14 +23,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 from pydantic import BaseModel, ConfigDict
 
 from sonality.core.opinion import OpinionParams
 from sonality.core.triggers import TriggerDecision
 from sonality.errors import ConfigError, SonalityError, ValidationError
-from sonality.mind.archive import Imported, export_lines, import_archives, parse_archive
 from sonality.mind.context import Context, ContextBuilder
 from sonality.mind.enrichment import Enricher, EnrichReport
 from sonality.mind.erasure import Eraser
@@ -74,6 +73,9 @@ from sonality.models import (
 )
 from sonality.observability import get_logger
 from sonality.ports import LLM, Clock, Embedder, Store
+
+if TYPE_CHECKING:
+    from sonality.mind.archive import Imported
 
 __all__ = ["Limits", "Recorded", "Sonality", "SystemClock"]
 
@@ -489,6 +491,8 @@ class Sonality:
         """The persona (or personas, in order) as canonical JSON lines, every node kind with
         its id: ``import_`` into any store gives it back, and exporting it there gives the
         same bytes. ``PersonaNotFound`` for an unknown persona."""
+        from sonality.mind.archive import export_lines
+
         ids = [persona_id] if isinstance(persona_id, str) else list(persona_id)
         lines = await export_lines(self.store, [check_id(p, "persona_id") for p in ids])
         return "".join(f"{line}\n" for line in lines)
@@ -498,6 +502,8 @@ class Sonality:
         persona in one transaction. Idempotent: a persona already held with the same data
         is ``unchanged``; one held with other data is a ``ConflictError`` and nothing of
         the file is written. A bad line is a ``ValidationError`` naming it."""
+        from sonality.mind.archive import import_archives, parse_archive
+
         lines = archive.splitlines() if isinstance(archive, str) else archive
         return await import_archives(self.store, parse_archive(lines))
 

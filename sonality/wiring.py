@@ -9,10 +9,13 @@ model and the embedder, fills the tunables from the settings, and returns the co
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sonality.config import Settings
+from sonality.config import Settings, default_store_url, legacy_store_path
 from sonality.errors import ConfigError
+from sonality.observability import get_logger
 from sonality.ports import LLM, PromptSource, UsageSink
 
 if TYPE_CHECKING:
@@ -22,6 +25,8 @@ if TYPE_CHECKING:
 
 __all__ = ["load_llm_factory", "open_parts", "open_store", "reflection_params", "settings_llm"]
 
+log = get_logger("sonality.wiring")
+
 
 async def open_store(settings: Settings, *, create: bool = True) -> Store:
     """Open (never migrate) the store the settings name; ``create=False`` creates nothing
@@ -29,6 +34,8 @@ async def open_store(settings: Settings, *, create: bool = True) -> Store:
     if settings.store_backend == "sqlite":
         from sonality.storage.sqlite.store import SqliteStore
 
+        if create and settings.store == default_store_url():
+            await asyncio.to_thread(_move_legacy_store, settings.sqlite_path)
         return await SqliteStore.open(
             settings.sqlite_path,
             embedding_dimensions=settings.embedding_dimensions,
@@ -45,6 +52,22 @@ async def open_store(settings: Settings, *, create: bool = True) -> Store:
         retry_seconds=settings.neo4j_retry_seconds,
         connect_seconds=settings.neo4j_connect_seconds,
     )
+
+
+def _move_legacy_store(path: Path) -> None:
+    """Move the default store from its old place (``config.legacy_store_path``) to
+    ``path`` on first use, with its WAL files, unless ``path`` exists already."""
+    import shutil
+
+    old = legacy_store_path()
+    if path.exists() or not old.is_file():
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for suffix in ("", "-wal", "-shm"):
+        source = old.with_name(old.name + suffix)
+        if source.exists():
+            shutil.move(source, path.with_name(path.name + suffix))
+    log.warning("default_store_moved", old=str(old), new=str(path))
 
 
 def settings_llm(settings: Settings) -> LLM | None:

@@ -51,6 +51,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("wiring",),
     ("testing",),
     ("service",),
+    ("sync",),
     (ROOT,),
     ("scheduler", "browser"),
     ("eval",),

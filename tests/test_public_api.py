@@ -26,6 +26,7 @@ def test_public_names_are_exactly_the_curated_list() -> None:
         "Snapshot",
         "Sonality",
         "SonalityError",
+        "SonalitySync",
         "UserFact",
         "__version__",
     }

@@ -127,7 +127,7 @@ async def persona_create(
 @run
 async def persona_list(state: CliState, as_json: bool) -> None:
     """List personas."""
-    async with state.app() as app:
+    async with state.app(with_model=False) as app:
         personas = await app.personas()
     emit(personas, as_json, lambda: lines(personas, _persona_text, "no personas yet"))
 
@@ -139,7 +139,7 @@ async def persona_list(state: CliState, as_json: bool) -> None:
 @run
 async def persona_show(state: CliState, persona_id: str, as_json: bool) -> None:
     """Show one persona with its current snapshot."""
-    async with state.app() as app:
+    async with state.app(with_model=False) as app:
         found = await app.persona(persona_id)
         current = await app.snapshot(persona_id)
 
@@ -320,20 +320,19 @@ async def _enrich_with_bar(app: Any, persona_id: str, state: CliState, show: boo
     from sonality.mind.enrichment import EnrichReport
     from sonality.observability import quiet
 
-    first = await app.enrich_pending(persona_id, limit=1)
-    if first.stopped_by is not None or first.remaining == 0:
-        return first
-    enriched, failed = first.enriched, first.failed
-    report = first
-    total = first.enriched + first.failed + first.remaining
-    with quiet(state.verbosity <= 0), _bar(None, "enriching", show, length=total) as bar:
-        bar.update(enriched + failed)
-        while report.stopped_by is None and report.remaining > 0:
-            report = await app.enrich_pending(persona_id, limit=1)
-            if report.enriched + report.failed == 0:
-                break
-            enriched, failed = enriched + report.enriched, failed + report.failed
-            bar.update(report.enriched + report.failed)
+    with quiet(state.verbosity <= 0):
+        report = await app.enrich_pending(persona_id, limit=1)
+        if report.stopped_by is not None or report.remaining == 0:
+            return report
+        enriched, failed = report.enriched, report.failed
+        with _bar(None, "enriching", show, length=enriched + failed + report.remaining) as bar:
+            bar.update(enriched + failed)
+            while report.stopped_by is None and report.remaining > 0:
+                report = await app.enrich_pending(persona_id, limit=1)
+                if report.enriched + report.failed == 0:
+                    break
+                enriched, failed = enriched + report.enriched, failed + report.failed
+                bar.update(report.enriched + report.failed)
     return EnrichReport(
         persona_id=persona_id,
         enriched=enriched,
@@ -373,7 +372,7 @@ async def context(
     state: CliState, persona_id: str, user_id: str, message: str, as_json: bool
 ) -> None:
     """Print the context block an application would inject before answering MESSAGE."""
-    async with state.app() as app:
+    async with state.app(with_model=False) as app:
         ctx = await app.context(persona_id, user_id=user_id, message=message)
     emit(ctx, as_json, lambda: click.echo(ctx.as_prompt()))
 
@@ -386,7 +385,7 @@ async def context(
 @run
 async def beliefs(state: CliState, persona_id: str, include_retired: bool, as_json: bool) -> None:
     """List a persona's beliefs."""
-    async with state.app() as app:
+    async with state.app(with_model=False) as app:
         found = await app.beliefs(persona_id, include_retired=include_retired)
     emit(found, as_json, lambda: lines(found, _belief_text, "no beliefs yet"))
 
@@ -399,7 +398,7 @@ async def beliefs(state: CliState, persona_id: str, include_retired: bool, as_js
 @run
 async def facts(state: CliState, persona_id: str, user_id: str, as_json: bool) -> None:
     """List what a user disclosed that must not be forgotten."""
-    async with state.app() as app:
+    async with state.app(with_model=False) as app:
         found = await app.facts(persona_id, user_id=user_id)
     emit(found, as_json, lambda: lines(found, _fact_text, "no facts yet"))
 
@@ -421,7 +420,7 @@ async def episodes(
     as_json: bool,
 ) -> None:
     """List recent episodes, newest first."""
-    async with state.app() as app:
+    async with state.app(with_model=False) as app:
         found = await app.episodes(
             persona_id, user_id=user_id, conversation_id=conversation_id, limit=limit
         )

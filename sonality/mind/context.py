@@ -55,9 +55,15 @@ class Context(Frozen):
     constraints_omitted: int = 0
     """How many of ``facts_omitted`` are constraints."""
 
+    @property
+    def snapshot_repeats_identity(self) -> bool:
+        """True while the snapshot is still the core identity (a new persona's version 1):
+        the prompt then shows the text once."""
+        return self.snapshot.strip() == self.core_identity.strip()
+
     def as_prompt(self) -> str:
         parts = [f"## Who you are ({self.persona_name})\n{self.core_identity.strip()}"]
-        if self.snapshot.strip():
+        if self.snapshot.strip() and not self.snapshot_repeats_identity:
             parts.append(
                 f"## How you see yourself now (snapshot v{self.snapshot_version})\n"
                 f"{self.snapshot.strip()}"
@@ -215,7 +221,9 @@ async def build_context(
 
     # the budget covers snapshot, narrative, beliefs and episodes; identity and facts are
     # always present whatever it costs
-    remaining = token_budget - count_tokens(snapshot.text) - count_tokens(narrative or "")
+    repeated = snapshot.text.strip() == persona.core_identity.strip()  # shown once
+    snapshot_cost = 0 if repeated else count_tokens(snapshot.text)
+    remaining = token_budget - snapshot_cost - count_tokens(narrative or "")
     kept_beliefs = _fit(beliefs, _belief_line, remaining, count_tokens)
     remaining -= sum(count_tokens(_belief_line(b)) for b in kept_beliefs)
     kept_episodes = _fit(

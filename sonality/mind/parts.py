@@ -23,6 +23,7 @@ from sonality.core.opinion import OpinionParams
 from sonality.core.reflection import ReflectionParams
 from sonality.errors import ConfigError
 from sonality.llm.embedders import HashEmbedder
+from sonality.llm.tokens import approximate_tokens
 from sonality.llm.tokens import count_tokens as model_tokens
 from sonality.mind.context import ContextBuilder
 from sonality.mind.enrichment import Enricher
@@ -121,7 +122,10 @@ def assemble(
     limits = limits if limits is not None else Limits()
     runtime = runtime if runtime is not None else RuntimeSettings()
     if count_tokens is None:
-        count_tokens = partial(model_tokens, model=llm.model if llm is not None else None)
+        # without a model nothing is sent: budgets are estimates (llm/tokens.py)
+        count_tokens = (
+            partial(model_tokens, model=llm.model) if llm is not None else approximate_tokens
+        )
     if reflector is None:
         reflector = Reflector(store=store, llm=llm, clock=clock, params=reflection, owner=owner)
     elif (reflection is not None and reflection != reflector.params) or (
