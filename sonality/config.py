@@ -101,6 +101,11 @@ class Settings(BaseSettings):
     enrichment_max_attempts: int = Field(default=5, ge=1, le=100)
     enrichment_retry_rounds: int = Field(default=3, ge=0, le=100)
     """Rounds of automatic retries the worker gives a failed episode or insight part."""
+    record_enrich: Literal["inline", "background", "off"] = "inline"
+    """When ``record`` enriches: inline (bounded by ``record_deadline_seconds``),
+    background (the persona's lane, right after the durable write) or off."""
+    record_deadline_seconds: float = Field(default=10.0, gt=0, le=3_600)
+    """The longest an inline ``record`` waits for enrichment before returning ``pending``."""
 
     cooling_period: int = Field(default=3, ge=0, le=1_000)
     max_commit_delta: float = Field(default=0.25, gt=0, le=2)

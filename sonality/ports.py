@@ -216,6 +216,12 @@ class EpisodeStore(Protocol):
         conversation raises ``ConflictError``."""
         ...
 
+    async def append_episodes(self, drafts: Sequence[EpisodeDraft]) -> list[bool]:
+        """Bulk load: store up to 10,000 drafts of one persona in one transaction, each
+        as the next turn of its conversation in batch order (idempotent per id like
+        :meth:`append_episode`). Returns, per draft, whether it was created."""
+        ...
+
     async def set_episode_embedding(
         self, persona_id: str, episode_id: str, embedding: Sequence[float]
     ) -> None: ...

@@ -21,9 +21,11 @@ attempt counted, so fixing the settings and calling ``enrich_pending`` catches u
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from types import TracebackType
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from pydantic import BaseModel, ConfigDict
 
@@ -43,8 +45,9 @@ from sonality.mind.inputs import (
     check_text,
     check_topic,
 )
-from sonality.mind.parts import Limits, SystemClock, assemble
-from sonality.mind.recording import EpisodeRecorder
+from sonality.mind.lanes import Lanes
+from sonality.mind.parts import EnrichMode, Limits, SystemClock, assemble
+from sonality.mind.recording import EpisodeRecorder, Exchange
 from sonality.mind.reflection import ReflectionParams, ReflectionReport, Reflector
 from sonality.mind.runtime import DualProcess, RuntimeSettings
 from sonality.mind.talker import Reply
@@ -52,6 +55,7 @@ from sonality.models import (
     AffectPlacement,
     AffectState,
     Belief,
+    EnrichmentStatus,
     Episode,
     Erasure,
     FactKind,
@@ -77,7 +81,7 @@ from sonality.ports import LLM, Clock, Embedder, Store
 if TYPE_CHECKING:
     from sonality.mind.archive import Imported
 
-__all__ = ["Limits", "Recorded", "Sonality", "SystemClock"]
+__all__ = ["EnrichMode", "Exchange", "Limits", "Recorded", "Sonality", "SystemClock"]
 
 log = get_logger("sonality")
 
@@ -173,6 +177,9 @@ class Sonality:
         self._count_tokens = parts.count_tokens
         self._owns_store = parts.owns_store
         self._dual: DualProcess | None = None
+        self._enrich_lanes = Lanes()
+        """Enrichment in the background: one lane per persona, keyed ("enrich", id)."""
+        self._enrich_tail: dict[str, asyncio.Future[Any]] = {}
         self.eraser = Eraser(
             store=self.store,
             clock=self.clock,
@@ -223,6 +230,8 @@ class Sonality:
     async def close(self) -> None:
         if self._dual is not None:  # background thinking first, while the store is open
             await self._dual.close()
+        # then background enrichment: what is cut short stays pending for the worker
+        await self._enrich_lanes.close(max_seconds=self.runtime.shutdown_seconds)
         if self._owns_store:
             await self.store.close()
 
@@ -281,9 +290,13 @@ class Sonality:
         message: str,
         response: str,
         episode_id: str | None = None,
-        enrich: bool | None = None,
+        enrich: bool | EnrichMode | str | None = None,
     ) -> Recorded:
-        """Store one exchange durably, then enrich (unless ``enrich=False``).
+        """Store one exchange durably, then enrich it as ``enrich`` says (an
+        :class:`EnrichMode`; True is inline, False off, None the configured
+        ``Limits.record_enrich``). Inline waits at most ``Limits.record_deadline_seconds``
+        and never enriches older pending episodes on the caller's time: either way past
+        that the episode comes back ``pending`` and the persona's lane finishes it.
 
         Idempotent on ``episode_id``: a retried call returns the stored episode and never
         duplicates it. Raises ``ValidationError`` for bad input (nothing written),
@@ -291,6 +304,7 @@ class Sonality:
         refuses the configuration (the episode is stored, ``pending``, its id in the
         error's ``episode_id``). An outage leaves the episode ``pending`` silently.
         """
+        mode = self._enrich_mode(enrich)
         check_id(persona_id, "persona_id")
         check_id(user_id, "user_id")
         check_id(conversation_id, "conversation_id")
@@ -300,8 +314,6 @@ class Sonality:
         check_text(
             response, field="response", limit=self.limits.max_response_chars, allow_empty=True
         )
-        if enrich is not None:
-            check_bool(enrich, field="enrich")
         episode, created = await self.recorder.append(
             persona_id,
             user_id=user_id,
@@ -310,28 +322,125 @@ class Sonality:
             response=response,
             episode_id=episode_id,
         )
-        report = None
-        if enrich if enrich is not None else self.limits.enrich_on_record:
-            try:
-                report = await self.enricher.enrich_pending(persona_id)
-                episode = await self.store.get_episode(persona_id, episode.id)
-            except ConfigError as exc:
-                # not an outage: the caller must hear it (the episode waits, pending)
-                raise type(exc)(
-                    exc.message, **{**exc.context, "episode_id": episode.id, "stored": "pending"}
-                ) from exc
-            except SonalityError as exc:
-                # the episode is durable; a failure past that point leaves it pending for
-                # `enrich_pending` (or the worker) instead of failing the caller's turn
-                log.warning(
-                    "enrichment_interrupted",
-                    persona_id=persona_id,
-                    episode_id=episode.id,
-                    error=type(exc).__name__,
-                )
-        if report is not None and report.enriched:
-            await self.reflector.notifier.notify(persona_id)
+        report: EnrichReport | None = None
+        pending = episode.enrichment_status is EnrichmentStatus.PENDING
+        if mode is EnrichMode.INLINE and self.llm is None:
+            report = await self.enricher.enrich_pending(persona_id)  # says: no model
+        elif mode is EnrichMode.BACKGROUND and pending and self.llm is not None:
+            self._enrich_later(persona_id)
+        elif mode is EnrichMode.INLINE and pending:
+            report = await self._enrich_inline(episode)
+            episode = await self.store.get_episode(persona_id, episode.id)
         return Recorded(episode=episode, created=created, enrichment=report)
+
+    def _enrich_mode(self, enrich: bool | EnrichMode | str | None) -> EnrichMode:
+        if enrich is None:
+            return self.limits.record_enrich
+        if isinstance(enrich, bool):
+            return EnrichMode.INLINE if enrich else EnrichMode.OFF
+        try:
+            return EnrichMode(enrich)
+        except ValueError:
+            choices = ", ".join(m.value for m in EnrichMode)
+            raise ValidationError(f"enrich must be one of {choices}", field="enrich") from None
+
+    def _enrich_later(self, persona_id: str) -> asyncio.Future[Any]:
+        """Queue a pass over the persona's pending episodes on its enrichment lane (one
+        pass queued behind the running one is enough: a pass runs until none is left)."""
+        key = ("enrich", persona_id)
+        if self._enrich_lanes.queued(key) >= 2 and self._enrich_tail.get(persona_id):
+            return self._enrich_tail[persona_id]
+        future = self._enrich_lanes.submit(key, partial(self._enrich_pass, persona_id, None))
+        self._enrich_tail[persona_id] = future
+        return future
+
+    async def _enrich_pass(
+        self, persona_id: str, limit: int | None
+    ) -> EnrichReport | ConfigError | None:
+        """One lane job: enrich in order; a failure leaves the episodes pending."""
+        try:
+            report = await self.enricher.enrich_pending(persona_id, limit=limit)
+        except ConfigError as exc:
+            # not an outage: an inline caller must hear it (_enrich_inline raises it)
+            log.warning("enrichment_refused", persona_id=persona_id, error=type(exc).__name__)
+            return exc
+        except SonalityError as exc:
+            log.warning("enrichment_interrupted", persona_id=persona_id, error=type(exc).__name__)
+            return None
+        if report.enriched:
+            await self.reflector.notifier.notify(persona_id)
+        return report
+
+    async def _enrich_inline(self, episode: Episode) -> EnrichReport | None:
+        """Enrich ``episode`` on its persona's lane while the caller waits, at most
+        ``record_deadline_seconds``. Never somebody else's backlog: when an older episode
+        is still pending, the lane takes it all and the caller gets ``pending`` at once."""
+        pid = episode.persona_id
+        oldest = await self.store.list_pending_episodes(pid, limit=1)
+        if oldest and oldest[0].id != episode.id:
+            self._enrich_later(pid)
+            log.info("enrichment_left_to_lane", persona_id=pid, episode_id=episode.id)
+            return None
+        if self._enrich_lanes.busy(("enrich", pid)):
+            self._enrich_later(pid)  # the lane is at it already: wait for it, bounded
+            future = self._enrich_tail[pid]
+        else:
+            future = self._enrich_lanes.submit(("enrich", pid), partial(self._enrich_pass, pid, 1))
+        try:
+            result: EnrichReport | ConfigError | None = await asyncio.wait_for(
+                asyncio.shield(future), timeout=self.limits.record_deadline_seconds
+            )
+        except TimeoutError:
+            log.warning(
+                "record_deadline_passed",
+                persona_id=pid,
+                episode_id=episode.id,
+                deadline_seconds=self.limits.record_deadline_seconds,
+            )
+            return None
+        if isinstance(result, ConfigError):
+            # not an outage: the caller must hear it (the episode waits, pending)
+            raise type(result)(
+                result.message,
+                **{**result.context, "episode_id": episode.id, "stored": "pending"},
+            ) from result
+        return result
+
+    async def record_batch(
+        self,
+        persona_id: str,
+        exchanges: Sequence[Exchange],
+        *,
+        enrich: bool | EnrichMode | str = EnrichMode.OFF,
+    ) -> list[bool]:
+        """Bulk load: store up to 10,000 exchanges of one persona in one transaction
+        (turns follow the batch order per conversation); per exchange, whether it was
+        created (False: its ``episode_id`` was stored before, same exchange). Enrichment
+        is deferred: ``off`` (default) leaves it to the worker or ``enrich_pending``;
+        ``background`` starts the persona's lane. Every exchange is checked first: one bad
+        exchange raises ``ValidationError`` and nothing is written."""
+        check_id(persona_id, "persona_id")
+        mode = self._enrich_mode(enrich)
+        if mode is EnrichMode.INLINE:
+            raise ValidationError("a batch is never enriched inline", field="enrich")
+        for x in exchanges:
+            check_id(x.user_id, "user_id")
+            check_id(x.conversation_id, "conversation_id")
+            if x.episode_id is not None:
+                check_id(x.episode_id, "episode_id")
+            check_text(x.message, field="message", limit=self.limits.max_message_chars)
+            check_text(
+                x.response,
+                field="response",
+                limit=self.limits.max_response_chars,
+                allow_empty=True,
+            )
+        if not exchanges:
+            return []
+        created = await self.recorder.append_many(persona_id, exchanges)
+        if mode is EnrichMode.BACKGROUND and any(created) and self.llm is not None:
+            self._enrich_later(persona_id)
+        return created
 
     async def enrich_pending(
         self, persona_id: str, *, limit: int | None = None, retry_failed: bool = False
@@ -640,15 +749,22 @@ class Sonality:
         max_seconds: float | None = None,
     ) -> bool:
         """Wait for the background thinking of a conversation (or of every conversation
-        of the persona) to finish; False if ``max_seconds`` ran out first."""
+        of the persona) and for the persona's background enrichment to finish; False if
+        ``max_seconds`` ran out first."""
         check_id(persona_id, "persona_id")
         if conversation_id is not None:
             check_id(conversation_id, "conversation_id")
         if max_seconds is not None:
             check_number(max_seconds, field="max_seconds", low=0, high=_MAX_WAIT_SECONDS)
-        if self._dual is None:
-            return True
-        return await self._dual.drain(persona_id, conversation_id, max_seconds)
+        loop = asyncio.get_running_loop()
+        deadline = None if max_seconds is None else loop.time() + max_seconds
+        if self._dual is not None and not await self._dual.drain(
+            persona_id, conversation_id, max_seconds
+        ):
+            return False
+        left = None if deadline is None else max(0.0, deadline - loop.time())
+        key = ("enrich", persona_id)
+        return await self._enrich_lanes.drain(lambda k: k == key, max_seconds=left)
 
     async def retry_thinking(self, persona_id: str) -> int:
         """Re-run failed Thinker turns (and turns a dead process left pending), in order

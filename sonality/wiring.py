@@ -158,7 +158,7 @@ async def open_parts(
     ``owner`` names this process's reflection leases."""
     from sonality.core.opinion import OpinionParams
     from sonality.llm.embedders import embedder_from_settings
-    from sonality.mind.parts import Limits, assemble
+    from sonality.mind.parts import EnrichMode, Limits, assemble
 
     if not isinstance(settings, Settings):
         raise ConfigError("Sonality.from_settings needs a sonality.config.Settings object")
@@ -186,6 +186,8 @@ async def open_parts(
                 context_fact_tokens=settings.context_fact_tokens,
                 enrichment_max_attempts=settings.enrichment_max_attempts,
                 disagreement_window=settings.disagreement_window,
+                record_enrich=EnrichMode(settings.record_enrich),
+                record_deadline_seconds=settings.record_deadline_seconds,
             ),
             owns_store=True,
             reflection=reflection_params(settings),

@@ -163,6 +163,15 @@ SONALITY_METHODS: dict[str, tuple[str, bool, list[tuple[str, str, object]]]] = {
             ("enrich", _K, None),
         ],
     ),
+    "record_batch": (
+        "method",
+        True,
+        [
+            ("persona_id", _P, _REQUIRED),
+            ("exchanges", _P, _REQUIRED),
+            ("enrich", _K, "off"),
+        ],
+    ),
     "reflect": (
         "method",
         True,

@@ -1,17 +1,17 @@
-"""Benchmark the memory-backend hot path: ``record`` (episode write + enrichment answered
-instantly by a scripted model + the one-transaction commit) and ``context``, on SQLite and
-Neo4j, with 1k / 10k / 100k episodes already in the store. Prints a table.
+"""Benchmark every write and read path of an interaction against the cheapest durable write
+of the same store (the floor: one transaction writing one row/node), on SQLite and Neo4j.
 
-    python tools/bench_interaction.py                       # defaults below
-    python tools/bench_interaction.py --sizes 1000,10000 --backends sqlite --samples 100
+    python tools/bench_interaction.py                         # 1k and 100k episodes, both stores
+    python tools/bench_interaction.py --sizes 1000 --backends neo4j --samples 50
 
-The store is filled through ``Store.append_episode`` (the same write ``record`` does first),
-spread over 50 users and 200 conversations of persona ``bench``, with embeddings, and left
-pending (enriching 100k episodes through a scripted model would take longer than the
-benchmark). ``context`` is measured on ``bench``; ``record`` on a second persona ``live``
-in the same store, whose queue holds only the measured exchanges, so each ``record``
-enriches exactly its own episode. Neo4j is the dev server from
-tools/neo4j-devserver (started here) unless SONALITY_BENCH_NEO4J_URI names one.
+Prints the load average (the machine is shared), then per store: the floor, append_episode,
+record with an instant scripted model (inline and background), 16 concurrent appenders on
+one persona (episodes/s, driver retries), enrichment of a backlog (interactions/s), the bulk
+fill through Store.append_episodes (episodes/s, 50 users, 200 conversations, embeddings),
+and context at each size; on Neo4j also both similarity query forms forced (exact scan,
+vector index) and recall@10 of the index route and of the chosen route against the exact
+scan. Latencies are p50/p95 in ms with p50 as a multiple of the floor. Neo4j is the dev
+server from tools/neo4j-devserver (started here) unless SONALITY_BENCH_NEO4J_URI names one.
 """
 
 from __future__ import annotations
@@ -19,10 +19,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import sqlite3
 import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -31,13 +33,14 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchkit import fill, load_devserver, pct  # noqa: E402
+from benchkit import load_devserver, pct  # noqa: E402
 
 from sonality.core.opinion import OpinionParams  # noqa: E402
 from sonality.llm.embedders import HashEmbedder  # noqa: E402
+from sonality.models import EpisodeDraft  # noqa: E402
 from sonality.observability import configure_logging  # noqa: E402
 from sonality.ports import Store  # noqa: E402
-from sonality.service import Sonality  # noqa: E402
+from sonality.service import Exchange, Sonality  # noqa: E402
 from sonality.testing import ScriptedLLM  # noqa: E402
 
 DIMS = 256
@@ -119,9 +122,69 @@ async def timed(samples: int, call: Callable[[int], Awaitable[Any]]) -> list[flo
     return out
 
 
+def load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f} ({os.cpu_count()} cores)"
+
+
+class Report:
+    """Rows of one backend: latencies against the floor, and throughputs."""
+
+    def __init__(self, backend: str) -> None:
+        self.backend = backend
+        self.floor = 0.0
+
+    def latency(self, path: str, episodes: int | str, ms: list[float]) -> None:
+        p50, p95 = pct(ms, 0.5), pct(ms, 0.95)
+        if path == "floor write":
+            self.floor = p50
+        ratio = p50 / self.floor if self.floor else float("nan")
+        print(
+            f"{self.backend:<7} {path:<34} {episodes!s:>8} {p50:>8.2f} {p95:>8.2f} {ratio:>7.1f}x",
+            flush=True,
+        )
+
+    def rate(self, path: str, episodes: int | str, per_second: float, note: str = "") -> None:
+        print(
+            f"{self.backend:<7} {path:<34} {episodes!s:>8} {per_second:>10.0f}/s {note}",
+            flush=True,
+        )
+
+
+async def bulk_fill(store: Store, persona: str, start: int, stop: int, batch: int) -> float:
+    """Episodes start..stop-1 of ``persona`` through Store.append_episodes; episodes/s."""
+    embedder = HashEmbedder(DIMS)
+    t0 = datetime(2025, 1, 1, tzinfo=UTC)
+    elapsed = 0.0
+    for lo in range(start, stop, batch):
+        ids = range(lo, min(stop, lo + batch))
+        vectors = await embedder.embed([text(i) for i in ids])
+        drafts = [
+            EpisodeDraft(
+                id=f"fill-{i}",
+                persona_id=persona,
+                user_id=f"u{i % 50}",
+                conversation_id=f"c{i % 200}",
+                user_message=text(i),
+                agent_response="Noted.",
+                created_at=t0 + timedelta(minutes=i),
+                embedding=v,
+            )
+            for i, v in zip(ids, vectors, strict=True)
+        ]
+        began = time.perf_counter()
+        await store.append_episodes(drafts)
+        elapsed += time.perf_counter() - began
+    return (stop - start) / elapsed if elapsed else float("nan")
+
+
 async def bench_backend(
-    name: str, open_store: Callable[[], Awaitable[Store]], sizes: list[int], samples: int
-) -> list[dict[str, Any]]:
+    name: str,
+    open_store: Callable[[], Awaitable[Store]],
+    floor_write: Callable[[int], Awaitable[Any]],
+    sizes: list[int],
+    samples: int,
+) -> None:
     store = await open_store()
     await store.migrate()
     await store.delete_all()
@@ -133,76 +196,159 @@ async def bench_backend(
         opinion=OpinionParams(),
         count_tokens=lambda t: max(1, len(t) // 4),
     )
-    await app.create_persona("bench", name="Bench", core_identity="I am a benchmark persona.")
-    await app.create_persona("live", name="Live", core_identity="I am a benchmark persona.")
-    rows = []
-    have = 0
-    for size in sizes:
-        started = time.perf_counter()
-        await fill(store, "bench", have, size, text, dimensions=DIMS)
-        fill_s = time.perf_counter() - started
-        have = size
-        calls_before = len(llm.calls)
-        usage_before = llm.usage.total()
-        record_ms = await timed(
+    for pid in ("bench", "live", "crowd", "enrich"):
+        await app.create_persona(pid, name=pid, core_identity="I am a benchmark persona.")
+    report = Report(name)
+    embedder = HashEmbedder(DIMS)
+    report.latency("floor write", "-", await timed(samples, floor_write))
+
+    async def append(i: int) -> None:
+        [vector] = await embedder.embed([text(20_000_000 + i)])
+        await store.append_episode(
+            EpisodeDraft(
+                id=f"app-{i}",
+                persona_id="live",
+                user_id=f"u{i % 50}",
+                conversation_id=f"a{i % 20}",
+                user_message=text(20_000_000 + i),
+                agent_response="Noted.",
+                created_at=datetime.now(UTC),
+                embedding=vector,
+            )
+        )
+
+    report.latency("append_episode (embedding incl.)", "-", await timed(samples, append))
+    report.latency(
+        "record, instant model (inline)",
+        "-",
+        await timed(
             samples,
-            lambda i, size=size: app.record(
+            lambda i: app.record(
                 "live",
                 user_id=f"u{i % 50}",
-                conversation_id=f"bench-{size}",
-                message=text(10_000_000 + size + i),
+                conversation_id=f"r{i % 20}",
+                message=text(10_000_000 + i),
                 response="Thanks.",
-                episode_id=f"rec-{size}-{i}",
+                episode_id=f"rec-{i}",
+            ),
+        ),
+    )
+    report.latency(
+        "record, background mode",
+        "-",
+        await timed(
+            samples,
+            lambda i: app.record(
+                "live",
+                user_id=f"u{i % 50}",
+                conversation_id=f"r{i % 20}",
+                message=text(11_000_000 + i),
+                response="Thanks.",
+                episode_id=f"bg-{i}",
+                enrich="background",
+            ),
+        ),
+    )
+    await app.drain("live")
+
+    writers, each = 16, max(10, samples // 4)
+    retries = getattr(store, "transaction_stats", None)
+    before = 0 if retries is None else retries.retries
+
+    async def writer(w: int) -> None:
+        for j in range(each):
+            i = w * each + j
+            await store.append_episode(
+                EpisodeDraft(
+                    id=f"crowd-{i}",
+                    persona_id="crowd",
+                    user_id=f"u{w % 8}",
+                    conversation_id=f"c{w}",
+                    user_message=text(i),
+                    agent_response="Noted.",
+                    created_at=datetime.now(UTC),
+                )
+            )
+
+    began = time.perf_counter()
+    await asyncio.gather(*(writer(w) for w in range(writers)))
+    rate = writers * each / (time.perf_counter() - began)
+    retried = "" if retries is None else f"driver retries {retries.retries - before}"
+    report.rate("16 concurrent appenders, 1 persona", writers * each, rate, retried)
+
+    n = max(200, samples * 2)
+    await app.record_batch(
+        "enrich",
+        [Exchange(f"u{i % 50}", f"c{i % 20}", text(i), "Noted.", f"en-{i}") for i in range(n)],
+    )
+    began = time.perf_counter()
+    done = await app.enrich_pending("enrich")
+    per_second = done.enriched / (time.perf_counter() - began)
+    report.rate("enrich backlog, instant model", done.enriched, per_second)
+
+    have = 0
+    for size in sizes:
+        rate = await bulk_fill(store, "bench", have, size, batch=5_000)
+        report.rate("bulk append_episodes (5k batches)", size - have, rate)
+        have = size
+        report.latency(
+            "context (50 users)",
+            size,
+            await timed(
+                samples,
+                lambda i: app.context("bench", user_id=f"u{i % 50}", message=text(i * 7)),
             ),
         )
-        usage = llm.usage.total()
-        context_ms = await timed(
-            samples,
-            lambda i: app.context("bench", user_id=f"u{i % 50}", message=text(i * 7)),
-        )
-        have += samples
-        rows.append(
-            {
-                "backend": name,
-                "episodes": size,
-                "fill_s": fill_s,
-                "record_p50": pct(record_ms, 0.5),
-                "record_p95": pct(record_ms, 0.95),
-                "context_p50": pct(context_ms, 0.5),
-                "context_p95": pct(context_ms, 0.95),
-                "llm_calls": (len(llm.calls) - calls_before) / samples,
-                "tokens_in": (usage.input_tokens - usage_before.input_tokens) / samples,
-                "tokens_out": (usage.output_tokens - usage_before.output_tokens) / samples,
-            }
-        )
-        print_row(rows[-1])
+        if name == "neo4j":
+            await similarity_routes(store, report, size, samples)
+    await app.close()
     await store.close()
-    return rows
 
 
-HEADER = (
-    f"{'backend':<8} {'episodes':>9} {'fill s':>7} {'record p50':>11} {'p95':>8} "
-    f"{'context p50':>12} {'p95':>8} {'LLM calls':>10} {'tok in':>7} {'tok out':>8}"
-)
+async def similarity_routes(store: Any, report: Report, size: int, samples: int) -> None:
+    """The two query forms of Neo4j 5.26, forced, and recall@10 of the index route."""
+    from sonality.storage.neo4j.episodes import SimilarityRoute
 
+    embedder = HashEmbedder(DIMS)
+    queries = [(await embedder.embed([text(i * 7 + 3)]))[0] for i in range(samples)]
+    found: dict[str, list[list[str]]] = {}
+    chosen = store.similarity_route
+    forms = (("exact", SimilarityRoute(exact_max=10**9)), ("index", SimilarityRoute(exact_max=-1)))
+    for route, form in forms:
+        store.similarity_route = form
+        results: list[list[str]] = []
 
-def print_row(r: dict[str, Any]) -> None:
+        async def search(i: int, results: list[list[str]] = results) -> None:
+            hits = await store.similar_episodes("bench", f"u{i % 50}", queries[i], k=10)
+            results.append([e.id for e, _ in hits])
+
+        report.latency(f"similar_episodes k=10, {route}", size, await timed(samples, search))
+        found[route] = results
+    store.similarity_route = chosen
+    hits = sum(len(set(a) & set(b)) for a, b in zip(found["index"], found["exact"], strict=True))
+    total = sum(len(b) for b in found["exact"])
+    mine = size // 50
+    route = "exact" if mine <= chosen.exact_max else "index"
+    recall = 1.0 if route == "exact" else hits / total
     print(
-        f"{r['backend']:<8} {r['episodes']:>9} {r['fill_s']:>7.1f} {r['record_p50']:>9.1f}ms "
-        f"{r['record_p95']:>6.1f}ms {r['context_p50']:>10.1f}ms {r['context_p95']:>6.1f}ms "
-        f"{r['llm_calls']:>10.1f} {r['tokens_in']:>7.0f} {r['tokens_out']:>8.0f}",
+        f"neo4j   recall@10 at {size}: index route {hits / total:.3f}, chosen route ({route}, "
+        f"{mine} episodes/user, exact_max {chosen.exact_max}) {recall:.3f}",
         flush=True,
     )
 
 
+HEADER = f"{'backend':<7} {'path':<34} {'episodes':>8} {'p50 ms':>8} {'p95 ms':>8} {'p50/floor':>8}"
+
+
 async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--sizes", default="1000,100000")
     parser.add_argument("--backends", default="sqlite,neo4j")
     parser.add_argument("--samples", type=int, default=200)
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     configure_logging("json", "WARNING")
+    print(load())
     print(HEADER)
     server = None
     with tempfile.TemporaryDirectory(prefix="sonality-bench-") as tmp:
@@ -210,27 +356,55 @@ async def main() -> int:
             if backend == "sqlite":
                 from sonality.storage.sqlite.store import SqliteStore
 
-                async def open_sqlite() -> Store:
-                    return await SqliteStore.open(Path(tmp) / "bench.db", embedding_dimensions=DIMS)
+                path = Path(tmp) / "bench.db"
 
-                await bench_backend("sqlite", open_sqlite, sizes, args.samples)
+                async def open_sqlite(path: Path = path) -> Store:
+                    return await SqliteStore.open(path, embedding_dimensions=DIMS)
+
+                floor_db = sqlite3.connect(Path(tmp) / "floor.db", check_same_thread=False)
+                floor_db.execute("PRAGMA journal_mode = WAL")
+                floor_db.execute("PRAGMA synchronous = NORMAL")
+                floor_db.execute("CREATE TABLE IF NOT EXISTS floor (i INTEGER)")
+
+                def insert(i: int, floor_db: sqlite3.Connection = floor_db) -> None:
+                    with floor_db:
+                        floor_db.execute("INSERT INTO floor (i) VALUES (?)", (i,))
+
+                async def sqlite_floor(i: int) -> None:
+                    await asyncio.to_thread(insert, i)
+
+                await bench_backend("sqlite", open_sqlite, sqlite_floor, sizes, args.samples)
+                floor_db.close()
             elif backend == "neo4j":
+                from neo4j import AsyncGraphDatabase
+
                 from sonality.storage.neo4j.store import Neo4jStore
 
                 uri = os.environ.get("SONALITY_BENCH_NEO4J_URI")
                 if not uri:
                     server = load_devserver().DevServer.start(log_path=Path(tmp) / "neo4j.log")
                     uri = server.bolt_uri
+                driver = AsyncGraphDatabase.driver(uri)
+
+                async def create_one(tx: Any, i: int) -> None:
+                    result = await tx.run("CREATE (:BenchFloor {i: $i})", i=i)
+                    await result.consume()
+
+                async def neo4j_floor(i: int, driver: Any = driver) -> None:
+                    async with driver.session(database="neo4j") as session:
+                        await session.execute_write(create_one, i)
 
                 async def open_neo4j(uri: str = uri) -> Store:
                     return await Neo4jStore.open(uri, embedding_dimensions=DIMS)
 
                 try:
-                    await bench_backend("neo4j", open_neo4j, sizes, args.samples)
+                    await bench_backend("neo4j", open_neo4j, neo4j_floor, sizes, args.samples)
                 finally:
+                    await driver.close()
                     if server is not None:
                         print(f"neo4j dev server rss {server.rss_bytes() / 2**20:.0f} MiB")
                         server.stop()
+    print(load())
     return 0
 
 

@@ -1,28 +1,55 @@
-// Store a raw exchange (enrichment pending) as the next turn of its conversation.
-// The caller locked the persona first; the SET on the conversation's last_turn reads it
-// under a write lock too, so concurrent appends get consecutive turns and one NEXT chain.
-// No row: the persona does not exist (nothing written).
+// Store a raw exchange (enrichment pending) as the next turn of its conversation, in one
+// statement. An id used before writes nothing and returns the stored episode
+// (created = false); the adapter compares the exchanges. No row: no such persona.
+// (A UNION, not OPTIONAL CALL: on 5.26 an OPTIONAL CALL whose writing subquery yields no
+// row returns an empty node instead of null.)
+//
+// Locks: only the Conversation (SET c.last_turn takes its write lock, and what is read
+// after it, last_turn and the previous episode, cannot change under it). The persona is
+// read, never written, so writers of one persona in different conversations run in
+// parallel. seq orders the persona's episodes for enrichment without a persona counter:
+// the server's clock in microseconds, raised above the previous turn's seq so that it
+// grows along every conversation.
 MATCH (p:Persona {id: $persona_id})
-SET p.episode_seq = p.episode_seq + 1
-MERGE (u:User {persona_id: $persona_id, id: $user_id})
-  ON CREATE SET u.created_at = $created_at
-MERGE (p)-[:TALKS_WITH]->(u)
-MERGE (c:Conversation {persona_id: $persona_id, id: $conversation_id})
-  ON CREATE SET c.user_id = $user_id, c.last_turn = 0, c.created_at = $created_at
-MERGE (u)-[:HAD]->(c)
-SET c.last_turn = c.last_turn + 1
-WITH p, c, c.last_episode_id AS previous_id
-OPTIONAL MATCH (previous:Episode {persona_id: $persona_id, id: previous_id})
-CREATE (e:Episode $episode)
-SET e.seq = p.episode_seq,
-    e.turn = c.last_turn,
-    c.last_episode_id = e.id,
-    // display-only: a short caption for Neo4j Browser
-    e.excerpt = CASE WHEN size(e.user_message) > 30
-      THEN left(e.user_message, 29) + '…' ELSE e.user_message END
-SET e.caption = replace(substring(toString(e.created_at), 5, 11), 'T', ' ') + ' ' + e.excerpt
-CREATE (c)-[:HAS_EPISODE]->(e)
-FOREACH (prev IN CASE WHEN previous IS NULL THEN [] ELSE [previous] END |
-  CREATE (prev)-[:NEXT]->(e)
-)
-RETURN e {.*, embedding: null} AS episode
+OPTIONAL MATCH (existing:Episode {persona_id: $persona_id, id: $episode.id})
+CALL (p, existing) {
+  WITH p, existing
+  WHERE existing IS NOT NULL
+  RETURN existing AS e, false AS created
+UNION
+  WITH p, existing
+  WHERE existing IS NULL
+  MERGE (u:User {persona_id: $persona_id, id: $user_id})
+    ON CREATE SET u.created_at = $created_at
+  MERGE (p)-[:TALKS_WITH]->(u)
+  MERGE (c:Conversation {persona_id: $persona_id, id: $conversation_id})
+    ON CREATE SET c.user_id = $user_id, c.last_turn = 0, c.created_at = $created_at
+  MERGE (u)-[:HAD]->(c)
+  SET c.last_turn = c.last_turn + 1
+  WITH c, c.last_episode_id AS previous_id, datetime.realtime() AS now
+  OPTIONAL MATCH (previous:Episode {persona_id: $persona_id, id: previous_id})
+  WITH c, previous, now.epochSeconds * 1000000 + now.microsecond AS clock
+  CREATE (e:Episode $episode)
+  SET e.seq = CASE
+        WHEN previous IS NOT NULL AND previous.seq >= clock THEN previous.seq + 1
+        ELSE clock
+      END,
+      e.turn = c.last_turn,
+      c.last_episode_id = e.id,
+      // display-only: a short caption for Neo4j Browser
+      e.excerpt = CASE WHEN size(e.user_message) > 30
+        THEN left(e.user_message, 29) + '…' ELSE e.user_message END
+  SET e.caption = replace(substring(toString(e.created_at), 5, 11), 'T', ' ') + ' ' + e.excerpt
+  CREATE (c)-[:HAS_EPISODE]->(e)
+  FOREACH (prev IN CASE WHEN previous IS NULL THEN [] ELSE [previous] END |
+    CREATE (prev)-[:NEXT]->(e)
+  )
+  WITH e
+  CALL (e) {
+    WITH e
+    WHERE $embedding IS NOT NULL
+    CALL db.create.setNodeVectorProperty(e, 'embedding', $embedding)
+  }
+  RETURN e, true AS created
+}
+RETURN e {.*, embedding: null} AS episode, created

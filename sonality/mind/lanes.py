@@ -53,6 +53,11 @@ class Lanes:
         """True while ``key``'s lane has a job queued or running."""
         return key in self._lanes
 
+    def queued(self, key: Hashable) -> int:
+        """Jobs on ``key``'s lane, the running one included."""
+        lane = self._lanes.get(key)
+        return 0 if lane is None else len(lane.queue)
+
     def keys(self) -> list[Hashable]:
         return list(self._lanes)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
+from enum import StrEnum
 from functools import partial
 from typing import Any
 
@@ -32,7 +33,21 @@ from sonality.mind.reflection import Reflector
 from sonality.mind.runtime import RuntimeSettings
 from sonality.ports import LLM, Clock, Embedder, Store
 
-__all__ = ["Limits", "Parts", "SystemClock", "assemble"]
+__all__ = ["EnrichMode", "Limits", "Parts", "SystemClock", "assemble"]
+
+
+class EnrichMode(StrEnum):
+    """When ``record`` enriches the episode it stored."""
+
+    INLINE = "inline"
+    """Before returning, bounded by ``Limits.record_deadline_seconds``: past the deadline,
+    or when older episodes of the persona are still pending, ``record`` returns the episode
+    ``pending`` and the persona's enrichment lane finishes it."""
+    BACKGROUND = "background"
+    """Right after the durable write; the persona's enrichment lane enriches in order
+    (``Sonality.drain`` waits for it; the worker takes what a dead process left)."""
+    OFF = "off"
+    """Not at all (the worker, ``sonality enrich`` or ``enrich_pending`` do it later)."""
 
 
 class SystemClock:
@@ -57,9 +72,12 @@ class Limits(BaseModel):
     """Tokens for the pinned facts in ``context``; what does not fit is counted there."""
     enrichment_max_attempts: int = 5
     disagreement_window: int = 50
-    enrich_on_record: bool = True
-    """Enrich right after ``record`` (memory-backend mode); the dual-process runtime
-    turns this off and enriches in its Thinker instead."""
+    record_enrich: EnrichMode = EnrichMode.INLINE
+    """What ``record`` does about enrichment when the call does not say (see
+    :class:`EnrichMode`)."""
+    record_deadline_seconds: float = Field(default=10.0, gt=0)
+    """The longest an inline ``record`` waits for its enrichment (the model calls and the
+    commit); past it the episode is returned ``pending`` and enriched in the background."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

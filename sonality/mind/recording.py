@@ -16,15 +16,28 @@ worker and ``sonality enrich`` do).
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from sonality.errors import LLMError
 from sonality.models import Episode, EpisodeDraft
 from sonality.observability import get_logger
 from sonality.ports import Clock, Embedder, Store
 
-__all__ = ["EpisodeRecorder"]
+__all__ = ["EpisodeRecorder", "Exchange"]
 
 log = get_logger("sonality")
+
+
+@dataclass(frozen=True, slots=True)
+class Exchange:
+    """One exchange of a bulk load (``Sonality.record_batch``)."""
+
+    user_id: str
+    conversation_id: str
+    message: str
+    response: str = ""
+    episode_id: str | None = None
 
 
 class EpisodeRecorder:
@@ -73,6 +86,33 @@ class EpisodeRecorder:
         if created and not self._embedder.local:
             await self._embed_later(episode)
         return episode, created
+
+    async def append_many(self, persona_id: str, exchanges: Sequence[Exchange]) -> list[bool]:
+        """Store a batch in one transaction (the store's bulk path); per exchange, whether
+        it was created. The embeddings are computed first, in one call; when a remote
+        embedder fails the batch is stored without them (logged), never lost."""
+        vectors: list[tuple[float, ...] | None] = [None] * len(exchanges)
+        try:
+            vectors = list(await self._embedder.embed([x.message for x in exchanges]))
+        except LLMError as exc:
+            log.warning("embedding_deferred", persona_id=persona_id, error=exc.message)
+        now = self._clock.now()
+        drafts = [
+            EpisodeDraft(
+                id=x.episode_id or f"ep_{uuid.uuid4().hex}",
+                persona_id=persona_id,
+                user_id=x.user_id,
+                conversation_id=x.conversation_id,
+                user_message=x.message,
+                agent_response=x.response,
+                created_at=now,
+                embedding=vector,
+            )
+            for x, vector in zip(exchanges, vectors, strict=True)
+        ]
+        created = await self._store.append_episodes(drafts)
+        log.info("episodes_recorded", persona_id=persona_id, created=sum(created), size=len(drafts))
+        return created
 
     async def backfill(self, persona_id: str, *, limit: int = 100) -> int:
         """Embed up to ``limit`` of the persona's episodes stored without an embedding,

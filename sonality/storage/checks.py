@@ -131,6 +131,50 @@ def same_exchange(stored: Episode, draft: EpisodeDraft) -> Episode:
     return stored
 
 
+MAX_BATCH = 10_000
+"""The most episodes one ``append_episodes`` call takes."""
+
+
+def episode_batch(drafts: Sequence[EpisodeDraft]) -> list[EpisodeDraft]:
+    """A bulk append's drafts with repeated ids dropped (the first stays): one persona,
+    at most :data:`MAX_BATCH`, and a repeated id must repeat the same exchange; else
+    ``ValidationError``/``ConflictError`` before anything is written."""
+    if len(drafts) > MAX_BATCH:
+        raise ValidationError(f"at most {MAX_BATCH} episodes per batch", size=len(drafts))
+    if len({d.persona_id for d in drafts}) > 1:
+        raise ValidationError("a batch holds the episodes of one persona")
+    first: dict[str, EpisodeDraft] = {}
+    for draft in drafts:
+        seen = first.get(draft.id)
+        if seen is None:
+            first[draft.id] = draft
+        elif (seen.user_id, seen.conversation_id, seen.user_message, seen.agent_response) != (
+            draft.user_id,
+            draft.conversation_id,
+            draft.user_message,
+            draft.agent_response,
+        ):
+            raise ConflictError(
+                "episode id used twice in the batch for different exchanges",
+                persona_id=draft.persona_id,
+                episode_id=draft.id,
+            )
+    return list(first.values())
+
+
+def batch_created(
+    drafts: Sequence[EpisodeDraft], batch: Sequence[EpisodeDraft], created: Sequence[bool]
+) -> list[bool]:
+    """Per original draft, whether this call created it: a repeat within the batch was
+    not created (its first occurrence may have been)."""
+    fresh = {d.id for d, new in zip(batch, created, strict=True) if new}
+    answer = []
+    for draft in drafts:
+        answer.append(draft.id in fresh)
+        fresh.discard(draft.id)
+    return answer
+
+
 FLOAT32_MAX = 3.4028234663852886e38
 """Both stores keep embeddings as float32 vectors."""
 

@@ -37,7 +37,7 @@ async def test_commit_applies_every_part(store: Any) -> None:
     assert (episode.importance, episode.disagreement) == (7, True)
     assert episode.insight == "Insight from e1."
     assert episode.enrichment_attempts == 0
-    assert (episode.user_message, episode.turn, episode.seq) == (e1.user_message, 1, 1)
+    assert (episode.user_message, episode.turn, episode.seq) == (e1.user_message, 1, e1.seq)
     assert await store.list_episodes("p1") == [episode]
 
     persona = await store.get_persona("p1")

@@ -22,7 +22,8 @@ from sonality.models import EnrichmentStatus
 
 
 async def test_append_stores_a_pending_episode(store: Any) -> None:
-    """A new episode comes back pending, with turn 1, seq 1, zero attempts and created True."""
+    """A new episode comes back pending, with turn 1, a positive seq, zero attempts and
+    created True."""
     await add_persona(store)
     draft = make_draft("e1", minute=3)
     episode, created = await store.append_episode(draft)
@@ -33,7 +34,7 @@ async def test_append_stores_a_pending_episode(store: Any) -> None:
         "u1",
         "c1",
     )
-    assert (episode.turn, episode.seq) == (1, 1)
+    assert episode.turn == 1 and episode.seq >= 1
     assert episode.user_message == draft.user_message
     assert episode.agent_response == draft.agent_response
     assert episode.created_at == draft.created_at
@@ -55,7 +56,7 @@ async def test_append_same_id_twice_is_idempotent(store: Any) -> None:
     assert again == first
     assert [e.id for e in await store.list_episodes("p1")] == ["e1"]
     following = await add_episode(store, "e2")
-    assert (following.seq, following.turn) == (2, 2)
+    assert following.turn == 2 and following.seq > first.seq
 
 
 @pytest.mark.parametrize(
@@ -96,17 +97,20 @@ async def test_append_to_unknown_persona_raises_persona_not_found(store: Any) ->
 
 
 async def test_turns_count_per_conversation_and_seq_per_persona(store: Any) -> None:
-    """Turns are consecutive within each conversation; seq is consecutive per persona."""
+    """Turns are consecutive within each conversation; seq grows with every append of the
+    persona, across its conversations (the order enrichment follows)."""
     await add_persona(store)
     plan = [("e1", "c1"), ("e2", "c2"), ("e3", "c1"), ("e4", "c1"), ("e5", "c2")]
     episodes = [await add_episode(store, eid, conversation_id=cid) for eid, cid in plan]
-    assert [(e.id, e.turn, e.seq) for e in episodes] == [
-        ("e1", 1, 1),
-        ("e2", 1, 2),
-        ("e3", 2, 3),
-        ("e4", 3, 4),
-        ("e5", 2, 5),
+    assert [(e.id, e.turn) for e in episodes] == [
+        ("e1", 1),
+        ("e2", 1),
+        ("e3", 2),
+        ("e4", 3),
+        ("e5", 2),
     ]
+    seqs = [e.seq for e in episodes]
+    assert seqs == sorted(set(seqs))
 
 
 async def test_conversation_lists_as_an_unbroken_chain(store: Any) -> None:
@@ -121,17 +125,18 @@ async def test_conversation_lists_as_an_unbroken_chain(store: Any) -> None:
 
 
 async def test_concurrent_appends_get_distinct_consecutive_turns(store: Any) -> None:
-    """Ten concurrent appends to one conversation get turns 1..10 and seqs 1..10."""
+    """Ten concurrent appends to one conversation get turns 1..10, and seq grows with the
+    turn."""
     await add_persona(store)
     results = await asyncio.gather(
         *(store.append_episode(make_draft(f"e{i}", minute=i)) for i in range(10))
     )
     assert all(created for _, created in results)
     assert sorted(e.turn for e, _ in results) == list(range(1, 11))
-    assert sorted(e.seq for e, _ in results) == list(range(1, 11))
+    assert len({e.seq for e, _ in results}) == 10
     chain = await store.list_episodes("p1", conversation_id="c1", limit=50)
     assert [e.turn for e in chain] == list(range(10, 0, -1))
-    assert [e.seq for e in chain] == list(range(10, 0, -1))
+    assert [e.seq for e in chain] == sorted((e.seq for e in chain), reverse=True)
 
 
 async def test_list_episodes_filters_and_limits(store: Any) -> None:

@@ -44,7 +44,10 @@ async def go_on(store: Any) -> None:
             created_at=datetime(2026, 1, 1, 13, tzinfo=UTC),
         )
     )
-    assert created and (episode.turn, episode.seq) == (6, 8)
+    assert created and episode.turn == 6
+    assert episode.seq > max(
+        e.seq for e in await store.list_episodes("ada", limit=50) if e.id != "a6"
+    )
     assert await store.conversation_chain("ada", "c1") == ["a1", "a2", "a3", "a4", "a5", "a6"]
     await store.commit_enrichment(
         EnrichmentCommit(

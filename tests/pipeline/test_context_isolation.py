@@ -141,6 +141,8 @@ async def test_concurrent_calls_stay_isolated(
         talk("bob", "u1", "jazz"),
         talk("bob", "u2", "heights"),
     )
+    # a record that found an older episode pending left it to the persona's lane
+    assert await app.drain("ada", max_seconds=30) and await app.drain("bob", max_seconds=30)
     assert [f.text for f in await app.facts("ada", user_id="u1")] == ["U1 is allergic to peanuts."]
     assert [f.text for f in await app.facts("ada", user_id="u2")] == [
         "U2 is allergic to shellfish."

@@ -316,6 +316,7 @@ async def test_concurrent_records_of_one_conversation_stay_ordered(
             for i in range(1, 11)
         )
     )
+    assert await app.drain("ada", max_seconds=30)  # the backlog some records left to the lane
     episodes = await app.episodes("ada", limit=50)
     assert sorted(e.turn for e in episodes) == list(range(1, 11))
     assert sorted(e.interaction_index or 0 for e in episodes) == list(range(1, 11))

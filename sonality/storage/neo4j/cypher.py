@@ -45,10 +45,13 @@ class Query(StrEnum):
 
     # episodes
     EPISODE_APPEND = "episode/append"
+    EPISODE_APPEND_BATCH = "episode/append_batch"
     EPISODE_COUNT_BY_STATUS = "episode/count_by_status"
     EPISODE_CHAIN = "episode/chain"
     EPISODE_GET = "episode/get"
     EPISODE_LIST = "episode/list"
+    EPISODE_LIST_CONVERSATION = "episode/list_conversation"
+    EPISODE_LIST_USER = "episode/list_user"
     EPISODE_LIST_FAILED = "episode/list_failed"
     EPISODE_LIST_PENDING = "episode/list_pending"
     EPISODE_LIST_UNEMBEDDED = "episode/list_unembedded"
@@ -56,17 +59,13 @@ class Query(StrEnum):
     EPISODE_MARK_ATTEMPT = "episode/mark_attempt"
     EPISODE_REQUEUE_FAILED = "episode/requeue_failed"
     EPISODE_SET_EMBEDDING = "episode/set_embedding"
+    EPISODE_SIMILAR = "episode/similar"
     EPISODE_SIMILAR_EXACT = "episode/similar_exact"
-    EPISODE_SIMILAR_INDEXED = "episode/similar_indexed"
 
-    # enrichment commit (all run inside one write transaction)
+    # enrichment commit (one statement)
+    ENRICHMENT_COMMIT = "enrichment/commit"
     ENRICHMENT_CREATE_FACTS = "enrichment/create_facts"
-    ENRICHMENT_CREATE_INSIGHT = "enrichment/create_insight"
     ENRICHMENT_CREATE_STAGED = "enrichment/create_staged"
-    ENRICHMENT_LINK_TOPICS = "enrichment/link_topics"
-    ENRICHMENT_STATE = "enrichment/state"
-    ENRICHMENT_UPDATE_EPISODE = "enrichment/update_episode"
-    ENRICHMENT_UPDATE_PERSONA = "enrichment/update_persona"
 
     # beliefs and their provenance
     BELIEF_CONTRADICTS = "belief/contradicts"
@@ -76,7 +75,6 @@ class Query(StrEnum):
     BELIEF_UPSERT = "belief/upsert"
 
     # staged updates
-    STAGED_COMMIT = "staged/commit"
     STAGED_INFLUENCE = "staged/influence"
     STAGED_LIST = "staged/list"
 
@@ -96,34 +94,25 @@ class Query(StrEnum):
     FACT_RETRACT = "fact/retract"
 
     # reflection: the lease, the one-transaction commit, attempts, reads
-    REFLECTION_CONSUME_INSIGHTS = "reflection/consume_insights"
-    REFLECTION_CREATE = "reflection/create"
-    REFLECTION_DECAY_BELIEFS = "reflection/decay_beliefs"
+    REFLECTION_COMMIT = "reflection/commit"
     REFLECTION_EPISODES_SINCE = "reflection/episodes_since"
     REFLECTION_LEASE_GET = "reflection/lease_get"
     REFLECTION_LEASE_RELEASE = "reflection/lease_release"
     REFLECTION_LEASE_SET = "reflection/lease_set"
     REFLECTION_LIST = "reflection/list"
-    REFLECTION_MARK_ATTEMPT = "reflection/mark_attempt"
-    REFLECTION_PRUNE_SNAPSHOTS = "reflection/prune_snapshots"
+    REFLECTION_RECORD = "reflection/record"
     REFLECTION_SHIFTS = "reflection/shifts"
-    REFLECTION_STATE = "reflection/state"
-    REFLECTION_UPDATE_PERSONA = "reflection/update_persona"
 
     # dual-process runtime: persona defaults, Thinker turns, narratives, monologue, affect, usage
     RUNTIME_ADD_USAGE = "runtime/add_usage"
     RUNTIME_AFFECT_GET = "runtime/affect_get"
     RUNTIME_AFFECT_PUT = "runtime/affect_put"
-    RUNTIME_APPEND_MONOLOGUE = "runtime/append_monologue"
-    RUNTIME_APPEND_NARRATIVE = "runtime/append_narrative"
     RUNTIME_BEGIN_TURN = "runtime/begin_turn"
-    RUNTIME_DROP_MONOLOGUE = "runtime/drop_monologue"
-    RUNTIME_FINISH_TURN = "runtime/finish_turn"
+    RUNTIME_COMMIT_THOUGHT = "runtime/commit_thought"
     RUNTIME_LOCK_CONVERSATION = "runtime/lock_conversation"
     RUNTIME_MARK_FAILED = "runtime/mark_failed"
     RUNTIME_MONOLOGUE = "runtime/monologue"
     RUNTIME_NARRATIVES = "runtime/narratives"
-    RUNTIME_PRUNE_NARRATIVES = "runtime/prune_narratives"
     RUNTIME_RETRIES = "runtime/retries"
     RUNTIME_SET_PERSONA = "runtime/set_persona"
     RUNTIME_STATE = "runtime/state"

@@ -64,54 +64,47 @@ async def _upsert_beliefs(tx: AsyncManagedTransaction, beliefs: Sequence[Belief]
 
 
 async def _commit(tx: AsyncManagedTransaction, commit: EnrichmentCommit) -> None:
-    """Everything one enriched interaction changes: the checks first, under the persona
-    lock, then every write."""
+    """Everything one enriched interaction changes, in one statement
+    (``enrichment/commit``): the checks run in it under the persona lock; what it reports
+    back decides here whether the transaction stands (a raise rolls it back)."""
     pid = commit.persona_id
-    ids = {"persona_id": pid, "episode_id": commit.episode_id}
-    await lock_persona(tx, pid)
-    state = await fetch_one(tx, Query.ENRICHMENT_STATE, **ids)
-    if state is None:
-        raise PersonaNotFound("no such persona", persona_id=pid)
-    checks.enrichment_may_commit(commit, state["interaction_count"], state["status"])
-    fields = shapes.enriched_episode(commit)
-    await fetch(tx, Query.ENRICHMENT_UPDATE_EPISODE, **ids, fields=fields)
-    await fetch(
+    row = await fetch_one(
         tx,
-        Query.ENRICHMENT_UPDATE_PERSONA,
+        Query.ENRICHMENT_COMMIT,
         persona_id=pid,
+        episode_id=commit.episode_id,
+        expected_interaction_count=commit.expected_interaction_count,
+        fields=shapes.enriched_episode(commit),
         interaction_count=commit.interaction_count,
         disagreement_window=list(commit.disagreement_window),
         shift_total=commit.shift_total,
+        insight=None if commit.insight is None else codec.encode(commit.insight),
+        facts=[codec.encode(f) for f in commit.facts],
+        staged=[codec.encode(s) for s in commit.staged],
+        committed_staged_ids=sorted(set(commit.committed_staged_ids)),
+        beliefs=[belief_props(b) for b in commit.beliefs],
+        topics=list(commit.topics),
+        edges=[codec.encode(e) for e in commit.provenance],
     )
-    if commit.insight is not None:
-        insight = codec.encode(commit.insight)
-        await fetch(tx, Query.ENRICHMENT_CREATE_INSIGHT, **ids, insight=insight)
-    if commit.facts:
-        facts = [codec.encode(f) for f in commit.facts]
-        created = await count(tx, Query.ENRICHMENT_CREATE_FACTS, persona_id=pid, facts=facts)
-        checks.wrote_all(
-            "a fact names a user or episode the persona lacks", pid, len(facts), created
-        )
-    if commit.staged:
-        staged = [codec.encode(s) for s in commit.staged]
-        created = await count(tx, Query.ENRICHMENT_CREATE_STAGED, persona_id=pid, staged=staged)
-        checks.wrote_all("a staged update names an unknown episode", pid, len(staged), created)
-    if commit.committed_staged_ids:
-        due = sorted(set(commit.committed_staged_ids))
-        committed = await count(
-            tx, Query.STAGED_COMMIT, persona_id=pid, ids=due, committed_at=commit.interaction_count
-        )
-        checks.staged_committed(pid, len(due), committed)
-    await _upsert_beliefs(tx, commit.beliefs)
-    if commit.topics:
-        await fetch(tx, Query.ENRICHMENT_LINK_TOPICS, **ids, topics=list(commit.topics))
-    if commit.provenance:
-        edges = [codec.encode(e) for e in commit.provenance]
-        created = await count(tx, Query.BELIEF_SUPPORTS, persona_id=pid, edges=edges)
-        created += await count(tx, Query.BELIEF_CONTRADICTS, persona_id=pid, edges=edges)
-        checks.wrote_all(
-            "a provenance edge names an unknown episode or belief", pid, len(edges), created
-        )
+    if row is None:
+        raise PersonaNotFound("no such persona", persona_id=pid)
+    checks.enrichment_may_commit(commit, row["found_count"], row["found_status"])
+    checks.wrote_all(
+        "a fact names a user or episode the persona lacks",
+        pid,
+        len(commit.facts),
+        row["facts_written"],
+    )
+    checks.wrote_all(
+        "a staged update names an unknown episode", pid, len(commit.staged), row["staged_written"]
+    )
+    checks.staged_committed(pid, len(set(commit.committed_staged_ids)), row["staged_committed"])
+    checks.wrote_all(
+        "a provenance edge names an unknown episode or belief",
+        pid,
+        len(commit.provenance),
+        row["edges_written"],
+    )
 
 
 async def _commit_insight(tx: AsyncManagedTransaction, commit: InsightCommit) -> None:

@@ -8,6 +8,7 @@ vector property read by the ``episode_embedding`` vector index.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from neo4j import AsyncManagedTransaction
@@ -23,11 +24,10 @@ from sonality.storage.neo4j.executor import (
     count,
     fetch,
     fetch_one,
-    lock_persona,
     write_matched,
 )
 
-__all__ = ["Neo4jEpisodes", "episode_from"]
+__all__ = ["Neo4jEpisodes", "SimilarityRoute", "episode_from"]
 
 
 def episode_from(props: Any) -> Episode:
@@ -38,12 +38,8 @@ async def _append(
     tx: AsyncManagedTransaction, draft: EpisodeDraft, embedding: list[float] | None
 ) -> tuple[Episode, bool]:
     """Store ``draft`` as the next turn of its conversation, or return the stored copy
-    (``False``) when the id was used for the same exchange."""
-    ids = {"persona_id": draft.persona_id, "episode_id": draft.id}
-    await lock_persona(tx, draft.persona_id)  # serialises appends, so the check holds
-    existing = await fetch_one(tx, Query.EPISODE_GET, **ids)
-    if existing is not None:
-        return checks.same_exchange(episode_from(existing["episode"]), draft), False
+    (``False``) when the id was used for the same exchange. One statement
+    (``episode/append``): it locks the conversation, never the persona."""
     props = codec.encode(draft, exclude={"embedding"})
     row = await fetch_one(
         tx,
@@ -59,31 +55,106 @@ async def _append(
             "defaulted": [],
             "topics": [],
         },
+        embedding=embedding,
     )
     if row is None:
         raise PersonaNotFound("no such persona", persona_id=draft.persona_id)
-    if embedding is not None:
-        await fetch(tx, Query.EPISODE_SET_EMBEDDING, **ids, embedding=embedding)
-    return episode_from(row["episode"]), True
+    episode = episode_from(row["episode"])
+    if not row["created"]:
+        return checks.same_exchange(episode, draft), False
+    return episode, True
+
+
+async def _append_batch(
+    tx: AsyncManagedTransaction, persona_id: str, drafts: Sequence[EpisodeDraft], dims: int
+) -> list[bool]:
+    """One statement (``episode/append_batch``) for the whole batch; an id stored before
+    for another exchange raises ``ConflictError`` here, rolling the batch back."""
+    conversations: dict[str, dict[str, Any]] = {}
+    for index, draft in enumerate(drafts):
+        props = codec.encode(draft, exclude={"embedding"})
+        conv = conversations.setdefault(
+            draft.conversation_id,
+            {
+                "id": draft.conversation_id,
+                "user_id": draft.user_id,
+                "created_at": props["created_at"],
+                "rows": [],
+            },
+        )
+        conv["rows"].append(
+            {
+                "index": index,
+                "episode": {
+                    **props,
+                    "enrichment_status": EnrichmentStatus.PENDING.value,
+                    "enrichment_attempts": 0,
+                    "defaulted": [],
+                    "topics": [],
+                },
+                "embedding": None
+                if draft.embedding is None
+                else checks.embedding(draft.embedding, dims),
+            }
+        )
+    row = await fetch_one(
+        tx,
+        Query.EPISODE_APPEND_BATCH,
+        persona_id=persona_id,
+        size=len(drafts),
+        conversations=list(conversations.values()),
+    )
+    if row is None:
+        raise PersonaNotFound("no such persona", persona_id=persona_id)
+    stored = {str(props["id"]): episode_from(props) for props in row["existing"]}
+    by_id = {d.id: d for d in drafts}
+    for episode_id, episode in stored.items():
+        checks.same_exchange(episode, by_id[episode_id])
+    return [d.id not in stored for d in drafts]
+
+
+@dataclass(frozen=True, slots=True)
+class SimilarityRoute:
+    """How ``similar_episodes`` searches on Neo4j 5.26 (measured by
+    ``tools/bench_interaction.py``; see the README's performance section)."""
+
+    exact_max: int = 4_000
+    """Users with at most this many episodes are scanned exactly (cheaper than the index
+    below it, and always complete); -1 always uses the index."""
+    oversample: float = 3.0
+    """Index candidates ≈ k × (all episodes ÷ the user's) × this."""
+    max_candidates: int = 10_000
 
 
 async def _similar(
-    tx: AsyncManagedTransaction, persona_id: str, user_id: str, embedding: list[float], k: int
+    tx: AsyncManagedTransaction,
+    persona_id: str,
+    user_id: str,
+    embedding: list[float],
+    k: int,
+    route: SimilarityRoute,
 ) -> list[tuple[Episode, float]]:
-    """Vector-index candidates kept to one persona's user; when fewer than ``k`` survive,
-    an exact scan of that user's embedded episodes. Neo4j 5.26 has no filtered vector
-    search, so other users' episodes can crowd the user's out of the index's top hits;
-    oversampling makes that rare and the scoped scan makes it harmless."""
+    """One statement (``episode/similar``) routes between the exact scan and the index;
+    when the index leaves fewer than ``k`` of the user's episodes, the exact scan."""
     params = {"persona_id": persona_id, "user_id": user_id, "embedding": embedding, "k": k}
-    candidates = min(max(k * 10, 100), 10_000)
-    rows = await fetch(tx, Query.EPISODE_SIMILAR_INDEXED, candidates=candidates, **params)
-    if len(rows) < k:
+    rows = await fetch(
+        tx,
+        Query.EPISODE_SIMILAR,
+        exact_max=route.exact_max,
+        oversample=route.oversample,
+        max_candidates=route.max_candidates,
+        **params,
+    )
+    if len(rows) < k and (not rows or rows[0]["route"] == "index"):
         rows = await fetch(tx, Query.EPISODE_SIMILAR_EXACT, **params)
     return [(episode_from(r["episode"]), float(r["similarity"])) for r in rows]
 
 
 class Neo4jEpisodes(Neo4jAggregate):
     """The ``EpisodeStore`` part of the Neo4j store."""
+
+    similarity_route = SimilarityRoute()
+    """How similar_episodes searches (an instance may replace it, e.g. a benchmark)."""
 
     def _vector(self, embedding: Sequence[float]) -> list[float]:
         return checks.embedding(embedding, self._db.embedding_dimensions)
@@ -99,6 +170,17 @@ class Neo4jEpisodes(Neo4jAggregate):
             if not isinstance(exc.__cause__, ConstraintError):
                 raise
             return await self._db.write("append_episode", _append, draft, embedding)
+
+    async def append_episodes(self, drafts: Sequence[EpisodeDraft]) -> list[bool]:
+        """Store a batch of one persona's raw exchanges in one transaction (one statement);
+        per draft, whether it was created (False: stored before, same exchange)."""
+        batch = checks.episode_batch(drafts)
+        if not batch:
+            return []
+        dims = self._db.embedding_dimensions
+        pid = batch[0].persona_id
+        created = await self._db.write("append_episodes", _append_batch, pid, batch, dims)
+        return checks.batch_created(drafts, batch, created)
 
     async def set_episode_embedding(
         self, persona_id: str, episode_id: str, embedding: Sequence[float]
@@ -143,10 +225,18 @@ class Neo4jEpisodes(Neo4jAggregate):
         limit: int = 20,
         since_interaction: int | None = None,
     ) -> list[Episode]:
-        """Most recent first (by ``seq``), optionally filtered."""
+        """Most recent first (by ``seq``), optionally filtered (a conversation or a user
+        is read through its own index)."""
+        query = (
+            Query.EPISODE_LIST_CONVERSATION
+            if conversation_id is not None
+            else Query.EPISODE_LIST_USER
+            if user_id is not None
+            else Query.EPISODE_LIST
+        )
         rows = await self._db.fetch(
             "list_episodes",
-            Query.EPISODE_LIST,
+            query,
             persona_id=persona_id,
             user_id=user_id,
             conversation_id=conversation_id,
@@ -196,7 +286,9 @@ class Neo4jEpisodes(Neo4jAggregate):
         vector = self._vector(embedding)
         if k <= 0:
             return []
-        return await self._db.read("similar_episodes", _similar, persona_id, user_id, vector, k)
+        return await self._db.read(
+            "similar_episodes", _similar, persona_id, user_id, vector, k, self.similarity_route
+        )
 
     async def mark_enrichment_attempt(
         self, persona_id: str, episode_id: str, *, error: str, failed: bool, counted: bool = True

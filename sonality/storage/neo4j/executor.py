@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from neo4j import AsyncDriver, AsyncManagedTransaction
@@ -44,6 +45,7 @@ from sonality.storage.neo4j.cypher import Query, load
 __all__ = [
     "Neo4jAggregate",
     "Neo4jExecutor",
+    "TransactionStats",
     "TxFunction",
     "count",
     "fetch",
@@ -96,6 +98,16 @@ async def translate_errors(
         ) from exc
 
 
+@dataclass
+class TransactionStats:
+    """What the executor ran since the store opened: units of work, and the extra attempts
+    the driver made at them (a transient error, a deadlock detected by the server, a lost
+    connection: the driver runs the transaction function again)."""
+
+    units: int = 0
+    retries: int = 0
+
+
 class Neo4jExecutor:
     """Runs transaction functions on one database of one driver."""
 
@@ -113,6 +125,8 @@ class Neo4jExecutor:
         """Length of every embedding the store accepts (the vector index's dimension)."""
         self._check_schema = check_schema
         self._schema_ok = False
+        self.stats = TransactionStats()
+        """Units of work and driver retries, for benchmarks and diagnostics."""
 
     def forget_schema(self) -> None:
         """Check the schema again before the next unit of work (after a migration)."""
@@ -135,7 +149,7 @@ class Neo4jExecutor:
             translate_errors(operation),
             self.driver.session(database=self.database) as session,
         ):
-            return await session.execute_read(work, *args, **kwargs)
+            return await session.execute_read(self._counted(work), *args, **kwargs)
 
     async def write(
         self, operation: str, work: TxFunction[P, T], *args: P.args, **kwargs: P.kwargs
@@ -146,7 +160,23 @@ class Neo4jExecutor:
             translate_errors(operation),
             self.driver.session(database=self.database) as session,
         ):
-            return await session.execute_write(work, *args, **kwargs)
+            return await session.execute_write(self._counted(work), *args, **kwargs)
+
+    def _counted(self, work: TxFunction[P, T]) -> TxFunction[P, T]:
+        """``work`` counting its runs in :attr:`stats` (every run after the first is a
+        retry by the driver)."""
+        stats = self.stats
+        stats.units += 1
+        runs = 0
+
+        async def run(tx: AsyncManagedTransaction, /, *args: P.args, **kwargs: P.kwargs) -> T:
+            nonlocal runs
+            runs += 1
+            if runs > 1:
+                stats.retries += 1
+            return await work(tx, *args, **kwargs)
+
+        return run
 
     async def fetch(self, operation: str, query: Query, **params: Any) -> list[dict[str, Any]]:
         """All rows of one read query."""

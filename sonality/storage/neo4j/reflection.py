@@ -16,14 +16,14 @@ from typing import Any
 
 from neo4j import AsyncManagedTransaction
 
+from sonality.errors import PersonaNotFound
 from sonality.models import Episode, ProvenanceEdge, Reflection, ReflectionCommit
 from sonality.storage import checks
 from sonality.storage.neo4j import codec
 from sonality.storage.neo4j.cypher import Query
 from sonality.storage.neo4j.enrichment import belief_props, provenance_from
 from sonality.storage.neo4j.episodes import episode_from
-from sonality.storage.neo4j.executor import Neo4jAggregate, count, fetch, fetch_one, lock_persona
-from sonality.storage.neo4j.personas import append_snapshot
+from sonality.storage.neo4j.executor import Neo4jAggregate, fetch, fetch_one
 
 __all__ = ["Neo4jReflection"]
 
@@ -35,11 +35,14 @@ def _reflection_from(props: Any) -> Reflection:
 async def _acquire(
     tx: AsyncManagedTransaction, persona_id: str, owner: str, now: datetime, ttl_seconds: float
 ) -> bool:
-    await lock_persona(tx, persona_id)
+    """Two statements: the lease read under the persona lock, then (when the rule lets
+    ``owner`` take it) the write."""
     row = await fetch_one(tx, Query.REFLECTION_LEASE_GET, persona_id=persona_id)
-    holder, expires = (row["owner"], row["expires_at"]) if row is not None else (None, None)
+    if row is None:
+        raise PersonaNotFound("no such persona", persona_id=persona_id)
+    expires = row["expires_at"]
     expires_at = None if expires is None else codec.time_out(expires)
-    if not checks.lease_is_free(holder, expires_at, owner, now):
+    if not checks.lease_is_free(row["owner"], expires_at, owner, now):
         return False
     await fetch(
         tx,
@@ -52,70 +55,34 @@ async def _acquire(
     return True
 
 
-async def _release(tx: AsyncManagedTransaction, persona_id: str, owner: str) -> None:
-    await lock_persona(tx, persona_id)
-    await fetch(tx, Query.REFLECTION_LEASE_RELEASE, persona_id=persona_id, owner=owner)
-
-
-async def _create(
-    tx: AsyncManagedTransaction, reflection: Reflection, produced: int | None
-) -> None:
-    await fetch(
-        tx,
-        Query.REFLECTION_CREATE,
-        persona_id=reflection.persona_id,
-        reflection=codec.encode(reflection, drop_none=True),
-        produced=produced,
-    )
-
-
 async def _commit(tx: AsyncManagedTransaction, commit: ReflectionCommit) -> None:
-    """Checks first (lease, CURRENT version), then every write of the commit."""
+    """One statement (``reflection/commit``): the checks run in it under the persona lock;
+    what it reports back decides here whether the transaction stands."""
     reflection = commit.reflection
     pid = reflection.persona_id
-    await lock_persona(tx, pid)
-    state = await fetch_one(tx, Query.REFLECTION_STATE, persona_id=pid)
-    current = int(state["version"] or 0) if state is not None else 0
-    checks.reflection_may_commit(commit, None if state is None else state["lease_owner"], current)
-    newest = current
+    newest = commit.expected_snapshot_version
     if commit.snapshot is not None:
-        await append_snapshot(tx, commit.snapshot)
         newest = commit.snapshot.version
-    await _create(tx, reflection, None if commit.snapshot is None else commit.snapshot.version)
     ids = list(dict.fromkeys(commit.consumed_insight_ids))
-    if ids:
-        consumed = await count(
-            tx,
-            Query.REFLECTION_CONSUME_INSIGHTS,
-            persona_id=pid,
-            reflection_id=reflection.id,
-            ids=ids,
-        )
-        checks.insights_consumed(pid, len(ids), consumed)
-    if commit.beliefs:
-        beliefs = [belief_props(b) for b in commit.beliefs]
-        await fetch(tx, Query.REFLECTION_DECAY_BELIEFS, persona_id=pid, beliefs=beliefs)
-    await fetch(
+    row = await fetch_one(
         tx,
-        Query.REFLECTION_UPDATE_PERSONA,
+        Query.REFLECTION_COMMIT,
         persona_id=pid,
+        lease_owner=commit.lease_owner,
+        expected_version=commit.expected_snapshot_version,
+        snapshot=None if commit.snapshot is None else codec.encode(commit.snapshot),
+        reflection=codec.encode(reflection, drop_none=True),
+        produced=None if commit.snapshot is None else commit.snapshot.version,
+        insight_ids=ids,
+        beliefs=[belief_props(b) for b in commit.beliefs],
         last_reflection_at=commit.last_reflection_at,
         shift_consumed=commit.shift_consumed,
+        prune_through=newest - commit.keep_snapshots if commit.keep_snapshots > 0 else None,
     )
-    if commit.keep_snapshots > 0:
-        await fetch(
-            tx,
-            Query.REFLECTION_PRUNE_SNAPSHOTS,
-            persona_id=pid,
-            through=newest - commit.keep_snapshots,
-        )
-
-
-async def _record(tx: AsyncManagedTransaction, reflection: Reflection, attempt_at: int) -> None:
-    pid = reflection.persona_id
-    await lock_persona(tx, pid)
-    await _create(tx, reflection, None)
-    await fetch(tx, Query.REFLECTION_MARK_ATTEMPT, persona_id=pid, attempt_at=attempt_at)
+    if row is None:
+        raise PersonaNotFound("no such persona", persona_id=pid)
+    checks.reflection_may_commit(commit, row["found_owner"], row["found_version"])
+    checks.insights_consumed(pid, len(ids), row["consumed"])
 
 
 class Neo4jReflection(Neo4jAggregate):
@@ -129,7 +96,13 @@ class Neo4jReflection(Neo4jAggregate):
 
     async def release_lease(self, persona_id: str, owner: str) -> None:
         """Give the lease up if ``owner`` holds it."""
-        await self._db.write("release_lease", _release, persona_id, owner)
+        await self._db.write(
+            "release_lease",
+            fetch,
+            Query.REFLECTION_LEASE_RELEASE,
+            persona_id=persona_id,
+            owner=owner,
+        )
 
     async def commit_reflection(self, commit: ReflectionCommit) -> None:
         """Apply a successful reflection in one transaction."""
@@ -138,7 +111,16 @@ class Neo4jReflection(Neo4jAggregate):
     async def record_reflection(self, reflection: Reflection, *, attempt_at: int) -> None:
         """Store a rejected or failed attempt (and the attempt marker)."""
         checks.unsuccessful_attempt(reflection)
-        await self._db.write("record_reflection", _record, reflection, attempt_at)
+        rows = await self._db.write(
+            "record_reflection",
+            fetch,
+            Query.REFLECTION_RECORD,
+            persona_id=reflection.persona_id,
+            reflection=codec.encode(reflection, drop_none=True),
+            attempt_at=attempt_at,
+        )
+        if not rows:
+            raise PersonaNotFound("no such persona", persona_id=reflection.persona_id)
 
     async def list_reflections(self, persona_id: str, *, limit: int = 20) -> list[Reflection]:
         """Newest first."""

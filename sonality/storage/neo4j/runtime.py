@@ -193,46 +193,43 @@ async def _put_affect(tx: AsyncManagedTransaction, state: AffectState) -> Affect
 
 
 async def _commit_thought(tx: AsyncManagedTransaction, c: ThoughtCommit) -> None:
-    """One Thinker turn: checks first (under the locks), then every write."""
+    """One statement (``runtime/commit_thought``): the locks and the reads the checks need
+    come first in it and nothing is written unless they hold; what it returns decides
+    here which error (if any) the transaction ends with."""
     checks.thought_is_new(c)
     ids = {"persona_id": c.persona_id, "conversation_id": c.conversation_id}
-    if c.affect is not None:
-        await lock_persona(tx, c.persona_id)  # persona before conversation, like appends
-    head = await fetch_one(tx, Query.RUNTIME_LOCK_CONVERSATION, **ids)
-    if head is None:
-        raise NotFoundError("the conversation has no Thinker state", **ids)
-    turn = await _turn(tx, c.persona_id, c.episode_id)
-    checks.thought_may_commit(c, turn.status, head["thought_turn"], head["narrative_version"])
-    if c.affect is not None:
-        await _write_affect(tx, c.affect)
-    if c.monologue is not None:
-        entry = codec.encode(c.monologue)
-        row = await fetch_one(
-            tx, Query.RUNTIME_APPEND_MONOLOGUE, **ids, episode_id=c.episode_id, entry=entry
-        )
-        if row is None:
-            raise checks.episode_not_found(c.persona_id, c.episode_id)
-    if c.drop_monologue_turns:
-        turns = list(c.drop_monologue_turns)
-        await fetch(tx, Query.RUNTIME_DROP_MONOLOGUE, **ids, turns=turns)
-    version = c.expected_narrative_version
-    if c.narrative is not None:
-        version = c.narrative.version
-        narrative = codec.encode(c.narrative)
-        await fetch(
-            tx, Query.RUNTIME_APPEND_NARRATIVE, **ids, episode_id=c.episode_id, narrative=narrative
-        )
-        below = version - c.keep_narratives
-        await fetch(tx, Query.RUNTIME_PRUNE_NARRATIVES, **ids, below=below)
-    await fetch(
+    version = c.expected_narrative_version if c.narrative is None else c.narrative.version
+    row = await fetch_one(
         tx,
-        Query.RUNTIME_FINISH_TURN,
+        Query.RUNTIME_COMMIT_THOUGHT,
         **ids,
+        user_id=c.affect.user_id if c.affect is not None else c.user_id,
         episode_id=c.episode_id,
+        expected_thought_turn=c.expected_thought_turn,
+        expected_narrative_version=c.expected_narrative_version,
+        affect=None if c.affect is None else _affect_props(c.affect),
+        entry=None if c.monologue is None else codec.encode(c.monologue),
+        drop_turns=list(c.drop_monologue_turns),
+        narrative=None if c.narrative is None else codec.encode(c.narrative),
+        prune_below=version - c.keep_narratives,
         narrative_version=version,
         turn=c.turn,
         at=codec.time_in(c.committed_at, field="committed_at"),
     )
+    if row is None:
+        raise NotFoundError("the conversation has no Thinker state", **ids)
+    if row["ok"]:
+        return
+    if not row["turn_found"]:
+        raise NotFoundError("no Thinker turn", persona_id=c.persona_id, episode_id=c.episode_id)
+    checks.thought_may_commit(
+        c, ThinkerStatus(row["status"]), row["thought_turn"], row["narrative_version"]
+    )
+    if c.affect is not None:
+        if not row["persona_found"]:
+            raise PersonaNotFound("no such persona", persona_id=c.persona_id)
+        checks.next_version("affect", c.persona_id, c.affect.version, row["affect_version"])
+    raise checks.episode_not_found(c.persona_id, c.episode_id)
 
 
 async def _conversation_mind(

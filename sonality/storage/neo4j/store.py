@@ -30,7 +30,7 @@ from sonality.storage.neo4j.cypher import Query, load
 from sonality.storage.neo4j.enrichment import Neo4jEnrichment
 from sonality.storage.neo4j.episodes import Neo4jEpisodes
 from sonality.storage.neo4j.erasure import Neo4jErasure
-from sonality.storage.neo4j.executor import Neo4jExecutor, translate_errors
+from sonality.storage.neo4j.executor import Neo4jExecutor, TransactionStats, translate_errors
 from sonality.storage.neo4j.migrations import Neo4jLedger
 from sonality.storage.neo4j.personas import Neo4jPersonas
 from sonality.storage.neo4j.reflection import Neo4jReflection
@@ -111,6 +111,11 @@ class Neo4jStore(
                 check_schema=self._ledger.check,
             )
         )
+
+    @property
+    def transaction_stats(self) -> TransactionStats:
+        """Units of work run since the store opened and the driver's retries of them."""
+        return self._db.stats
 
     @classmethod
     async def open(

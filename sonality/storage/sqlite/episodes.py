@@ -312,6 +312,19 @@ class SqliteEpisodes(SqliteAggregate):
         blob = None if draft.embedding is None else self._blob(draft.embedding)
         return await self._db.write(_append, draft, blob)
 
+    async def append_episodes(self, drafts: Sequence[EpisodeDraft]) -> list[bool]:
+        """Store a batch of one persona's raw exchanges in one transaction; per draft,
+        whether it was created (False: stored before, same exchange)."""
+        batch = checks.episode_batch(drafts)
+        if not batch:
+            return []
+        blobs = [None if d.embedding is None else self._blob(d.embedding) for d in batch]
+
+        def append_all(conn: sqlite3.Connection) -> list[bool]:
+            return [_append(conn, d, blob)[1] for d, blob in zip(batch, blobs, strict=True)]
+
+        return checks.batch_created(drafts, batch, await self._db.write(append_all))
+
     async def set_episode_embedding(
         self, persona_id: str, episode_id: str, embedding: Sequence[float]
     ) -> None:

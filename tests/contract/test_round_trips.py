@@ -1,0 +1,218 @@
+"""Neo4j only: every unit of work is one statement (a check that must precede its write
+makes it two), counted at the driver's ``tx.run`` while the real server answers; and the
+similarity search's two routes (exact scan, vector index) answer alike, in one statement."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from factories import add_episode, add_persona, at, cosine, make_commit, vector
+from neo4j import AsyncManagedTransaction
+
+from sonality.models import (
+    EpisodeDraft,
+    MonologueEntry,
+    Narrative,
+    Reflection,
+    ReflectionCommit,
+    ReflectionOutcome,
+    RuntimeMode,
+    Snapshot,
+    ThinkerTurn,
+    ThoughtCommit,
+)
+from sonality.storage.neo4j.episodes import SimilarityRoute
+
+pytestmark = pytest.mark.neo4j
+
+T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+
+
+class Statements:
+    """The Cypher statements sent inside managed transactions while counting."""
+
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+
+    @contextmanager
+    def counting(self) -> Iterator[list[str]]:
+        self.sent.clear()
+        yield self.sent
+
+
+@pytest.fixture
+def statements(monkeypatch: pytest.MonkeyPatch) -> Statements:
+    """Wraps ``AsyncManagedTransaction.run`` to record each statement, then runs it."""
+    spy = Statements()
+    original = AsyncManagedTransaction.run
+
+    async def run(self: AsyncManagedTransaction, query: Any, *args: Any, **kwargs: Any) -> Any:
+        spy.sent.append(str(query).split("\n", 1)[0])
+        return await original(self, query, *args, **kwargs)
+
+    monkeypatch.setattr(AsyncManagedTransaction, "run", run)
+    return spy
+
+
+def _draft(i: int, conversation: str = "c1") -> EpisodeDraft:
+    return EpisodeDraft(
+        id=f"{conversation}-e{i}",
+        persona_id="p1",
+        user_id="u1",
+        conversation_id=conversation,
+        user_message=f"message {i}",
+        agent_response=f"reply {i}",
+        created_at=T0 + timedelta(minutes=i),
+        embedding=vector(1.0),
+    )
+
+
+async def test_append_is_one_statement(neo4j_store: Any, statements: Statements) -> None:
+    """append_episode (new and idempotent repeat) sends one statement each."""
+    await add_persona(neo4j_store)
+    with statements.counting() as sent:
+        await neo4j_store.append_episode(_draft(1))
+    assert len(sent) == 1, sent
+    with statements.counting() as sent:
+        await neo4j_store.append_episode(_draft(1))
+    assert len(sent) == 1, sent
+
+
+async def test_enrichment_commit_is_one_statement(neo4j_store: Any, statements: Statements) -> None:
+    """A full enrichment commit (evidence, insight, facts, staged, belief, provenance) sends
+    one statement."""
+    await add_persona(neo4j_store)
+    episode = await add_episode(neo4j_store, "e1", minute=1)
+    with statements.counting() as sent:
+        await neo4j_store.commit_enrichment(make_commit(episode, expected=0))
+    assert len(sent) == 1, sent
+
+
+async def test_reflection_units_are_one_or_two_statements(
+    neo4j_store: Any, statements: Statements
+) -> None:
+    """Taking the lease is a read then a write (two); the commit, a recorded attempt and the
+    release are one statement each."""
+    await add_persona(neo4j_store)
+    e1 = await add_episode(neo4j_store, "e1", minute=1)
+    await neo4j_store.commit_enrichment(make_commit(e1, expected=0))
+    with statements.counting() as sent:
+        assert await neo4j_store.acquire_lease("p1", "w", now=at(30), ttl_seconds=60)
+    assert len(sent) == 2, sent
+    reflection = Reflection(
+        id="r1",
+        persona_id="p1",
+        trigger="periodic",
+        outcome=ReflectionOutcome.COMMITTED,
+        started_at=at(30),
+        finished_at=at(31),
+        interaction_count=1,
+        snapshot_version=2,
+        previous_version=1,
+        insights_consumed=1,
+        owner="w",
+    )
+    commit = ReflectionCommit(
+        reflection=reflection,
+        snapshot=Snapshot(persona_id="p1", version=2, text="v2", created_at=at(31)),
+        expected_snapshot_version=1,
+        consumed_insight_ids=("ins-p1-e1",),
+        beliefs=(),
+        last_reflection_at=1,
+        shift_consumed=0.0,
+        lease_owner="w",
+    )
+    with statements.counting() as sent:
+        await neo4j_store.commit_reflection(commit)
+    assert len(sent) == 1, sent
+    rejected = reflection.model_copy(
+        update={"id": "r2", "outcome": ReflectionOutcome.REJECTED, "snapshot_version": None}
+    )
+    with statements.counting() as sent:
+        await neo4j_store.record_reflection(rejected, attempt_at=1)
+    assert len(sent) == 1, sent
+    with statements.counting() as sent:
+        await neo4j_store.release_lease("p1", "w")
+    assert len(sent) == 1, sent
+
+
+async def test_thought_commit_is_one_statement(neo4j_store: Any, statements: Statements) -> None:
+    """A Thinker commit with monologue, narrative and retention sends one statement."""
+    await add_persona(neo4j_store)
+    episode, _ = await neo4j_store.append_episode(_draft(1))
+    turn = await neo4j_store.begin_turn(
+        ThinkerTurn(
+            persona_id="p1",
+            episode_id=episode.id,
+            conversation_id="c1",
+            user_id="u1",
+            turn=episode.turn,
+            mode=RuntimeMode.FULL,
+            created_at=T0,
+            updated_at=T0,
+        ),
+        [],
+    )
+    parts = {
+        "persona_id": "p1",
+        "conversation_id": "c1",
+        "user_id": "u1",
+        "turn": turn.turn,
+        "episode_id": turn.episode_id,
+        "created_at": T0,
+    }
+    commit = ThoughtCommit(
+        persona_id="p1",
+        conversation_id="c1",
+        user_id="u1",
+        episode_id=turn.episode_id,
+        turn=turn.turn,
+        expected_thought_turn=0,
+        expected_narrative_version=0,
+        monologue=MonologueEntry(**parts, reasoning="r", memory="m", goal="g", tokens=3),
+        narrative=Narrative(**parts, version=1, text="n", tokens=1),
+        keep_narratives=1,
+        committed_at=T0,
+    )
+    with statements.counting() as sent:
+        await neo4j_store.commit_thought(commit)
+    assert len(sent) == 1, sent
+    assert [n.version for n in await neo4j_store.narrative_history("p1", "c1")] == [1]
+
+
+@pytest.mark.parametrize("exact_max", [-1, 10_000], ids=["index", "exact"])
+async def test_similarity_routes_agree_with_an_exact_ranking(
+    neo4j_store: Any, statements: Statements, exact_max: int
+) -> None:
+    """Forced to the vector index or to the exact scan, similar_episodes returns the
+    user's top 5 by cosine (computed here) in one statement, never another user's."""
+    await add_persona(neo4j_store)
+    drafts = [
+        EpisodeDraft(
+            id=f"e{i}",
+            persona_id="p1",
+            user_id=f"u{i % 4}",
+            conversation_id=f"c{i % 4}",
+            user_message=f"m{i}",
+            agent_response="r",
+            created_at=T0,
+            embedding=vector(1.0, float(i % 7), float(i % 5) - 2.0),
+        )
+        for i in range(120)
+    ]
+    await neo4j_store.append_episodes(drafts)
+    query = vector(1.0, 3.0, 1.0)
+    mine = [d for d in drafts if d.user_id == "u1" and d.embedding is not None]
+    expected = sorted(mine, key=lambda d: -cosine(d.embedding or (), query))[:5]
+    neo4j_store.similarity_route = SimilarityRoute(exact_max=exact_max)
+    with statements.counting() as sent:
+        found = await neo4j_store.similar_episodes("p1", "u1", query, k=5)
+    assert len(sent) == 1, sent
+    assert [s for _, s in found] == pytest.approx(
+        [cosine(d.embedding or (), query) for d in expected], abs=1e-6
+    )
+    assert {e.user_id for e, _ in found} == {"u1"}
