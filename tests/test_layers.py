@@ -19,10 +19,11 @@ and never a higher layer):
 10. ``service`` — the facade, ``Sonality(**parts)``
 11. ``sonality`` itself — the public namespace (re-exports the facade)
 12. ``scheduler``, ``browser_assets`` — the worker and the Browser asset server
-13. ``cli/``, ``server/``, ``eval/`` — entry points (siblings)
-14. ``__main__``
+13. ``server/`` — the HTTP server over the facade (the only package with the web stack)
+14. ``cli/``, ``eval/`` — entry points (siblings; ``sonality serve`` starts the server)
+15. ``__main__``
 
-Only the entry points (layer 13) may import ``testing/``: production code never runs on
+Only the entry points (layer 14) may import ``testing/``: production code never runs on
 a fake. A module is placed by the first component of its name after ``sonality.``, so the
 rule holds through renames inside a package (``storage/neo4j/…``, ``cli/shell.py``) and
 for the flat names they replace (``cli_chat.py`` counts as ``cli``). A new top-level name
@@ -52,7 +53,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("service",),
     (ROOT,),
     ("scheduler", "browser"),
-    ("cli", "server", "eval"),
+    ("server",),
+    ("cli", "eval"),
     ("__main__",),
 )
 ENTRY_POINTS = LAYERS[-2]

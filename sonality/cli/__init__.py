@@ -15,7 +15,7 @@ from __future__ import annotations
 import click
 
 from sonality import __version__
-from sonality.cli import browse, chat, demo, memory, reflection, schema
+from sonality.cli import browse, chat, demo, memory, reflection, schema, serve
 from sonality.cli.shell import CliState, SonalityGroup
 
 __all__ = ["main"]
@@ -51,6 +51,9 @@ for command in (
     reflection.reflections,
     reflection.snapshot,
     reflection.worker,
+    # the HTTP server and its keys
+    serve.serve,
+    serve.key,
     # full agent, sample, Neo4j Browser
     chat.chat,
     demo.demo,

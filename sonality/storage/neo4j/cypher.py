@@ -78,6 +78,12 @@ class Query(StrEnum):
     # insights
     INSIGHT_LIST = "insight/list"
 
+    # API keys of the HTTP server
+    KEY_CREATE = "key/create"
+    KEY_GET = "key/get"
+    KEY_LIST = "key/list"
+    KEY_REVOKE = "key/revoke"
+
     # user facts
     FACT_LIST = "fact/list"
     FACT_RETRACT = "fact/retract"

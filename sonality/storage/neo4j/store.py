@@ -19,6 +19,7 @@ from sonality.storage.neo4j.cypher import Query, load
 from sonality.storage.neo4j.enrichment import Neo4jEnrichment
 from sonality.storage.neo4j.episodes import Neo4jEpisodes
 from sonality.storage.neo4j.executor import Neo4jExecutor, translate_errors
+from sonality.storage.neo4j.keys import Neo4jKeys
 from sonality.storage.neo4j.migrations import Neo4jLedger
 from sonality.storage.neo4j.personas import Neo4jPersonas
 from sonality.storage.neo4j.reflection import Neo4jReflection
@@ -33,7 +34,9 @@ BOLT_SCHEMES = frozenset({"bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo
 """URI schemes the store accepts (the driver's HTTP support is a preview)."""
 
 
-class Neo4jStore(Neo4jPersonas, Neo4jEpisodes, Neo4jEnrichment, Neo4jReflection, Neo4jRuntime):
+class Neo4jStore(
+    Neo4jPersonas, Neo4jEpisodes, Neo4jEnrichment, Neo4jReflection, Neo4jRuntime, Neo4jKeys
+):
     """Sonality's persistence on a Neo4j 5.26 database (see ``DESIGN.md`` §3)."""
 
     backend = "neo4j"

@@ -43,6 +43,7 @@ __all__ = [
 log = structlog.get_logger(__name__)
 
 DATA_TABLES: tuple[str, ...] = (
+    "api_keys",
     "turn_usage",
     "thinker_turns",
     "monologue_entries",

@@ -2,7 +2,7 @@
 default.
 
 The store is the sum of its aggregates (personas, episodes, enrichment, reflection,
-runtime), which all run their units of work through one
+runtime, API keys), which all run their units of work through one
 :class:`~sonality.storage.sqlite.executor.SqliteExecutor`; this module adds opening,
 closing, the schema (through :class:`~sonality.storage.sqlite.migrations.SqliteLedger`)
 and maintenance. Opening never creates schema; :meth:`SqliteStore.migrate` does, and data
@@ -23,6 +23,7 @@ from sonality.storage.sqlite import migrations as ledger
 from sonality.storage.sqlite.enrichment import SqliteEnrichment
 from sonality.storage.sqlite.episodes import SqliteEpisodes
 from sonality.storage.sqlite.executor import SqliteExecutor, connect
+from sonality.storage.sqlite.keys import SqliteKeys
 from sonality.storage.sqlite.migrations import DATA_TABLES, SqliteLedger
 from sonality.storage.sqlite.personas import SqlitePersonas
 from sonality.storage.sqlite.reflection import SqliteReflection
@@ -44,7 +45,7 @@ def _delete_all(conn: sqlite3.Connection) -> None:
 
 
 class SqliteStore(
-    SqlitePersonas, SqliteEpisodes, SqliteEnrichment, SqliteReflection, SqliteRuntime
+    SqlitePersonas, SqliteEpisodes, SqliteEnrichment, SqliteReflection, SqliteRuntime, SqliteKeys
 ):
     """Sonality's persistence on one SQLite file (see the module docstring)."""
 
