@@ -53,6 +53,7 @@ for command in (
     reflection.worker,
     # the HTTP server and its keys
     serve.serve,
+    serve.mcp,
     serve.key,
     # full agent, sample, Neo4j Browser
     chat.chat,

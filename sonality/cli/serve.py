@@ -1,6 +1,7 @@
-"""``sonality serve`` (the HTTP server) and ``sonality key create|list|revoke`` (its API
-keys). The server package — and the web stack under it, from the ``sonality[server]``
-extra — loads inside ``serve`` only."""
+"""``sonality serve`` (the HTTP server), ``sonality mcp`` (MCP over stdio) and
+``sonality key create|list|revoke`` (the server's API keys). The server package — and the
+web stack and MCP SDK under it, from the ``sonality[server]`` extra — loads inside
+``serve`` and ``mcp`` only."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from sonality.cli.shell import CliState, emit, json_option, lines, llm_option, r
 if TYPE_CHECKING:
     from sonality.models import ApiKey
 
-__all__ = ["key", "serve"]
+__all__ = ["key", "mcp", "serve"]
 
 
 @click.command()
@@ -131,3 +132,23 @@ async def key_revoke(state: CliState, key_id: str, as_json: bool) -> None:
         as_json,
         lambda: click.echo(f"revoked {_key_text(revoked)}"),
     )
+
+
+@click.command()
+@llm_option
+@click.pass_obj
+@run
+async def mcp(state: CliState, llm_spec: str | None) -> None:
+    """Serve the MCP tools and resources over stdio, for a local agent (needs
+    sonality[server]). Only the protocol is written to stdout; logs go to stderr."""
+    from sonality.errors import ConfigError
+
+    state.settings  # noqa: B018  (logging goes to stderr before anything runs)
+    try:
+        from sonality.server.mcp_tools import build
+    except ImportError as exc:
+        raise ConfigError(
+            "MCP needs the extra: pip install 'sonality[server]'", missing=exc.name
+        ) from None
+    async with state.app(llm_spec=llm_spec) as app:
+        await build(lambda: app).run_stdio_async()

@@ -19,12 +19,13 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sonality import __version__
 from sonality.errors import SonalityError
-from sonality.server import chat, rest
-from sonality.server.auth import KeyCheck, Limiter
+from sonality.server import chat, mcp_tools, rest
+from sonality.server.auth import NO_AUTH, Caller, KeyCheck, Limiter
 from sonality.server.deps import ServerConfig, ServerState
 from sonality.server.errors import HttpError, body, status_and_kind
 from sonality.service import Sonality
@@ -180,6 +181,14 @@ def create_app(
     at shutdown)."""
     cfg = config or ServerConfig()
     state = ServerState(config=cfg, open_sonality=open_sonality)
+    mcp_server = mcp_tools.build(lambda: state.sonality)
+    mcp_app = mcp_tools.http_app(mcp_server, cfg.max_body_bytes)
+
+    async def mcp_caller(authorization: str | None) -> Caller:
+        if not cfg.auth:
+            return NO_AUTH
+        assert state.keys is not None
+        return await state.keys.caller(authorization)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -189,7 +198,8 @@ def create_app(
         state.limiter = Limiter(cfg.key_concurrency)
         state.metrics.attach(sonality)
         try:
-            yield
+            async with mcp_tools.running(mcp_server):
+                yield
         finally:
             state.sonality = None
             await sonality.close()
@@ -204,6 +214,14 @@ def create_app(
     _install_error_handlers(app)
     app.include_router(rest.router)
     app.include_router(chat.router)
+    app.router.routes.append(
+        Route(
+            mcp_tools.PATH,
+            mcp_tools.Guarded(mcp_app, mcp_caller),
+            methods=["GET", "POST", "DELETE"],
+            include_in_schema=False,
+        )
+    )
 
     if cfg.cors_origins:
         from starlette.middleware.cors import CORSMiddleware
