@@ -1,4 +1,4 @@
-# The Sonality worker and CLI. Build: docker build -t sonality .
+# The Sonality worker, HTTP server and CLI. Build: docker build -t sonality .
 FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 LITELLM_LOCAL_MODEL_COST_MAP=True \
     SONALITY_LOG_FORMAT=json
@@ -9,7 +9,7 @@ COPY cypher ./cypher
 COPY prompts ./prompts
 COPY migrations ./migrations
 COPY samples ./samples
-RUN pip install --no-cache-dir . && useradd --create-home sonality
+RUN pip install --no-cache-dir '.[server]' && useradd --create-home sonality
 USER sonality
 ENTRYPOINT ["sonality"]
 CMD ["worker"]
