@@ -30,6 +30,10 @@ __all__ = [
     "AffectState",
     "ApiKey",
     "AppliedMigration",
+    "ArchivedConversation",
+    "ArchivedEpisode",
+    "ArchivedReflection",
+    "ArchivedUser",
     "Belief",
     "BeliefStatus",
     "ConversationMind",
@@ -38,6 +42,10 @@ __all__ = [
     "EnrichmentStatus",
     "Episode",
     "EpisodeDraft",
+    "Erasure",
+    "ErasureCommit",
+    "ErasureKind",
+    "ErasureState",
     "EvidenceAssessment",
     "FactKind",
     "Frozen",
@@ -50,17 +58,21 @@ __all__ = [
     "MonologueEntry",
     "Narrative",
     "Persona",
+    "PersonaArchive",
     "ProvenanceEdge",
     "ReasoningType",
     "Reflection",
     "ReflectionCommit",
     "ReflectionOutcome",
+    "ReflectionPoint",
+    "ReplayedEpisode",
     "RuntimeMode",
     "SchemaStatus",
     "ScoredEpisode",
     "Snapshot",
     "SoftGoal",
     "StagedUpdate",
+    "StoredEvidence",
     "ThinkerStatus",
     "ThinkerTurn",
     "ThoughtCommit",
@@ -198,6 +210,10 @@ class Persona(Frozen):
     """Default Thinker configuration of ``respond`` (overridable per call)."""
     affect: AffectPlacement = AffectPlacement.OFF
     """Whether and where the affective stages run in ``respond``."""
+    review_from_version: int | None = None
+    """Set when an erasure removed material that snapshot versions from this one on may
+    quote: the next reflection rewrites the snapshot without it, then those versions are
+    purged (``mind.reflection``). None when no snapshot is under review."""
 
     @property
     def disagreement_rate(self) -> float:
@@ -730,3 +746,220 @@ class ApiKey(Frozen):
     def sees(self, persona_id: str) -> bool:
         """Whether the key may touch ``persona_id`` at all."""
         return not self.persona_ids or persona_id in self.persona_ids
+
+
+# erasure: forgetting a user or an exchange, and undoing its effect ------------------------
+
+
+class ErasureKind(StrEnum):
+    USER = "user"
+    EPISODE = "episode"
+    PERSONA = "persona"
+
+
+class Erasure(Frozen):
+    """The audit record of one erasure. It holds no user text and no id in clear:
+    ``subject`` is the SHA-256 of ``persona_id``, ``kind`` and the erased id joined by NUL
+    bytes, so an operator who knows the id can check that it was erased."""
+
+    id: str
+    persona_id: Identifier
+    kind: ErasureKind
+    subject: str
+    created_at: datetime
+    episodes: int = Field(default=0, ge=0)
+    """Episodes removed (every status)."""
+    facts: int = Field(default=0, ge=0)
+    insights: int = Field(default=0, ge=0)
+    beliefs_changed: int = Field(default=0, ge=0)
+    """Beliefs whose state the replay of the remaining evidence changed."""
+    beliefs_removed: int = Field(default=0, ge=0)
+    """Beliefs no remaining evidence supports, removed."""
+    review_from_version: int | None = None
+    """The first snapshot version flagged for review (None: no snapshot may quote it)."""
+
+
+class StoredEvidence(Frozen):
+    """One enriched episode as the opinion rules saw it, without its text: what the replay
+    of ``core.erasure`` runs the rules over again."""
+
+    episode_id: Identifier
+    user_id: Identifier
+    conversation_id: Identifier
+    seq: int
+    interaction_index: int
+    evidence: EvidenceAssessment | None = None
+    defaulted: tuple[str, ...] = ()
+    topics: tuple[str, ...] = ()
+    importance: int | None = None
+    disagreement: bool | None = None
+
+
+class ReflectionPoint(Frozen):
+    """A committed reflection as the replay needs it: where it happened, and when."""
+
+    id: str
+    interaction_count: int = Field(ge=0)
+    started_at: datetime
+    snapshot_version: int | None = None
+
+
+class ErasureState(Frozen):
+    """What an erasure reads, in one transaction: the persona, the episodes it removes
+    (every status, by ``seq``), every enriched episode of the persona (the evidence, by
+    interaction index), the beliefs (retired ones too), the committed reflections (by
+    interaction count) and how many facts and insights go with the removed episodes."""
+
+    persona: Persona
+    removed: tuple[Episode, ...]
+    evidence: tuple[StoredEvidence, ...]
+    beliefs: tuple[Belief, ...]
+    reflections: tuple[ReflectionPoint, ...]
+    facts: int = 0
+    insights: int = 0
+
+
+class ReplayedEpisode(Frozen):
+    """A remaining enriched episode's place after the replay."""
+
+    episode_id: Identifier
+    interaction_index: int = Field(ge=1)
+    disagreement: bool
+
+
+class ErasureCommit(Frozen):
+    """Everything one erasure changes, applied by the store in one transaction.
+
+    Removes ``episode_ids`` with everything hanging off them (insights, facts, staged
+    updates, provenance edges, Thinker turns, monologue entries and narratives written
+    from their turn on, usage), relinking each conversation's NEXT chain around them and
+    dropping conversations left empty; with ``user_id``, also the user, its conversations
+    and its affect state. Then, from interaction ``replay_from`` on (None: no enriched
+    episode was removed, so no opinion moves), it replaces the staged updates and
+    provenance edges with the replayed ones, re-indexes the remaining episodes, writes the
+    changed beliefs, removes the unsupported ones and sets the persona's counters. The
+    store checks that the persona is still at ``expected_interaction_count`` (``ConflictError``
+    otherwise, nothing written)."""
+
+    record: Erasure
+    user_id: Identifier | None = None
+    episode_ids: tuple[Identifier, ...]
+    expected_interaction_count: int = Field(ge=0)
+    replay_from: int | None = None
+    episodes: tuple[ReplayedEpisode, ...] = ()
+    staged: tuple[StagedUpdate, ...] = ()
+    """Staged updates born at or after ``replay_from``, or committed then, or pending."""
+    provenance: tuple[ProvenanceEdge, ...] = ()
+    """Provenance edges committed at or after ``replay_from``."""
+    beliefs: tuple[Belief, ...] = ()
+    removed_beliefs: tuple[str, ...] = ()
+    reflections: tuple[ReflectionPoint, ...] = ()
+    """Committed reflections whose interaction count moved, with the new count."""
+    interaction_count: int = Field(ge=0)
+    disagreement_window: tuple[bool, ...] = ()
+    shift_since_reflection: float = Field(default=0.0, ge=0)
+    last_reflection_at: int = Field(default=0, ge=0)
+    last_reflection_attempt_at: int = Field(default=0, ge=0)
+    review_from_version: int | None = None
+
+    @property
+    def persona_id(self) -> str:
+        return self.record.persona_id
+
+    @model_validator(mode="after")
+    def _one_persona(self) -> Self:
+        pid = self.record.persona_id
+        owners = {b.persona_id for b in self.beliefs} | {s.persona_id for s in self.staged}
+        if owners - {pid}:
+            raise errors.ValidationError(
+                "an erasure commit may only touch its own persona", persona_id=pid
+            )
+        if self.replay_from is None and (self.staged or self.provenance or self.episodes):
+            raise errors.ValidationError(
+                "an erasure that replays nothing rewrites no opinion", persona_id=pid
+            )
+        return self
+
+
+# archive: one persona as data, for export, import and copy --------------------------------
+
+
+class ArchivedUser(Frozen):
+    id: Identifier
+    created_at: datetime
+
+
+class ArchivedConversation(Frozen):
+    """A conversation with its counters: the turn and NEXT-chain head appends continue
+    from, and the Thinker's (None when the Thinker never touched it)."""
+
+    id: Identifier
+    user_id: Identifier
+    created_at: datetime
+    last_turn: int = Field(ge=0)
+    last_episode_id: Identifier | None = None
+    thought_turn: int | None = None
+    narrative_version: int = Field(default=0, ge=0)
+
+
+class ArchivedEpisode(Frozen):
+    """An episode with its place in the NEXT chain and its embedding (base64 of the
+    little-endian float32 values, as both stores keep them)."""
+
+    episode: Episode
+    prev_episode_id: Identifier | None = None
+    embedding: str | None = None
+
+
+class ArchivedReflection(Frozen):
+    reflection: Reflection
+    consumed: tuple[str, ...] = ()
+    """Ids of the insights it consumed, sorted."""
+
+
+class PersonaArchive(Frozen):
+    """Everything a store holds for one persona, with every id and counter, in a
+    canonical order (``storage.archive`` writes and reads it as JSON lines). The
+    reflection lease is left out: it belongs to a running worker, not to the persona."""
+
+    persona: Persona
+    episode_seq: int = Field(ge=0)
+    snapshots: tuple[Snapshot, ...] = ()
+    users: tuple[ArchivedUser, ...] = ()
+    conversations: tuple[ArchivedConversation, ...] = ()
+    episodes: tuple[ArchivedEpisode, ...] = ()
+    topics: tuple[str, ...] = ()
+    beliefs: tuple[Belief, ...] = ()
+    staged: tuple[StagedUpdate, ...] = ()
+    provenance: tuple[ProvenanceEdge, ...] = ()
+    insights: tuple[Insight, ...] = ()
+    facts: tuple[UserFact, ...] = ()
+    reflections: tuple[ArchivedReflection, ...] = ()
+    thinker_turns: tuple[ThinkerTurn, ...] = ()
+    narratives: tuple[Narrative, ...] = ()
+    monologue: tuple[MonologueEntry, ...] = ()
+    affect: tuple[AffectState, ...] = ()
+    usage: tuple[TurnUsage, ...] = ()
+    erasures: tuple[Erasure, ...] = ()
+
+    @model_validator(mode="after")
+    def _one_persona(self) -> Self:
+        pid = self.persona.id
+        parts: list[Frozen] = [
+            *self.snapshots,
+            *(e.episode for e in self.episodes),
+            *self.beliefs,
+            *self.staged,
+            *self.insights,
+            *self.facts,
+            *(r.reflection for r in self.reflections),
+            *self.thinker_turns,
+            *self.narratives,
+            *self.monologue,
+            *self.affect,
+            *self.usage,
+            *self.erasures,
+        ]
+        if any(getattr(part, "persona_id", pid) != pid for part in parts):
+            raise errors.ValidationError("an archive holds one persona's data", persona_id=pid)
+        return self

@@ -1,19 +1,46 @@
-"""structlog configuration, called once by entry points (CLI, worker, ``from_settings``).
+"""Logging: library loggers that never write to stdout, and the set-up entry points call.
 
-Console rendering in a terminal, JSON lines otherwise (or when ``SONALITY_LOG_FORMAT=json``).
-Events are snake_case names with fields; they never carry secrets, prompt bodies or raw
-user text at INFO.
+Library modules log through :func:`get_logger`: a structlog logger bound to the standard
+library's ``logging`` logger of the same name. Whatever structlog's global configuration
+(the host's, or none), the rendered event goes to ``logging``, never to a stream of its
+own, so a library user who configured nothing sees only warnings and errors, on stderr
+(``logging``'s last-resort handler), and a host that writes protocol messages to stdout
+(an MCP stdio server, a JSON-emitting tool) is never interrupted. ``structlog.testing``'s
+``capture_logs`` still captures every event.
+
+Entry points (CLI, worker, ``from_settings``) call :func:`configure_logging` once: events
+rendered as console lines on a terminal and as JSON lines otherwise (or as
+``SONALITY_LOG_FORMAT`` says), on stderr. :func:`quiet` holds per-event INFO lines back
+while a progress bar is drawn. Events are snake_case names with fields; they never carry
+secrets, prompt bodies or user text at INFO (``tests/test_logs.py`` checks it).
 """
 
 from __future__ import annotations
 
 import logging
 import sys
-from typing import Literal, TextIO
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, Literal, TextIO
 
 import structlog
 
-__all__ = ["configure_logging"]
+__all__ = ["LOGGER", "configure_logging", "get_logger", "quiet"]
+
+LOGGER = "sonality"
+"""The standard library logger every Sonality logger is a child of."""
+
+_NOISY = ("LiteLLM", "litellm", "httpx", "httpcore", "neo4j", "apscheduler")
+
+
+def get_logger(name: str) -> Any:
+    """A structlog logger writing through ``logging.getLogger(name)`` (see the module
+    docstring); ``name`` starts with ``sonality``."""
+    return structlog.wrap_logger(logging.getLogger(name))
+
+
+class _Handler(logging.StreamHandler):  # type: ignore[type-arg]
+    """The handler :func:`configure_logging` installs (found again to be replaced)."""
 
 
 def configure_logging(
@@ -21,7 +48,7 @@ def configure_logging(
     level: str = "INFO",
     stream: TextIO | None = None,
 ) -> None:
-    """Route structlog (and the standard library's logging) to ``stream`` (stderr)."""
+    """Render Sonality's events (and other libraries' warnings) on ``stream`` (stderr)."""
     out = stream or sys.stderr
     if fmt == "auto":
         fmt = "console" if out.isatty() else "json"
@@ -41,9 +68,30 @@ def configure_logging(
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
-        logger_factory=structlog.PrintLoggerFactory(out),
+        logger_factory=structlog.stdlib.LoggerFactory(),
         cache_logger_on_first_use=False,
     )
-    logging.basicConfig(stream=out, level=max(numeric, logging.WARNING), format="%(message)s")
-    for noisy in ("LiteLLM", "litellm", "httpx", "neo4j", "apscheduler"):
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if isinstance(h, _Handler)]:
+        root.removeHandler(old)
+    handler = _Handler(out)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    root.addHandler(handler)
+    root.setLevel(logging.WARNING)
+    logging.getLogger(LOGGER).setLevel(numeric)
+    for noisy in _NOISY:
         logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+@contextmanager
+def quiet(enabled: bool = True, *, level: int = logging.WARNING) -> Iterator[None]:
+    """Hold Sonality's events under ``level`` back for the block (a progress bar is on
+    screen and per-event lines would break it); warnings still show."""
+    logger = logging.getLogger(LOGGER)
+    before = logger.level
+    if enabled and logger.getEffectiveLevel() < level:
+        logger.setLevel(level)
+    try:
+        yield
+    finally:
+        logger.setLevel(before)

@@ -21,10 +21,14 @@ from sonality.models import (
     EnrichmentCommit,
     Episode,
     EpisodeDraft,
+    Erasure,
+    ErasureCommit,
+    ErasureState,
     Insight,
     InsightStatus,
     Narrative,
     Persona,
+    PersonaArchive,
     ProvenanceEdge,
     Reflection,
     ReflectionCommit,
@@ -40,10 +44,12 @@ from sonality.models import (
 
 __all__ = [
     "LLM",
+    "ArchiveStore",
     "Clock",
     "Embedder",
     "EnrichmentStore",
     "EpisodeStore",
+    "ErasureStore",
     "KeyStore",
     "PersonaStore",
     "PromptSource",
@@ -156,7 +162,7 @@ class SchemaStore(Protocol):
         ...
 
     async def delete_all(self) -> None:
-        """Remove all data (schema stays). For tests and ``sonality reset``."""
+        """Remove all data of every persona (schema stays). For tests."""
         ...
 
 
@@ -422,6 +428,66 @@ class KeyStore(Protocol):
     async def revoke_key(self, key_id: str, at: datetime) -> ApiKey:
         """Mark the key revoked at ``at`` (idempotent: the first time stays);
         ``NotFoundError`` when unknown."""
+
+
+class ErasureStore(Protocol):
+    """Forgetting and correcting: erasures with their replayed opinions, snapshot review,
+    fact corrections, persona deletion, and the audit records (``mind/erasure.py``)."""
+
+    async def erasure_state(
+        self, persona_id: str, *, user_id: str | None = None, episode_id: str | None = None
+    ) -> ErasureState:
+        """What erasing the user's episodes (or the one episode) reads, in one read
+        transaction. ``PersonaNotFound``; ``NotFoundError`` when the persona has no such
+        user or episode."""
+        ...
+
+    async def commit_erasure(self, commit: ErasureCommit) -> None:
+        """Apply an erasure in one transaction (see ``ErasureCommit``). ``ConflictError``
+        (nothing written) when the persona's interaction count moved."""
+        ...
+
+    async def purge_snapshots(
+        self, persona_id: str, *, from_version: int, below_version: int
+    ) -> int:
+        """After a reviewing reflection: delete snapshot versions ``from_version`` up to
+        (not including) ``below_version``, keep the PREVIOUS chain whole, and clear the
+        persona's ``review_from_version`` if it is still ``from_version``. Returns how many
+        versions went."""
+        ...
+
+    async def get_fact(self, persona_id: str, fact_id: str) -> UserFact:
+        """Any fact of the persona, retracted or not (``NotFoundError`` when unknown)."""
+        ...
+
+    async def correct_fact(self, fact: UserFact) -> UserFact:
+        """Replace the stored fact ``fact.id`` (same user and episode) with ``fact``'s
+        kind, text and severity. ``NotFoundError`` when unknown."""
+        ...
+
+    async def delete_persona(self, persona_id: str, record: Erasure) -> None:
+        """Remove the persona and everything it owns, in one transaction, keeping the
+        audit records and adding ``record``. ``PersonaNotFound`` when unknown."""
+        ...
+
+    async def list_erasures(self, persona_id: str) -> list[Erasure]:
+        """The persona's erasure records, oldest first (kept after the persona is
+        deleted)."""
+        ...
+
+
+@runtime_checkable
+class ArchiveStore(Protocol):
+    """One persona as data (``storage/archive.py`` writes it as JSON lines)."""
+
+    async def export_persona(self, persona_id: str) -> PersonaArchive:
+        """Everything the store holds for the persona, read in one transaction, in the
+        archive's canonical order. ``PersonaNotFound`` when unknown."""
+        ...
+
+    async def import_persona(self, archive: PersonaArchive) -> None:
+        """Write the archive into a store without that persona, ids and counters
+        preserved, in one transaction. ``AlreadyExists`` when the persona exists."""
         ...
 
 
@@ -434,6 +500,8 @@ class Store(
     ReflectionStore,
     RuntimeStore,
     KeyStore,
+    ErasureStore,
+    ArchiveStore,
     Protocol,
 ):
     """Persistence of one Sonality deployment: every part above. Every method is scoped

@@ -11,7 +11,8 @@ Jobs, and why their scheduling options are what they are:
   processes recorded) and requests a reflection for each. ``coalesce=True`` and
   ``max_instances=1``: after a stall, several missed scans collapse into one, and a slow
   scan never runs twice at once. ``misfire_grace_time=scan_seconds``: a scan later than
-  one interval is dropped, the next one is already on its way.
+  one interval is dropped, the next one is already on its way. A scan that reached the
+  store touches ``heartbeat_file`` when one is set (a container health check reads its age).
 - ``enrich-retry`` (every ``retry_seconds``): enriches personas with pending episodes
   (``Sonality.enrich_pending``). A persona whose pass stops on an unavailable or invalid
   model backs off exponentially (``retry_seconds × 2^(failures-1)``, capped at
@@ -45,21 +46,22 @@ import signal
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-import structlog
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 from pydantic import BaseModel, ConfigDict, Field
 
 from sonality.errors import SonalityError
 from sonality.models import InsightStatus
+from sonality.observability import get_logger
 from sonality.service import Sonality
 
 __all__ = ["Worker", "WorkerParams"]
 
-log = structlog.get_logger("sonality.worker")
+log = get_logger("sonality.worker")
 
 _BACKOFF_STOPS = frozenset({"llm_unavailable", "llm_invalid", "conflict"})
 
@@ -76,6 +78,8 @@ class WorkerParams(BaseModel):
     """Reflect a quiet persona with pending insights after this long; None: never."""
     grace_seconds: float = Field(default=30.0, ge=0)
     """How long a stop waits for running jobs before cancelling them."""
+    heartbeat_file: Path | None = None
+    """Touched after every scan that reached the store; None: no heartbeat."""
 
 
 class Worker:
@@ -291,6 +295,8 @@ class Worker:
             return
         for persona_id in due:
             self.request(persona_id)
+        if self.params.heartbeat_file is not None:
+            await asyncio.to_thread(self.params.heartbeat_file.touch)
         log.info(
             "worker_scan",
             due=due,

@@ -19,18 +19,19 @@ nothing else changes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
 from typing import Self
 
-import structlog
 from pydantic import BaseModel, ConfigDict
 
 from sonality.core.opinion import OpinionParams
 from sonality.core.triggers import TriggerDecision
 from sonality.errors import SonalityError, ValidationError
+from sonality.mind.archive import Imported, export_lines, import_archives, parse_archive
 from sonality.mind.context import Context, ContextBuilder
 from sonality.mind.enrichment import Enricher, EnrichReport
+from sonality.mind.erasure import Eraser
 from sonality.mind.parts import Limits, SystemClock, assemble
 from sonality.mind.recording import EpisodeRecorder
 from sonality.mind.reflection import ReflectionParams, ReflectionReport, Reflector
@@ -42,6 +43,8 @@ from sonality.models import (
     ApiKey,
     Belief,
     Episode,
+    Erasure,
+    FactKind,
     HardGoal,
     Insight,
     InsightStatus,
@@ -60,11 +63,12 @@ from sonality.models import (
     UserFact,
     validate_identifier,
 )
+from sonality.observability import get_logger
 from sonality.ports import LLM, Clock, Embedder, Store
 
 __all__ = ["Limits", "Recorded", "Sonality", "SystemClock"]
 
-log = structlog.get_logger("sonality")
+log = get_logger("sonality")
 
 
 class Recorded(BaseModel):
@@ -161,6 +165,13 @@ class Sonality:
         self._count_tokens = parts.count_tokens
         self._owns_store = parts.owns_store
         self._dual: DualProcess | None = None
+        self.eraser = Eraser(
+            store=self.store,
+            clock=self.clock,
+            params=self.opinion,
+            window_size=self.limits.disagreement_window,
+            lease_seconds=self.reflector.params.lease_seconds,
+        )
 
     # lifecycle ----------------------------------------------------------------------
     @classmethod
@@ -380,9 +391,15 @@ class Sonality:
         return rank_episodes(similar, self.clock.now(), limit)
 
     # reads ----------------------------------------------------------------------------
+    async def _known(self, persona_id: str) -> str:
+        """``persona_id`` once checked and found: every read of a persona's data raises
+        ``PersonaNotFound`` (exit 4) for an unknown persona rather than answering empty."""
+        await self.store.get_persona(_check_id(persona_id, "persona_id"))
+        return persona_id
+
     async def beliefs(self, persona_id: str, *, include_retired: bool = False) -> list[Belief]:
         return await self.store.list_beliefs(
-            _check_id(persona_id, "persona_id"), include_retired=include_retired
+            await self._known(persona_id), include_retired=include_retired
         )
 
     async def evidence(self, persona_id: str, topic: str) -> list[tuple[ProvenanceEdge, Episode]]:
@@ -390,14 +407,14 @@ class Sonality:
         from sonality.models import normalise_topic
 
         return await self.store.belief_evidence(
-            _check_id(persona_id, "persona_id"), normalise_topic(topic)
+            await self._known(persona_id), normalise_topic(topic)
         )
 
     async def facts(self, persona_id: str, *, user_id: str) -> list[UserFact]:
         from sonality.mind.context import order_facts
 
         facts = await self.store.list_facts(
-            _check_id(persona_id, "persona_id"), _check_id(user_id, "user_id")
+            await self._known(persona_id), _check_id(user_id, "user_id")
         )
         return list(order_facts(facts))
 
@@ -409,7 +426,7 @@ class Sonality:
         conversation_id: str | None = None,
         limit: int = 20,
     ) -> list[Episode]:
-        _check_id(persona_id, "persona_id")
+        await self._known(persona_id)
         if user_id is not None:
             _check_id(user_id, "user_id")
         if conversation_id is not None:
@@ -421,13 +438,82 @@ class Sonality:
     async def insights(
         self, persona_id: str, *, status: InsightStatus | None = None
     ) -> list[Insight]:
-        return await self.store.list_insights(_check_id(persona_id, "persona_id"), status=status)
+        return await self.store.list_insights(await self._known(persona_id), status=status)
 
     async def snapshot(self, persona_id: str) -> Snapshot:
         return await self.store.current_snapshot(_check_id(persona_id, "persona_id"))
 
     async def snapshots(self, persona_id: str) -> Sequence[Snapshot]:
-        return await self.store.snapshot_history(_check_id(persona_id, "persona_id"))
+        return await self.store.snapshot_history(await self._known(persona_id))
+
+    # forgetting and correcting (mind/erasure.py) ----------------------------------------
+    async def forget_user(self, persona_id: str, *, user_id: str) -> Erasure:
+        """Erase the user from the persona: its conversations, episodes, facts, insights,
+        affect state, monologue, narratives and usage, in one transaction, and recompute
+        every belief its episodes moved by replaying the opinion rules over the remaining
+        evidence in order. Snapshot versions that may quote it are flagged: the next
+        reflection rewrites the snapshot without them and purges them. Returns the audit
+        record (no user text). ``NotFoundError`` for an unknown user."""
+        return await self.eraser.forget_user(
+            _check_id(persona_id, "persona_id"), _check_id(user_id, "user_id")
+        )
+
+    async def delete_episode(self, persona_id: str, *, episode_id: str) -> Erasure:
+        """Erase one exchange as ``forget_user`` erases a user's: what hangs off it goes,
+        its conversation's NEXT chain is relinked around it, beliefs are replayed."""
+        return await self.eraser.delete_episode(
+            _check_id(persona_id, "persona_id"), _check_id(episode_id, "episode_id")
+        )
+
+    async def delete_persona(self, persona_id: str) -> Erasure:
+        """Erase the persona and everything it owns; only the audit records stay."""
+        return await self.eraser.delete_persona(_check_id(persona_id, "persona_id"))
+
+    async def retract_fact(self, persona_id: str, *, fact_id: str) -> UserFact:
+        """Retract a user fact: it stays stored but leaves every context."""
+        return await self.eraser.retract_fact(
+            _check_id(persona_id, "persona_id"), _check_id(fact_id, "fact_id")
+        )
+
+    async def correct_fact(
+        self,
+        persona_id: str,
+        *,
+        fact_id: str,
+        text: str,
+        kind: FactKind | str | None = None,
+        severity: int | None = None,
+    ) -> UserFact:
+        """Correct a wrongly extracted fact in place (text, and optionally kind or
+        severity); a corrected fact is active."""
+        return await self.eraser.correct_fact(
+            _check_id(persona_id, "persona_id"),
+            _check_id(fact_id, "fact_id"),
+            text=text,
+            kind=kind,
+            severity=severity,
+        )
+
+    async def erasures(self, persona_id: str) -> list[Erasure]:
+        """The persona's erasure audit records, oldest first (also after its deletion)."""
+        return await self.store.list_erasures(_check_id(persona_id, "persona_id"))
+
+    # moving personas (mind/archive.py) -------------------------------------------------
+    async def export(self, persona_id: str | Sequence[str]) -> str:
+        """The persona (or personas, in order) as canonical JSON lines, every node kind with
+        its id: ``import_`` into any store gives it back, and exporting it there gives the
+        same bytes. ``PersonaNotFound`` for an unknown persona."""
+        ids = [persona_id] if isinstance(persona_id, str) else list(persona_id)
+        lines = await export_lines(self.store, [_check_id(p, "persona_id") for p in ids])
+        return "".join(f"{line}\n" for line in lines)
+
+    async def import_(self, archive: str | Iterable[str]) -> list[Imported]:
+        """Import an export (its text, or its lines): ids and counters preserved, each
+        persona in one transaction. Idempotent: a persona already held with the same data
+        is ``unchanged``; one held with other data is a ``ConflictError`` and nothing of
+        the file is written. A bad line is a ``ValidationError`` naming it."""
+        lines = archive.splitlines() if isinstance(archive, str) else archive
+        return await import_archives(self.store, parse_archive(lines))
 
     # reflection (mind/reflection.py) ---------------------------------------------------
     async def reflect(
@@ -456,7 +542,7 @@ class Sonality:
 
     async def reflections(self, persona_id: str, *, limit: int = 20) -> list[Reflection]:
         """Reflection attempts, newest first."""
-        return await self.store.list_reflections(_check_id(persona_id, "persona_id"), limit=limit)
+        return await self.store.list_reflections(await self._known(persona_id), limit=limit)
 
     async def rollback_snapshot(self, persona_id: str, to_version: int) -> Snapshot:
         """Make version ``to_version``'s text CURRENT again, as a new version recorded
@@ -571,40 +657,40 @@ class Sonality:
     async def narrative(self, persona_id: str, *, conversation_id: str) -> Narrative | None:
         """The conversation's latest committed narrative, or None."""
         mind = await self.store.conversation_mind(
-            _check_id(persona_id, "persona_id"), _check_id(conversation_id, "conversation_id")
+            await self._known(persona_id), _check_id(conversation_id, "conversation_id")
         )
         return mind.narrative
 
     async def narratives(self, persona_id: str, *, conversation_id: str) -> list[Narrative]:
         """The stored narrative versions, newest first."""
         return await self.store.narrative_history(
-            _check_id(persona_id, "persona_id"), _check_id(conversation_id, "conversation_id")
+            await self._known(persona_id), _check_id(conversation_id, "conversation_id")
         )
 
     async def monologue(self, persona_id: str, *, conversation_id: str) -> list[MonologueEntry]:
         """The conversation's bounded inner-monologue history, oldest first."""
         mind = await self.store.conversation_mind(
-            _check_id(persona_id, "persona_id"), _check_id(conversation_id, "conversation_id")
+            await self._known(persona_id), _check_id(conversation_id, "conversation_id")
         )
         return list(mind.monologue)
 
     async def thinker_turns(self, persona_id: str, *, conversation_id: str) -> list[ThinkerTurn]:
         """Where the Thinker is with each turn of the conversation."""
         return await self.store.thinker_turns(
-            _check_id(persona_id, "persona_id"), _check_id(conversation_id, "conversation_id")
+            await self._known(persona_id), _check_id(conversation_id, "conversation_id")
         )
 
     async def turn_usage(self, persona_id: str, *, conversation_id: str) -> list[TurnUsage]:
         """Model calls, tokens and cost per turn and component (talker, monologue,
         controller, enrichment, affect)."""
         return await self.store.turn_usage(
-            _check_id(persona_id, "persona_id"), _check_id(conversation_id, "conversation_id")
+            await self._known(persona_id), _check_id(conversation_id, "conversation_id")
         )
 
     async def affect_state(self, persona_id: str, *, user_id: str) -> AffectState | None:
         """The persona's affective state towards the user (None before any)."""
         return await self.store.get_affect(
-            _check_id(persona_id, "persona_id"), _check_id(user_id, "user_id")
+            await self._known(persona_id), _check_id(user_id, "user_id")
         )
 
     async def set_affect(

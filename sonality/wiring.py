@@ -23,13 +23,16 @@ if TYPE_CHECKING:
 __all__ = ["load_llm_factory", "open_parts", "open_store", "reflection_params", "settings_llm"]
 
 
-async def open_store(settings: Settings) -> Store:
-    """Open (never migrate) the store the settings name."""
+async def open_store(settings: Settings, *, create: bool = True) -> Store:
+    """Open (never migrate) the store the settings name; ``create=False`` creates nothing
+    (a missing SQLite file is ``StoreUnavailable``), for diagnostics."""
     if settings.store_backend == "sqlite":
         from sonality.storage.sqlite.store import SqliteStore
 
         return await SqliteStore.open(
-            settings.sqlite_path, embedding_dimensions=settings.embedding_dimensions
+            settings.sqlite_path,
+            embedding_dimensions=settings.embedding_dimensions,
+            create=create,
         )
     from sonality.storage.neo4j.store import Neo4jStore
 

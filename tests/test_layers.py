@@ -19,8 +19,10 @@ and never a higher layer):
 10. ``service`` — the facade, ``Sonality(**parts)``
 11. ``sonality`` itself — the public namespace (re-exports the facade)
 12. ``scheduler``, ``browser_assets`` — the worker and the Browser asset server
-13. ``server/`` — the HTTP server over the facade (the only package with the web stack)
-14. ``cli/``, ``eval/`` — entry points (siblings; ``sonality serve`` starts the server)
+13. ``eval/``, ``server/`` — the evaluation suite and the HTTP server (the only package
+    with the web stack), both over the facade; the CLI mounts the one's commands and
+    starts the other (``sonality serve``, ``sonality mcp``)
+14. ``cli/`` — the entry point
 15. ``__main__``
 
 Only the entry points (layer 14) may import ``testing/``: production code never runs on
@@ -53,8 +55,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("service",),
     (ROOT,),
     ("scheduler", "browser"),
-    ("server",),
-    ("cli", "eval"),
+    ("eval", "server"),
+    ("cli",),
     ("__main__",),
 )
 ENTRY_POINTS = LAYERS[-2]

@@ -81,6 +81,17 @@ SONALITY_METHODS: dict[str, tuple[str, bool, list[tuple[str, str, object]]]] = {
         ],
     ),
     "count_tokens": ("method", False, [("text", _P, _REQUIRED)]),
+    "correct_fact": (
+        "method",
+        True,
+        [
+            ("persona_id", _P, _REQUIRED),
+            ("fact_id", _K, _REQUIRED),
+            ("text", _K, _REQUIRED),
+            ("kind", _K, None),
+            ("severity", _K, None),
+        ],
+    ),
     "create_persona": (
         "method",
         True,
@@ -96,6 +107,12 @@ SONALITY_METHODS: dict[str, tuple[str, bool, list[tuple[str, str, object]]]] = {
         True,
         [("persona_id", _P, _REQUIRED), ("conversation_id", _K, None), ("max_seconds", _K, None)],
     ),
+    "delete_episode": (
+        "method",
+        True,
+        [("persona_id", _P, _REQUIRED), ("episode_id", _K, _REQUIRED)],
+    ),
+    "delete_persona": ("method", True, [("persona_id", _P, _REQUIRED)]),
     "due_personas": ("method", True, []),
     "enrich_pending": ("method", True, [("persona_id", _P, _REQUIRED), ("limit", _K, None)]),
     "episodes": (
@@ -108,10 +125,15 @@ SONALITY_METHODS: dict[str, tuple[str, bool, list[tuple[str, str, object]]]] = {
             ("limit", _K, 20),
         ],
     ),
+    "erasures": ("method", True, [("persona_id", _P, _REQUIRED)]),
+    "export": ("method", True, [("persona_id", _P, _REQUIRED)]),
+    "forget_user": ("method", True, [("persona_id", _P, _REQUIRED), ("user_id", _K, _REQUIRED)]),
+    "import_": ("method", True, [("archive", _P, _REQUIRED)]),
     "evidence": ("method", True, [("persona_id", _P, _REQUIRED), ("topic", _P, _REQUIRED)]),
     "facts": ("method", True, [("persona_id", _P, _REQUIRED), ("user_id", _K, _REQUIRED)]),
     "from_settings": ("classmethod", False, [("settings", _P, _REQUIRED), ("migrate", _K, None)]),
     "insights": ("method", True, [("persona_id", _P, _REQUIRED), ("status", _K, None)]),
+    "retract_fact": ("method", True, [("persona_id", _P, _REQUIRED), ("fact_id", _K, _REQUIRED)]),
     "monologue": (
         "method",
         True,

@@ -56,7 +56,33 @@ def test_compose_file_only_uses_known_settings() -> None:
         assert keys
         for key in keys:
             assert key.removeprefix("SONALITY_").lower() in fields, key
-    assert services["worker"]["command"] == ["worker"]
+    assert services["worker"]["command"][0] == "worker"
     assert services["api"]["command"][0] == "serve"
     assert "/readyz" in " ".join(services["api"]["healthcheck"]["test"])
     assert set(compose["volumes"]) == {"neo4j-data", "neo4j-logs"}
+
+
+def test_compose_builds_the_sonality_image_once() -> None:
+    """One service builds the Sonality image under a name; migrate, worker and api run that
+    image, and the one that does not build it never tries to pull it from a registry."""
+    services = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]
+    builders = [name for name, svc in services.items() if "build" in svc]
+    assert len(builders) == 1
+    image = services[builders[0]]["image"]
+    assert services["migrate"]["image"] == services["worker"]["image"] == image
+    assert services["api"]["image"] == image
+    for name in ("migrate", "worker", "api"):
+        if name not in builders:
+            assert services[name]["pull_policy"] == "never"
+
+
+def test_compose_worker_health_check_reads_the_heartbeat_it_writes() -> None:
+    """The worker's health check runs the image's heartbeat check on the file the worker's
+    command touches, and the scan interval it judges by reaches the worker's environment."""
+    worker = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]["worker"]
+    command = worker["command"]
+    heartbeat = command[command.index("--heartbeat-file") + 1]
+    check = worker["healthcheck"]["test"]
+    assert check[:2] == ["CMD", "sonality-worker-healthcheck"] and check[2] == heartbeat
+    assert "/usr/local/bin/sonality-worker-healthcheck" in (ROOT / "Dockerfile").read_text()
+    assert "SONALITY_WORKER_SCAN_SECONDS" in worker["environment"]

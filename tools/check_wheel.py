@@ -1,6 +1,8 @@
-"""Build the wheel, install it in a clean virtualenv, and prove the installed package (not
-the source tree) carries everything it loads at run time: every Cypher query, every
-migration, every prompt, the samples; then run the main job from it on a temp SQLite file.
+"""Build the sdist, build the wheel *from that sdist* (as pip and ``python -m build`` do, so a
+file the sdist leaves out breaks this check, not a user's install), install the wheel in a
+clean virtualenv, and prove the installed package (not the source tree) carries everything
+it loads at run time: every Cypher query, every migration, every prompt, the samples and the
+Neo4j Browser assets; then run the main job from it on a temp SQLite file.
 
     python tools/check_wheel.py
 """
@@ -10,7 +12,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tarfile
 import tempfile
+import tomllib
 import venv
 from pathlib import Path
 
@@ -26,7 +30,7 @@ from sonality.storage.neo4j.cypher import Query, load
 from sonality.llm.prompts import PromptLibrary
 
 site = Path(sonality.__file__).resolve().parent
-for kind in ("cypher", "prompts", "migrations", "samples"):
+for kind in ("cypher", "prompts", "migrations", "samples", "browser"):
     folder = resource_dir(kind)
     assert site in folder.parents, f"{kind} loaded from {folder}, not the installed package"
 queries = [load(q) for q in Query]
@@ -38,9 +42,18 @@ migrations = {
 assert all(steps and all(s.text.strip() for s in steps) for steps in migrations.values())
 prompts = PromptLibrary().names()
 assert prompts
+from sonality.eval.datasets import DATA_DIR, load_curate, load_pressure, load_retention
+assert site in DATA_DIR.parents, f"eval data loaded from {DATA_DIR}, not the installed package"
+curate = load_curate()
+assert len(curate.cases) == 80 and curate.trivia and curate.preferences and curate.facts
+assert load_pressure().topics and load_retention().script.traits
+assert (DATA_DIR / "curate" / "README.md").is_file()
+assert {"judge_curate", "judge_stance", "judge_traits"} <= set(prompts)
+browser = resource_dir("browser")
+assert (browser / "sonality.grass").is_file() and list((browser / "queries").glob("*.cypher"))
 print(f"installed package: {len(queries)} queries, "
       f"{len(migrations['neo4j'])} + {len(migrations['sqlite'])} migrations, "
-      f"{len(prompts)} prompts")
+      f"{len(prompts)} prompts, {len(curate.cases)} CuRaTe cases, browser assets")
 """
 
 
@@ -49,14 +62,46 @@ def run(cmd: list[str], **kw: object) -> None:
     subprocess.run(cmd, check=True, **kw)  # type: ignore[call-overload]
 
 
+def wheel_sources() -> list[str]:
+    """Top-level paths the wheel is built from (pyproject's hatch wheel target + readme)."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    wheel = config["tool"]["hatch"]["build"]["targets"]["wheel"]
+    return sorted(
+        {*wheel["packages"], *wheel.get("force-include", {}), config["project"]["readme"]}
+    )
+
+
+def check_sdist(sdist: Path) -> None:
+    """Every source the wheel reads is in the sdist (the wheel build would fail otherwise)."""
+    with tarfile.open(sdist) as tar:
+        names = tar.getnames()
+    top = {name.split("/", 2)[1] for name in names if name.count("/") >= 1}
+    missing = [source for source in wheel_sources() if source not in top]
+    if missing:
+        raise SystemExit(f"{sdist.name} lacks {missing}: add them to the sdist include list")
+    print(f"{sdist.name}: {len(names)} entries, has {', '.join(wheel_sources())}")
+
+
 def main() -> int:
     with tempfile.TemporaryDirectory(prefix="sonality-wheel-") as tmp:
         work = Path(tmp)
+        dist = work / "dist"
         run(
-            [sys.executable, "-m", "build", "--wheel", "--outdir", str(work / "dist"), str(ROOT)],
+            [sys.executable, "-m", "build", "--sdist", "--outdir", str(dist), str(ROOT)],
             stdout=subprocess.DEVNULL,
         )
-        [wheel] = (work / "dist").glob("sonality-*.whl")
+        [sdist] = dist.glob("sonality-*.tar.gz")
+        check_sdist(sdist)
+        # The wheel comes from the unpacked sdist alone, never from the work tree.
+        unpacked = work / "sdist"
+        with tarfile.open(sdist) as tar:
+            tar.extractall(unpacked, filter="data")
+        [source] = unpacked.iterdir()
+        run(
+            [sys.executable, "-m", "build", "--wheel", "--outdir", str(dist), str(source)],
+            stdout=subprocess.DEVNULL,
+        )
+        [wheel] = dist.glob("sonality-*.whl")
         venv.create(work / "venv", with_pip=True)
         py = str(work / "venv" / "bin" / "python")
         run([py, "-m", "pip", "install", "--quiet", str(wheel)])
@@ -75,7 +120,7 @@ def main() -> int:
             env=env,
             stdout=subprocess.DEVNULL,
         )
-        print("wheel check passed")
+        print("wheel check passed (sdist -> wheel -> clean virtualenv)")
     return 0
 
 

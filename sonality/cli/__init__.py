@@ -15,7 +15,8 @@ from __future__ import annotations
 import click
 
 from sonality import __version__
-from sonality.cli import browse, chat, demo, memory, reflection, schema, serve
+from sonality.cli import browse, chat, data, demo, memory, reflection, schema, serve
+from sonality.cli import eval as evaluation
 from sonality.cli.shell import CliState, SonalityGroup
 
 __all__ = ["main"]
@@ -23,14 +24,18 @@ __all__ = ["main"]
 
 @click.group(cls=SonalityGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="sonality")
+@click.option("-q", "--quiet", is_flag=True, help="Warnings and errors only; no progress bars.")
+@click.option("-v", "--verbose", is_flag=True, help="Debug events on stderr, bars or not.")
 @click.pass_context
-def main(ctx: click.Context) -> None:
+def main(ctx: click.Context, quiet: bool, verbose: bool) -> None:
     """Sonality: long-term personality and memory for LLM agents.
 
     Configuration comes from SONALITY_* environment variables (see README). The default
     store is an embedded SQLite file in your user data directory.
     """
-    ctx.obj = CliState()
+    if quiet and verbose:
+        raise click.UsageError("give -q or -v, not both")
+    ctx.obj = CliState(verbosity=-1 if quiet else int(verbose))
 
 
 for command in (
@@ -46,6 +51,13 @@ for command in (
     memory.facts,
     memory.episodes,
     memory.enrich,
+    # forgetting, correcting, moving
+    data.forget,
+    data.episode,
+    data.fact,
+    data.export,
+    data.import_,
+    data.copy,
     # reflection
     reflection.reflect,
     reflection.reflections,
@@ -59,5 +71,8 @@ for command in (
     chat.chat,
     demo.demo,
     browse.browse,
+    # evaluation suite
+    evaluation.eval_group,
 ):
     main.add_command(command)
+memory.persona.add_command(data.persona_delete)

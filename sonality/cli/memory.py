@@ -161,13 +161,6 @@ async def record(
     )
 
 
-def _line_id(persona_id: str, path: Path, line_no: int, raw: str) -> str:
-    import hashlib
-
-    digest = hashlib.sha256(f"{persona_id}\n{path.name}\n{line_no}\n{raw}".encode()).hexdigest()
-    return f"ing_{digest[:32]}"
-
-
 @click.command()
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @persona_option
@@ -186,49 +179,62 @@ async def ingest(
     no_enrich: bool,
     as_json: bool,
 ) -> None:
-    """Record a JSONL file of exchanges, one per line.
+    """Record a JSONL file of exchanges, one per line, then enrich them.
 
     Each line: {"message": ..., "response": ..., "user_id"?: ..., "conversation_id"?: ...,
-    "id"?: ...}. Lines without an id get one derived from the file name, line number and
-    content, so re-running the same file is a no-op (resumable). Bad lines are reported
-    with their number; good ones are kept.
+    "id"?: ..., "timestamp"?: ...}. A line without an id gets one derived from the
+    exchange itself (persona, user, conversation, message, response, and its timestamp or
+    occurrence number), never from the file's name or the line's number: re-running,
+    copying or extending the file stores nothing twice. Bad lines (not UTF-8, not JSON,
+    wrong field types) are reported with their number; good ones are kept. A progress bar
+    per phase (storing, enriching) is drawn on stderr; `sonality -q ingest` hides them.
     """
     import asyncio
-    import json
 
-    from sonality.errors import SonalityError, ValidationError
+    from sonality.errors import ValidationError
+    from sonality.mind.ingest import BadLine, read_exchanges
+    from sonality.observability import quiet
 
-    rows = (await asyncio.to_thread(file.read_text, "utf-8")).splitlines()
+    data = await asyncio.to_thread(file.read_bytes)
+    show = state.verbosity >= 0
     async with state.app() as app:
         await app.persona(persona_id)
+        items = list(
+            read_exchanges(
+                data,
+                persona_id=persona_id,
+                default_user=default_user,
+                default_conversation=default_conversation,
+            )
+        )
         stored = skipped = 0
         bad: list[dict[str, Any]] = []
-        with click.progressbar(list(enumerate(rows, 1)), label="ingesting", file=sys.stderr) as bar:
-            for line_no, raw in bar:
-                if not raw.strip():
+        with (
+            quiet(state.verbosity <= 0),
+            _bar(items, "storing  ", show) as bar,
+        ):
+            for item in bar:
+                if isinstance(item, BadLine):
+                    bad.append({"line": item.line, "error": item.error})
                     continue
                 try:
-                    row = json.loads(raw)
-                    if not isinstance(row, dict):
-                        raise ValueError("a line must be a JSON object")
                     recorded = await app.record(
                         persona_id,
-                        user_id=str(row.get("user_id", default_user)),
-                        conversation_id=str(row.get("conversation_id", default_conversation)),
-                        message=row["message"],
-                        response=row.get("response", ""),
-                        episode_id=row.get("id") or _line_id(persona_id, file, line_no, raw),
+                        user_id=item.user_id,
+                        conversation_id=item.conversation_id,
+                        message=item.message,
+                        response=item.response,
+                        episode_id=item.id,
                         enrich=False,
                     )
-                except (ValueError, KeyError, TypeError, SonalityError) as exc:
-                    reason = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
-                    bad.append({"line": line_no, "error": reason})
+                except ValidationError as exc:
+                    bad.append({"line": item.line, "error": str(exc)})
                     continue
                 if recorded.created:
                     stored += 1
                 else:
                     skipped += 1
-        report = None if no_enrich else await app.enrich_pending(persona_id)
+        report = None if no_enrich else await _enrich_with_bar(app, persona_id, state, show)
     result: dict[str, Any] = {
         "stored": stored,
         "already_stored": skipped,
@@ -252,6 +258,50 @@ async def ingest(
             f"{len(bad)} bad line(s) not recorded",
             lines=[item["line"] for item in bad],
         )
+
+
+def _bar(items: Any, label: str, show: bool, length: int | None = None) -> Any:
+    """A progress bar on stderr (click draws it only on a terminal), or the bare items."""
+    if not show:
+        from contextlib import nullcontext
+
+        return nullcontext(items if items is not None else _Counter())
+    return click.progressbar(items, length=length, label=label, file=sys.stderr)
+
+
+class _Counter:
+    """Stands in for a bar when none is drawn."""
+
+    def update(self, n: int) -> None:
+        del n
+
+
+async def _enrich_with_bar(app: Any, persona_id: str, state: CliState, show: bool) -> Any:
+    """Enrich the pending episodes one at a time under a bar; the pass's summed report."""
+    from sonality.mind.enrichment import EnrichReport
+    from sonality.observability import quiet
+
+    first = await app.enrich_pending(persona_id, limit=1)
+    if first.stopped_by is not None or first.remaining == 0:
+        return first
+    enriched, failed = first.enriched, first.failed
+    report = first
+    total = first.enriched + first.failed + first.remaining
+    with quiet(state.verbosity <= 0), _bar(None, "enriching", show, length=total) as bar:
+        bar.update(enriched + failed)
+        while report.stopped_by is None and report.remaining > 0:
+            report = await app.enrich_pending(persona_id, limit=1)
+            if report.enriched + report.failed == 0:
+                break
+            enriched, failed = enriched + report.enriched, failed + report.failed
+            bar.update(report.enriched + report.failed)
+    return EnrichReport(
+        persona_id=persona_id,
+        enriched=enriched,
+        failed=failed,
+        remaining=report.remaining,
+        stopped_by=report.stopped_by,
+    )
 
 
 def _echo_enrichment(report: Any) -> None:
@@ -345,6 +395,8 @@ async def enrich(state: CliState, persona_id: str | None, as_json: bool) -> None
         for report in reports:
             click.echo(f"{report.persona_id}: ", nl=False)
             _echo_enrichment(report)
+        if not reports:
+            click.echo("no personas yet: nothing to enrich")
 
     emit(reports, as_json, text)
     for report in reports:

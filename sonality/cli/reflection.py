@@ -9,6 +9,7 @@ a plug-in point for your own LLM adapter (or ``sonality.testing.ScriptedLLM`` in
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -245,6 +246,11 @@ async def snapshot_rollback(
 @click.option("--grace-seconds", type=float, default=30.0, show_default=True)
 @click.option("--once", is_flag=True, help="One pass (enrich pending, reflect due), then exit.")
 @click.option("--owner", help="Lease owner id (default host:pid:random).")
+@click.option(
+    "--heartbeat-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Touch this file after every scan that reached the store (for health checks).",
+)
 @json_option
 @llm_option
 @click.pass_obj
@@ -257,6 +263,7 @@ async def worker(
     grace_seconds: float,
     once: bool,
     owner: str | None,
+    heartbeat_file: Path | None,
     as_json: bool,
     llm_spec: str | None,
 ) -> None:
@@ -273,6 +280,7 @@ async def worker(
         retry_seconds=retry_seconds or settings.worker_retry_seconds,
         idle_seconds=idle_seconds or settings.worker_idle_reflection_seconds,
         grace_seconds=grace_seconds,
+        heartbeat_file=heartbeat_file,
     )
 
     async with state.app(llm_spec=llm_spec, owner=owner) as app:

@@ -66,7 +66,7 @@ async def doctor(state: CliState, as_json: bool, call_model: bool) -> None:
         },
     }
     try:
-        async with state.store() as store:
+        async with state.store(create=False) as store:
             await store.ping()
             status = await store.schema_status()
             report["store"].update(reachable=True)

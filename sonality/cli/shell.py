@@ -45,8 +45,11 @@ class CliState:
     """The object carried in ``ctx.obj``: the settings (read and checked on first use, when
     logging is configured too) and the ways a command opens what it works on."""
 
-    def __init__(self) -> None:
+    def __init__(self, verbosity: int = 0) -> None:
         self._settings: Settings | None = None
+        self.verbosity = verbosity
+        """-1 with ``-q`` (warnings only, no progress bars), 1 with ``-v`` (debug events,
+        shown during bars too), 0 otherwise (``SONALITY_LOG_LEVEL``)."""
 
     @property
     def settings(self) -> Settings:
@@ -63,7 +66,8 @@ class CliState:
                 first = exc.errors()[0]
                 where = ".".join(str(p) for p in first["loc"]).upper()
                 raise ConfigError(f"bad setting SONALITY_{where}: {first['msg']}") from None
-            configure_logging(self._settings.log_format, self._settings.log_level)
+            level = {-1: "WARNING", 1: "DEBUG"}.get(self.verbosity, self._settings.log_level)
+            configure_logging(self._settings.log_format, level)
         return self._settings
 
     @asynccontextmanager
@@ -85,11 +89,12 @@ class CliState:
             await app.close()
 
     @asynccontextmanager
-    async def store(self) -> AsyncIterator[Store]:
-        """The bare store (opened, never migrated), for the schema commands."""
+    async def store(self, *, create: bool = True) -> AsyncIterator[Store]:
+        """The bare store (opened, never migrated), for the schema commands; with
+        ``create=False`` nothing is created (``doctor``)."""
         from sonality.wiring import open_store
 
-        store = await open_store(self.settings)
+        store = await open_store(self.settings, create=create)
         try:
             yield store
         finally:

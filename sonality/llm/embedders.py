@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import structlog
 
 from sonality.errors import ConfigError, LLMError, LLMUnavailable
+from sonality.observability import get_logger
 
 if TYPE_CHECKING:
     from sonality.config import Settings
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = ["HashEmbedder", "LiteLLMEmbedder", "embedder_from_settings"]
 
-log = structlog.get_logger("sonality.llm")
+log = get_logger("sonality.llm")
 
 _WORD = re.compile(r"\w+")
 _BIGRAM_WEIGHT = 0.5

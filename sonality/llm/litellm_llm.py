@@ -24,13 +24,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import litellm
-import structlog
 from pydantic import BaseModel
 
 from sonality.errors import LLMError, LLMResponseInvalid, LLMUnavailable
 from sonality.llm.prompts import PromptLibrary, RenderedPrompt
 from sonality.llm.replies import ReplyInvalid, parse_reply, reask_message
 from sonality.llm.usage import UsageMeter
+from sonality.observability import get_logger
 
 if TYPE_CHECKING:
     from sonality.config import Settings
@@ -47,7 +47,7 @@ MAX_BACKOFF_SECONDS = 30.0
 # would corrupt the CLI's --json output, and our own logs already say what failed.
 litellm.suppress_debug_info = True
 
-log = structlog.get_logger("sonality.llm")
+log = get_logger("sonality.llm")
 
 _TRANSIENT_TYPES: tuple[type[BaseException], ...] = (
     litellm.exceptions.RateLimitError,

@@ -11,7 +11,7 @@ approximation of one token per four characters. Budgets only need a close estima
 
 from __future__ import annotations
 
-import structlog
+from sonality.observability import get_logger
 
 __all__ = ["DEFAULT_TOKENIZER_MODEL", "approximate_tokens", "count_tokens"]
 
@@ -21,7 +21,7 @@ have to be downloaded) is given."""
 
 _NEEDS_DOWNLOAD = ("llama", "replicate", "command-r")
 
-log = structlog.get_logger("sonality.llm")
+log = get_logger("sonality.llm")
 
 
 def approximate_tokens(text: str) -> int:

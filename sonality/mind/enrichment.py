@@ -14,7 +14,6 @@ import time
 import uuid
 from collections.abc import Callable
 
-import structlog
 from pydantic import BaseModel, ConfigDict
 
 from sonality.core.enrichment import Normalised, plan_commit
@@ -23,11 +22,12 @@ from sonality.errors import ConflictError, LLMError, LLMResponseInvalid, LLMUnav
 from sonality.llm.prompts import Prompt
 from sonality.mind.enrichment_prompt import EvidenceReply, InsightReply, normalise
 from sonality.models import EnrichmentCommit, EnrichmentStatus, Episode, Persona
+from sonality.observability import get_logger
 from sonality.ports import LLM, Clock, Store
 
 __all__ = ["EnrichReport", "Enricher", "interaction_ids"]
 
-log = structlog.get_logger("sonality.enrichment")
+log = get_logger("sonality.enrichment")
 
 _CONFLICT_RETRIES = 5
 

@@ -18,11 +18,11 @@ from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
-import structlog
+from sonality.observability import get_logger
 
 __all__ = ["Lanes"]
 
-log = structlog.get_logger("sonality.runtime")
+log = get_logger("sonality.runtime")
 
 Job = Callable[[], Awaitable[Any]]
 

@@ -15,15 +15,14 @@ from __future__ import annotations
 
 import uuid
 
-import structlog
-
 from sonality.errors import LLMError
 from sonality.models import Episode, EpisodeDraft
+from sonality.observability import get_logger
 from sonality.ports import Clock, Embedder, Store
 
 __all__ = ["EpisodeRecorder"]
 
-log = structlog.get_logger("sonality")
+log = get_logger("sonality")
 
 
 class EpisodeRecorder:

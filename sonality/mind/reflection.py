@@ -42,7 +42,6 @@ import uuid
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 
-import structlog
 from pydantic import BaseModel, ConfigDict
 
 from sonality.core.decay import DecayResult
@@ -69,6 +68,7 @@ from sonality.models import (
     Reflection,
     ReflectionOutcome,
 )
+from sonality.observability import get_logger
 from sonality.ports import LLM, Clock, Store
 
 __all__ = [
@@ -80,7 +80,7 @@ __all__ = [
     "trigger_state",
 ]
 
-log = structlog.get_logger("sonality.reflection")
+log = get_logger("sonality.reflection")
 
 
 def default_owner() -> str:
@@ -258,6 +258,17 @@ class Reflector:
         pid = persona.id
         since = persona.last_reflection_at
         snapshot = await self._store.current_snapshot(pid)
+        if persona.review_from_version is not None:
+            # an erasure flagged the versions from review_from_version on (they may quote
+            # what was erased): rewrite from the last version before them
+            history = await self._store.snapshot_history(pid)
+            base = max(
+                (s for s in history if s.version < persona.review_from_version),
+                key=lambda s: s.version,
+                default=None,
+            )
+            if base is not None:
+                snapshot = snapshot.model_copy(update={"text": base.text})
         beliefs = await self._store.list_beliefs(pid)
         insights = await self._store.list_insights(pid, status=InsightStatus.PENDING)
         episodes = await self._store.episodes_since(
@@ -364,6 +375,12 @@ class Reflector:
             )
             return await self._not_committed(start, conflict, dry_run=False, new_text=new_text)
         snapshot_version = reflection.snapshot_version or start.snapshot.version
+        review = persona.review_from_version
+        if review is not None and reflection.snapshot_version is not None:
+            purged = await self._store.purge_snapshots(
+                persona.id, from_version=review, below_version=reflection.snapshot_version
+            )
+            log.info("snapshots_reviewed", persona_id=persona.id, purged=purged)
         log.info(
             "reflection_committed",
             persona_id=persona.id,

@@ -34,7 +34,6 @@ from collections.abc import Callable
 from datetime import timedelta
 from functools import partial
 
-import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
 from sonality.errors import (
@@ -63,11 +62,12 @@ from sonality.models import (
     ThinkerStatus,
     ThinkerTurn,
 )
+from sonality.observability import get_logger
 from sonality.ports import LLM, Clock, Store
 
 __all__ = ["DualProcess", "RuntimeSettings"]
 
-log = structlog.get_logger("sonality.runtime")
+log = get_logger("sonality.runtime")
 
 
 class RuntimeSettings(BaseModel):

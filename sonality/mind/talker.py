@@ -17,7 +17,6 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-import structlog
 from pydantic import BaseModel, ConfigDict
 
 from sonality.core.budget import Message, conversation_window
@@ -33,11 +32,12 @@ from sonality.models import (
     Persona,
     RuntimeMode,
 )
+from sonality.observability import get_logger
 from sonality.ports import LLM, Clock, PromptSource, Store
 
 __all__ = ["Reply", "Spoken", "Talker", "inner_state"]
 
-log = structlog.get_logger("sonality.talker")
+log = get_logger("sonality.talker")
 
 _RECENT_EPISODES = 5
 """Episodes read for the window: the newest 10 messages need at most the last five."""

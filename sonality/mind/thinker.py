@@ -30,7 +30,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import structlog
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from sonality.core.budget import clip_text, fit_items, truncate_history
@@ -54,11 +53,12 @@ from sonality.models import (
     ThinkerTurn,
     ThoughtCommit,
 )
+from sonality.observability import get_logger
 from sonality.ports import LLM, Clock, PromptSource, Store
 
 __all__ = ["MonologueReply", "Thinker", "ThinkerBudget", "render_entry"]
 
-log = structlog.get_logger("sonality.thinker")
+log = get_logger("sonality.thinker")
 
 _EXCERPT_TURNS = 3
 _CONFLICT_RETRIES = 3

@@ -19,6 +19,7 @@ from sonality.models import (
     EnrichmentStatus,
     Episode,
     EpisodeDraft,
+    ErasureCommit,
     Persona,
     Reflection,
     ReflectionCommit,
@@ -37,6 +38,8 @@ __all__ = [
     "enrichment_may_commit",
     "episode_counts",
     "episode_not_found",
+    "erasure_may_commit",
+    "fact_not_found",
     "first_snapshot",
     "insights_consumed",
     "lease_is_free",
@@ -52,6 +55,7 @@ __all__ = [
     "unsuccessful_attempt",
     "usage_of_persona",
     "usage_of_turn",
+    "user_not_found",
     "wrote_all",
 ]
 
@@ -71,6 +75,14 @@ def limit(value: int) -> int:
 
 def episode_not_found(persona_id: str, episode_id: str) -> NotFoundError:
     return NotFoundError("no such episode", persona_id=persona_id, episode_id=episode_id)
+
+
+def user_not_found(persona_id: str, user_id: str) -> NotFoundError:
+    return NotFoundError("no such user", persona_id=persona_id, user_id=user_id)
+
+
+def fact_not_found(persona_id: str, fact_id: str) -> NotFoundError:
+    return NotFoundError("no such fact", persona_id=persona_id, fact_id=fact_id)
 
 
 # personas and snapshots -----------------------------------------------------------------
@@ -186,6 +198,21 @@ def staged_committed(persona_id: str, expected: int, committed: int) -> None:
         committed,
         conflict=True,
     )
+
+
+# erasure ----------------------------------------------------------------------------------
+
+
+def erasure_may_commit(commit: ErasureCommit, interaction_count: int) -> None:
+    """The persona is still at the count the erasure replayed from; else ``ConflictError``
+    (an interaction was enriched meanwhile: read and replay again)."""
+    if interaction_count != commit.expected_interaction_count:
+        raise ConflictError(
+            "the persona moved on since this erasure read it",
+            persona_id=commit.persona_id,
+            expected=commit.expected_interaction_count,
+            found=interaction_count,
+        )
 
 
 # reflection -------------------------------------------------------------------------------

@@ -12,9 +12,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sonality.models import EnrichmentCommit, EnrichmentStatus
+from sonality.models import EnrichmentCommit, EnrichmentStatus, Episode
 
-__all__ = ["ENRICHED_FIELDS", "EVIDENCE_FIELDS", "enriched_episode", "episode"]
+__all__ = [
+    "ENRICHED_FIELDS",
+    "EVIDENCE_COLUMNS",
+    "EVIDENCE_FIELDS",
+    "enriched_episode",
+    "episode",
+    "evidence",
+    "stored_episode",
+]
 
 EVIDENCE_FIELDS = {
     "ess_score": "score",
@@ -65,4 +73,30 @@ def episode(stored: Mapping[str, Any]) -> dict[str, Any]:
     fields = {k: v for k, v in stored.items() if k not in EVIDENCE_FIELDS}
     evidence = {n: stored[k] for k, n in EVIDENCE_FIELDS.items() if stored.get(k) is not None}
     fields["evidence"] = evidence if "score" in evidence else None
+    return fields
+
+
+EVIDENCE_COLUMNS = (
+    *("id", "user_id", "conversation_id", "seq", "interaction_index"),
+    *EVIDENCE_FIELDS,
+    *("defaulted", "topics", "importance", "disagreement"),
+)
+"""The stored fields a :class:`~sonality.models.StoredEvidence` is read from."""
+
+
+def evidence(stored: Mapping[str, Any]) -> dict[str, Any]:
+    """An enriched episode's :data:`EVIDENCE_COLUMNS` as ``StoredEvidence`` fields."""
+    fields = episode(stored)
+    fields["episode_id"] = fields.pop("id")
+    return fields
+
+
+def stored_episode(model: Episode) -> dict[str, Any]:
+    """An episode's fields as stored: JSON values, the creation time as a datetime, and
+    the assessment flattened into the ``ess_*`` fields (each backend's codec turns the time
+    and the lists into its own values)."""
+    fields = model.model_dump(mode="json", exclude={"evidence"})
+    fields["created_at"] = model.created_at
+    evidence = {} if model.evidence is None else model.evidence.model_dump(mode="json")
+    fields.update({stored: evidence.get(name) for stored, name in EVIDENCE_FIELDS.items()})
     return fields

@@ -30,13 +30,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, TypeAlias, TypeVar
 
 import pydantic_core
-import structlog
 from pydantic import BaseModel
 
 from sonality.errors import ConfigError, LLMResponseInvalid, LLMUnavailable
 from sonality.llm.prompts import PromptLibrary, RenderedPrompt
 from sonality.llm.replies import ReplyInvalid, parse_reply
 from sonality.llm.usage import UsageMeter
+from sonality.observability import get_logger
 
 __all__ = ["FrozenClock", "Reply", "ScriptedCall", "ScriptedLLM"]
 
@@ -53,7 +53,7 @@ Reply: TypeAlias = (
 as is, e.g. malformed JSON), an exception instance (raised), or a callable
 ``(rendered, variables) -> reply``, sync or async, returning one of the others."""
 
-log = structlog.get_logger("sonality.llm")
+log = get_logger("sonality.llm")
 
 
 class FrozenClock:

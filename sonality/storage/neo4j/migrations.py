@@ -27,11 +27,11 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, LiteralString
 
-import structlog
 from neo4j import AsyncDriver, AsyncManagedTransaction
 
 from sonality.errors import SchemaError
 from sonality.models import AppliedMigration, SchemaStatus
+from sonality.observability import get_logger
 from sonality.resources import resource_dir
 from sonality.storage import migrations
 from sonality.storage.migrations import MigrationStep
@@ -46,7 +46,7 @@ __all__ = [
     "discover",
 ]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 VECTOR_INDEX = "episode_embedding"
 """Name of the vector index over ``Episode.embedding``."""

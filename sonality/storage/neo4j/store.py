@@ -1,7 +1,8 @@
 """``Neo4jStore``: the :class:`~sonality.ports.Store` on Neo4j 5.26.
 
 One async driver per store. The store is the sum of its aggregates (personas, episodes,
-enrichment, reflection, runtime), which all run their units of work through one
+enrichment, reflection, runtime, erasure, archive, API keys), which all run their units of
+work through one
 :class:`~sonality.storage.neo4j.executor.Neo4jExecutor`; this module adds opening,
 closing, the schema (through :class:`~sonality.storage.neo4j.migrations.Neo4jLedger`) and
 maintenance.
@@ -15,9 +16,11 @@ from neo4j import AsyncDriver, AsyncGraphDatabase, NotificationDisabledClassific
 
 from sonality.errors import ConfigError
 from sonality.models import SchemaStatus
+from sonality.storage.neo4j.archive import Neo4jArchive
 from sonality.storage.neo4j.cypher import Query, load
 from sonality.storage.neo4j.enrichment import Neo4jEnrichment
 from sonality.storage.neo4j.episodes import Neo4jEpisodes
+from sonality.storage.neo4j.erasure import Neo4jErasure
 from sonality.storage.neo4j.executor import Neo4jExecutor, translate_errors
 from sonality.storage.neo4j.keys import Neo4jKeys
 from sonality.storage.neo4j.migrations import Neo4jLedger
@@ -35,7 +38,14 @@ BOLT_SCHEMES = frozenset({"bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo
 
 
 class Neo4jStore(
-    Neo4jPersonas, Neo4jEpisodes, Neo4jEnrichment, Neo4jReflection, Neo4jRuntime, Neo4jKeys
+    Neo4jPersonas,
+    Neo4jEpisodes,
+    Neo4jEnrichment,
+    Neo4jReflection,
+    Neo4jRuntime,
+    Neo4jErasure,
+    Neo4jArchive,
+    Neo4jKeys,
 ):
     """Sonality's persistence on a Neo4j 5.26 database (see ``DESIGN.md`` §3)."""
 

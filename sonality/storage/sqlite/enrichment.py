@@ -24,7 +24,13 @@ from sonality.storage.sqlite import codec
 from sonality.storage.sqlite.episodes import episode_columns, episode_from
 from sonality.storage.sqlite.executor import SqliteAggregate, insert_statement, persona_counters
 
-__all__ = ["BELIEF_FIELDS", "SqliteEnrichment", "insert_insight"]
+__all__ = [
+    "BELIEF_FIELDS",
+    "FACT_FIELDS",
+    "STAGED_FIELDS",
+    "SqliteEnrichment",
+    "insert_insight",
+]
 
 BELIEF_FIELDS = (
     "persona_id",
@@ -38,7 +44,7 @@ BELIEF_FIELDS = (
     "created_at",
     "updated_at",
 )
-_STAGED_FIELDS = (
+STAGED_FIELDS = (
     "persona_id",
     "id",
     "topic",
@@ -49,7 +55,7 @@ _STAGED_FIELDS = (
     "committed_at",
 )
 _INSIGHT_FIELDS = ("persona_id", "id", "episode_id", "text", "status", "created_at")
-_FACT_FIELDS = (
+FACT_FIELDS = (
     "persona_id",
     "id",
     "user_id",
@@ -69,9 +75,9 @@ _UPSERT_BELIEF = (
     + " ON CONFLICT (persona_id, topic) DO UPDATE SET "
     + ", ".join(f"{c} = excluded.{c}" for c in BELIEF_FIELDS[2:])
 )
-_INSERT_STAGED = insert_statement("staged_updates", _STAGED_FIELDS)
+_INSERT_STAGED = insert_statement("staged_updates", STAGED_FIELDS)
 _INSERT_INSIGHT = insert_statement("insights", _INSIGHT_FIELDS)
-_INSERT_FACT = insert_statement("user_facts", _FACT_FIELDS)
+_INSERT_FACT = insert_statement("user_facts", FACT_FIELDS)
 _PROVENANCE = ("episode_id", "topic", "delta", "committed_at")
 
 
@@ -181,7 +187,7 @@ def _evidence(
 
 def _staged(conn: sqlite3.Connection, persona_id: str, due_by: int | None) -> list[StagedUpdate]:
     rows = conn.execute(
-        f"SELECT {', '.join(_STAGED_FIELDS)} FROM staged_updates WHERE persona_id = ? "
+        f"SELECT {', '.join(STAGED_FIELDS)} FROM staged_updates WHERE persona_id = ? "
         "AND committed_at IS NULL AND (? IS NULL OR due_at <= ?) "
         "ORDER BY due_at, staged_at, id",
         (persona_id, due_by, due_by),
@@ -203,7 +209,7 @@ def _insights(
 
 def _facts(conn: sqlite3.Connection, persona_id: str, user_id: str) -> list[UserFact]:
     rows = conn.execute(
-        f"SELECT {', '.join(_FACT_FIELDS)} FROM user_facts WHERE persona_id = ? "
+        f"SELECT {', '.join(FACT_FIELDS)} FROM user_facts WHERE persona_id = ? "
         "AND user_id = ? AND retracted = 0 ORDER BY created_at, id",
         (persona_id, user_id),
     )

@@ -20,10 +20,9 @@ from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 
-import structlog
-
 from sonality.errors import MigrationChecksumMismatch, SchemaError
 from sonality.models import AppliedMigration
+from sonality.observability import get_logger
 from sonality.resources import resource_dir
 from sonality.storage import migrations
 from sonality.storage.migrations import MigrationStep
@@ -40,7 +39,7 @@ __all__ = [
     "statements",
 ]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 DATA_TABLES: tuple[str, ...] = (
     "api_keys",
@@ -65,10 +64,12 @@ DATA_TABLES: tuple[str, ...] = (
     "users",
     "snapshots",
     "personas",
+    "erasures",
 )
 """Every table holding data, children before parents (the order ``delete_all`` empties
-them in). A new migration that adds a table adds it here too; ``schema_migrations`` and
-``store_meta`` are bookkeeping and survive ``delete_all``."""
+them in; ``erasures`` last, since deleting a persona keeps it). A new migration that adds a
+table adds it here too; ``schema_migrations`` and ``store_meta`` are bookkeeping and
+survive ``delete_all``."""
 
 _CREATE_LEDGER = """
 CREATE TABLE IF NOT EXISTS schema_migrations (

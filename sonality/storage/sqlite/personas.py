@@ -30,10 +30,12 @@ _PERSONA_FIELDS = (
     "last_reflection_attempt_at",
     "runtime_mode",
     "affect",
+    "review_from_version",
 )
 _PERSONAS = f"SELECT {', '.join(_PERSONA_FIELDS)} FROM personas"
-_NEW_PERSONA = _PERSONA_FIELDS[:-2]
-"""Written at creation; the runtime defaults keep their column defaults until set."""
+_NEW_PERSONA = _PERSONA_FIELDS[:-3]
+"""Written at creation; the runtime defaults and the review marker keep their column
+defaults until set."""
 _INSERT_PERSONA = insert_statement("personas", _NEW_PERSONA)
 _SNAPSHOT_FIELDS = ("persona_id", "version", "text", "reason", "created_at")
 _SNAPSHOTS = f"SELECT {', '.join(_SNAPSHOT_FIELDS)} FROM snapshots"
@@ -63,7 +65,8 @@ def current_version(conn: sqlite3.Connection, persona_id: str) -> int:
 def _create(conn: sqlite3.Connection, persona: Persona, snapshot: Snapshot) -> Persona:
     if conn.execute("SELECT 1 FROM personas WHERE id = ?", (persona.id,)).fetchone():
         raise AlreadyExists("persona exists already", persona_id=persona.id)
-    conn.execute(_INSERT_PERSONA, codec.encode(persona, exclude={"runtime_mode", "affect"}))
+    later = {"runtime_mode", "affect", "review_from_version"}
+    conn.execute(_INSERT_PERSONA, codec.encode(persona, exclude=later))
     insert_snapshot(conn, snapshot)
     return get_persona(conn, persona.id)
 

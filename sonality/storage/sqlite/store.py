@@ -2,7 +2,7 @@
 default.
 
 The store is the sum of its aggregates (personas, episodes, enrichment, reflection,
-runtime, API keys), which all run their units of work through one
+runtime, API keys, erasure, archive), which all run their units of work through one
 :class:`~sonality.storage.sqlite.executor.SqliteExecutor`; this module adds opening,
 closing, the schema (through :class:`~sonality.storage.sqlite.migrations.SqliteLedger`)
 and maintenance. Opening never creates schema; :meth:`SqliteStore.migrate` does, and data
@@ -20,8 +20,10 @@ from sonality.errors import SchemaError, StoreUnavailable, ValidationError
 from sonality.models import SchemaStatus
 from sonality.storage import migrations
 from sonality.storage.sqlite import migrations as ledger
+from sonality.storage.sqlite.archive import SqliteArchive
 from sonality.storage.sqlite.enrichment import SqliteEnrichment
 from sonality.storage.sqlite.episodes import SqliteEpisodes
+from sonality.storage.sqlite.erasure import SqliteErasure
 from sonality.storage.sqlite.executor import SqliteExecutor, connect
 from sonality.storage.sqlite.keys import SqliteKeys
 from sonality.storage.sqlite.migrations import DATA_TABLES, SqliteLedger
@@ -45,7 +47,14 @@ def _delete_all(conn: sqlite3.Connection) -> None:
 
 
 class SqliteStore(
-    SqlitePersonas, SqliteEpisodes, SqliteEnrichment, SqliteReflection, SqliteRuntime, SqliteKeys
+    SqlitePersonas,
+    SqliteEpisodes,
+    SqliteEnrichment,
+    SqliteReflection,
+    SqliteRuntime,
+    SqliteErasure,
+    SqliteArchive,
+    SqliteKeys,
 ):
     """Sonality's persistence on one SQLite file (see the module docstring)."""
 
@@ -81,8 +90,10 @@ class SqliteStore(
         embedding_dimensions: int = 256,
         busy_timeout: float = 10.0,
         migrations_dir: Path | None = None,
+        create: bool = True,
     ) -> SqliteStore:
-        """Open (creating the parent folders and the empty file, never the schema).
+        """Open (creating the parent folders and the empty file, never the schema; with
+        ``create=False`` a missing file is ``StoreUnavailable`` and nothing is created).
         ``migrations_dir`` replaces the shipped ``migrations/sqlite/`` folder (for tests)."""
         if sqlite3.sqlite_version_info < MIN_SQLITE_VERSION:
             raise StoreUnavailable(
@@ -93,6 +104,9 @@ class SqliteStore(
         if embedding_dimensions < 1:
             raise ValidationError("embedding_dimensions must be positive")
         file = Path(path)
+        if not create and not await asyncio.to_thread(file.is_file):
+            where = "file" if await asyncio.to_thread(file.parent.is_dir) else "folder"
+            raise StoreUnavailable(f"the SQLite {where} does not exist", path=str(file))
         try:
             file.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

@@ -2,33 +2,34 @@ package dev.sonality.devserver;
 
 import java.io.IOException;
 import java.io.PrintStream;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
+import java.net.URI;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
-import java.time.Duration;
 import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
-import org.neo4j.configuration.GraphDatabaseInternalSettings;
-import org.neo4j.configuration.GraphDatabaseSettings;
-import org.neo4j.configuration.SettingValueParsers;
-import org.neo4j.configuration.connectors.BoltConnector;
-import org.neo4j.configuration.connectors.HttpConnector;
-import org.neo4j.configuration.connectors.HttpsConnector;
-import org.neo4j.configuration.helpers.SocketAddress;
-import org.neo4j.harness.Neo4j;
-import org.neo4j.harness.Neo4jBuilder;
-import org.neo4j.harness.Neo4jBuilders;
-import org.neo4j.server.configuration.ServerSettings;
 
 /**
  * Docker-free Neo4j (Community, via neo4j-harness) for Sonality tests and development.
+ *
+ * <p>One launcher for every Neo4j line the dev server supports (5.26 LTS on Java 17, 2026.x on Java 21):
+ * it is compiled {@code --release 17} with no Neo4j class on the compile path and drives the harness
+ * reflectively, through the few entry points that exist unchanged in both lines
+ * ({@code Neo4jBuilders.newInProcessBuilder(Path)}, {@code Neo4jBuilder.withConfig(Setting, Object)},
+ * {@code build()}, {@code Neo4j.boltURI()/httpURI()}). Settings are set by their neo4j.conf names, looked up
+ * in {@code Config.defaults().getDeclaredSettings()} and parsed by the setting itself, so no Java field
+ * name or value class of either line is baked in.
  *
  * <p>Usage: {@code Launcher [--bolt-port N] [--http-port N] [--data-dir PATH] [--page-cache 64m]
  * [--browser-post-connect-cmd CMD]}
@@ -133,16 +134,48 @@ public final class Launcher {
             fail(EXIT_USAGE, "--bolt-port and --http-port must differ");
         }
 
-        long pageCache;
+        Map<String, String> conf = new LinkedHashMap<>();
+        conf.put("dbms.security.auth_enabled", "false");
+        conf.put("server.memory.pagecache.size", opts.pageCache);
+        conf.put("db.tx_log.preallocate", "false");
+        conf.put("server.default_listen_address", HOST);
+        conf.put("server.default_advertised_address", HOST);
+        conf.put("server.bolt.enabled", "true");
+        conf.put("server.bolt.listen_address", HOST + ":" + opts.boltPort);
+        conf.put("server.bolt.advertised_address", HOST + ":" + opts.boltPort);
+        conf.put("server.bolt.tls_level", "DISABLED");
+        conf.put("server.http.enabled", "true");
+        conf.put("server.http.listen_address", HOST + ":" + opts.httpPort);
+        conf.put("server.http.advertised_address", HOST + ":" + opts.httpPort);
+        conf.put("server.https.enabled", "false");
+        if (opts.browserPostConnectCmd != null) {
+            conf.put("browser.post_connect_cmd", opts.browserPostConnectCmd);
+        }
+        // Nice to have, absent or renamed in some lines: each group sets the first name this server declares,
+        // and is skipped with a note when it declares none of them.
+        String[][][] optional = {
+            {{"dbms.usage_report.enabled", "false"}},
+            // Neo4j Browser / Bloom product analytics off.
+            {{"client.allow_telemetry", "false"}},
+            // Netty waits a 5 s quiet period per Bolt event loop group on shutdown (~10 s in total);
+            // a dev server has no in-flight work worth waiting for. 5.26 takes seconds, 2026.x a duration.
+            {
+                {"internal.dbms.bolt.netty_server_shutdown_quiet_period", "0"},
+                {"internal.dbms.bolt.netty_server_shutdown_quiet_period_duration", "0s"}
+            },
+            {{"internal.dbms.bolt.netty_server_shutdown_timeout", "5s"}},
+        };
+
+        Harness harness;
         try {
-            pageCache = SettingValueParsers.BYTES.parse(opts.pageCache);
-        } catch (RuntimeException e) {
-            fail(EXIT_USAGE, "invalid --page-cache '" + opts.pageCache + "': " + e.getMessage());
+            harness = Harness.load();
+        } catch (ReflectiveOperationException | RuntimeException e) {
+            fail(EXIT_START_FAILED, "neo4j-harness is not usable on this class path: " + describe(e));
             return;
         }
 
         Path tempDir = null;
-        Neo4jBuilder builder;
+        Object builder;
         try {
             if (opts.dataDir != null) {
                 // The harness always works in a random <md5> subfolder of the directory it is given and deletes
@@ -153,48 +186,39 @@ public final class Launcher {
                 Files.createDirectories(scratch);
                 removeStaleScratch(scratch);
                 Files.createDirectories(opts.dataDir.resolve("logs"));
-                builder = Neo4jBuilders.newInProcessBuilder(scratch)
-                        .withConfig(GraphDatabaseSettings.data_directory, opts.dataDir.resolve("data"))
-                        .withConfig(GraphDatabaseSettings.logs_directory, opts.dataDir.resolve("logs"));
+                builder = harness.newBuilder(scratch);
+                conf.put("server.directories.data", opts.dataDir.resolve("data").toString());
+                conf.put("server.directories.logs", opts.dataDir.resolve("logs").toString());
             } else {
                 tempDir = Files.createTempDirectory("neo4j-devserver-");
-                builder = Neo4jBuilders.newInProcessBuilder(tempDir);
+                builder = harness.newBuilder(tempDir);
             }
-        } catch (IOException e) {
-            fail(EXIT_START_FAILED, "cannot prepare data directory: " + e);
+        } catch (IOException | ReflectiveOperationException e) {
+            fail(EXIT_START_FAILED, "cannot prepare data directory: " + describe(e));
             return;
         }
 
-        builder.withConfig(GraphDatabaseSettings.auth_enabled, false)
-                .withConfig(GraphDatabaseSettings.pagecache_memory, pageCache)
-                .withConfig(GraphDatabaseSettings.udc_enabled, false)
-                .withConfig(GraphDatabaseSettings.preallocate_logical_logs, false)
-                .withConfig(GraphDatabaseSettings.default_listen_address, new SocketAddress(HOST))
-                .withConfig(GraphDatabaseSettings.default_advertised_address, new SocketAddress(HOST))
-                .withConfig(BoltConnector.enabled, true)
-                .withConfig(BoltConnector.listen_address, new SocketAddress(HOST, opts.boltPort))
-                .withConfig(BoltConnector.advertised_address, new SocketAddress(HOST, opts.boltPort))
-                .withConfig(BoltConnector.encryption_level, BoltConnector.EncryptionLevel.DISABLED)
-                .withConfig(HttpConnector.enabled, true)
-                .withConfig(HttpConnector.listen_address, new SocketAddress(HOST, opts.httpPort))
-                .withConfig(HttpConnector.advertised_address, new SocketAddress(HOST, opts.httpPort))
-                .withConfig(HttpsConnector.enabled, false)
-                // Neo4j Browser / Bloom product analytics off.
-                .withConfig(ServerSettings.allow_telemetry, false)
-                // Netty waits a 5 s quiet period per Bolt event loop group on shutdown (~10 s in total);
-                // a dev server has no in-flight work worth waiting for.
-                .withConfig(GraphDatabaseInternalSettings.netty_server_shutdown_quiet_period, 0)
-                .withConfig(GraphDatabaseInternalSettings.netty_server_shutdown_timeout, Duration.ofSeconds(5));
-        if (opts.browserPostConnectCmd != null) {
-            builder.withConfig(ServerSettings.browser_post_connect_cmd, opts.browserPostConnectCmd);
+        try {
+            for (Map.Entry<String, String> e : conf.entrySet()) {
+                harness.configure(builder, e.getKey(), e.getValue());
+            }
+            for (String[][] group : optional) {
+                harness.configureFirstKnown(builder, group);
+            }
+        } catch (IllegalArgumentException e) {
+            fail(EXIT_USAGE, e.getMessage());
+            return;
+        } catch (ReflectiveOperationException e) {
+            fail(EXIT_START_FAILED, "cannot configure neo4j-harness: " + describe(e));
+            return;
         }
 
         Server server = new Server(tempDir);
         Runtime.getRuntime().addShutdownHook(new Thread(server::close, "neo4j-devserver-shutdown"));
 
-        Neo4j neo4j;
+        AutoCloseable neo4j;
         try {
-            neo4j = builder.build();
+            neo4j = harness.build(builder);
         } catch (Throwable t) {
             server.close();
             int code = isBindFailure(t) ? EXIT_PORT_IN_USE : EXIT_START_FAILED;
@@ -205,8 +229,16 @@ public final class Launcher {
             return; // shutdown already in progress (signal arrived during start-up)
         }
 
-        String bolt = "bolt://" + HOST + ":" + neo4j.boltURI().getPort();
-        String http = "http://" + HOST + ":" + neo4j.httpURI().getPort();
+        String bolt;
+        String http;
+        try {
+            bolt = "bolt://" + HOST + ":" + harness.uri(neo4j, "boltURI").getPort();
+            http = "http://" + HOST + ":" + harness.uri(neo4j, "httpURI").getPort();
+        } catch (ReflectiveOperationException e) {
+            server.close();
+            fail(EXIT_START_FAILED, "cannot read the server's addresses: " + describe(e));
+            return;
+        }
         PrintStream out = System.out;
         out.println("NEO4J_DEVSERVER_READY bolt=" + bolt + " http=" + http);
         out.flush();
@@ -221,16 +253,20 @@ public final class Launcher {
     /** Owns the running instance and the temporary directory; close() is idempotent and safe from any thread. */
     private static final class Server {
         private final Path tempDir;
-        private Neo4j neo4j;
+        private AutoCloseable neo4j;
         private boolean closed;
 
         Server(Path tempDir) {
             this.tempDir = tempDir;
         }
 
-        synchronized boolean attach(Neo4j instance) {
+        synchronized boolean attach(AutoCloseable instance) {
             if (closed) {
-                instance.close();
+                try {
+                    instance.close();
+                } catch (Exception e) {
+                    System.err.println("neo4j-devserver: error during shutdown: " + describe(e));
+                }
                 return false;
             }
             this.neo4j = instance;
@@ -253,6 +289,102 @@ public final class Launcher {
             }
             if (tempDir != null) {
                 deleteRecursively(tempDir);
+            }
+        }
+    }
+
+    /**
+     * The harness API, reached reflectively so one class file runs against every supported Neo4j line. Every
+     * method used here exists with the same signature in neo4j-harness 5.26 and 2026.x.
+     */
+    private static final class Harness {
+        private final Method newInProcessBuilder;
+        private final Method withConfig;
+        private final Method build;
+        private final Map<String, Object> settings;
+
+        private Harness(Method newInProcessBuilder, Method withConfig, Method build, Map<String, Object> settings) {
+            this.newInProcessBuilder = newInProcessBuilder;
+            this.withConfig = withConfig;
+            this.build = build;
+            this.settings = settings;
+        }
+
+        @SuppressWarnings("unchecked")
+        static Harness load() throws ReflectiveOperationException {
+            Class<?> builders = Class.forName("org.neo4j.harness.Neo4jBuilders");
+            Class<?> builder = Class.forName("org.neo4j.harness.Neo4jBuilder");
+            Class<?> setting = Class.forName("org.neo4j.graphdb.config.Setting");
+            Class<?> config = Class.forName("org.neo4j.configuration.Config");
+            Object defaults = config.getMethod("defaults").invoke(null);
+            Map<String, Object> declared =
+                    (Map<String, Object>) config.getMethod("getDeclaredSettings").invoke(defaults);
+            return new Harness(
+                    builders.getMethod("newInProcessBuilder", Path.class),
+                    builder.getMethod("withConfig", setting, Object.class),
+                    builder.getMethod("build"),
+                    declared);
+        }
+
+        Object newBuilder(Path workDir) throws ReflectiveOperationException {
+            return unwrap(() -> newInProcessBuilder.invoke(null, workDir));
+        }
+
+        /** Sets {@code name} from its neo4j.conf text; fails when this server declares no such setting. */
+        void configure(Object builder, String name, String value) throws ReflectiveOperationException {
+            Object setting = settings.get(name);
+            if (setting == null) {
+                throw new ReflectiveOperationException("this Neo4j declares no setting '" + name + "'");
+            }
+            Object parsed;
+            try {
+                parsed = unwrap(() -> setting.getClass().getMethod("parse", String.class).invoke(setting, value));
+            } catch (RuntimeException | ReflectiveOperationException e) {
+                throw new IllegalArgumentException("invalid value '" + value + "' for " + name + ": " + describe(e));
+            }
+            unwrap(() -> withConfig.invoke(builder, setting, parsed));
+        }
+
+        /** Sets the first {name, value} pair whose name this server declares; notes on stderr when none. */
+        void configureFirstKnown(Object builder, String[][] alternatives) throws ReflectiveOperationException {
+            for (String[] pair : alternatives) {
+                if (settings.containsKey(pair[0])) {
+                    configure(builder, pair[0], pair[1]);
+                    return;
+                }
+            }
+            System.err.println("neo4j-devserver: this Neo4j has no setting '" + alternatives[0][0] + "'; skipped");
+        }
+
+        AutoCloseable build(Object builder) throws Throwable {
+            try {
+                return (AutoCloseable) build.invoke(builder);
+            } catch (InvocationTargetException e) {
+                throw e.getCause();
+            }
+        }
+
+        URI uri(AutoCloseable neo4j, String accessor) throws ReflectiveOperationException {
+            Method m = Class.forName("org.neo4j.harness.Neo4j").getMethod(accessor);
+            return (URI) unwrap(() -> m.invoke(neo4j));
+        }
+
+        private interface Call {
+            Object run() throws ReflectiveOperationException;
+        }
+
+        /** Rethrows what the harness itself threw (a RuntimeException) rather than the reflection wrapper. */
+        private static Object unwrap(Call call) throws ReflectiveOperationException {
+            try {
+                return call.run();
+            } catch (InvocationTargetException e) {
+                if (e.getCause() instanceof RuntimeException r) {
+                    throw r;
+                }
+                if (e.getCause() instanceof Error err) {
+                    throw err;
+                }
+                throw e;
             }
         }
     }

@@ -1,0 +1,2 @@
+MATCH (a:AffectState {persona_id: $persona_id})
+RETURN a {.*} AS affect

@@ -1,0 +1,3 @@
+// Every fact, retracted ones too.
+MATCH (f:UserFact {persona_id: $persona_id})
+RETURN f {.*} AS fact

@@ -1,0 +1,2 @@
+MATCH (n:Narrative {persona_id: $persona_id})
+RETURN n {.*} AS narrative

@@ -1,0 +1,6 @@
+UNWIND $rows AS row
+MATCH (e:Episode {persona_id: $persona_id, id: row.episode_id})
+CREATE (u:TurnUsage)
+SET u = row
+CREATE (e)-[:USAGE]->(u)
+RETURN count(u) AS created

@@ -1,0 +1,3 @@
+// Every staged update, committed ones too.
+MATCH (s:StagedUpdate {persona_id: $persona_id})
+RETURN s {.*} AS staged

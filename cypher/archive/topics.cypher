@@ -1,0 +1,2 @@
+MATCH (t:Topic {persona_id: $persona_id})
+RETURN t.name AS name

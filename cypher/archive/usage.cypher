@@ -1,0 +1,2 @@
+MATCH (u:TurnUsage {persona_id: $persona_id})
+RETURN u {.*} AS usage

@@ -1,0 +1,201 @@
+"""Forgetting and correcting: erase a user, an exchange or a persona, and undo the effect.
+
+:class:`Eraser` is the shell around the pure planner (``core.erasure.plan_erasure``):
+
+1. take the persona's reflection lease (owner ``erasure:…``), so no reflection reads the
+   evidence being erased or commits decay planned from it meanwhile;
+2. read the erasure state in one transaction, plan the commit (the replay of the opinion
+   rules over the remaining evidence) and apply it in one transaction; if an enrichment
+   committed in between (``ConflictError``), read and replay again;
+3. release the lease.
+
+The audit record (:class:`~sonality.models.Erasure`) is written in the same transaction.
+It names no user and holds no text, and nothing is logged with the erased ids either: log
+events carry the audit record's id and digest.
+
+Facts are corrected in place (kind, text, severity; the correction makes the fact active
+again) or retracted; both keep the fact's source episode.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+from sonality.core.erasure import erasure_subject, plan_erasure
+from sonality.core.opinion import OpinionParams
+from sonality.errors import ConflictError, ValidationError
+from sonality.mind.enrichment import interaction_ids
+from sonality.models import Erasure, ErasureKind, FactKind, UserFact
+from sonality.observability import get_logger
+from sonality.ports import Clock, Store
+
+__all__ = ["MAX_FACT_CHARS", "Eraser"]
+
+log = get_logger("sonality.erasure")
+
+MAX_FACT_CHARS = 2_000
+"""Longest fact text a correction may set."""
+
+_ATTEMPTS = 5
+_LEASE_WAIT_SECONDS = 0.2
+
+
+class Eraser:
+    """Erasures and corrections over one store (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        store: Store,
+        clock: Clock,
+        params: OpinionParams,
+        window_size: int = 50,
+        lease_seconds: float = 300.0,
+    ) -> None:
+        self._store = store
+        self._clock = clock
+        self._params = params
+        self._window = window_size
+        self._lease_seconds = lease_seconds
+
+    async def forget_user(self, persona_id: str, user_id: str) -> Erasure:
+        """Remove the user and everything it owns; replay the remaining evidence."""
+        return await self._erase(persona_id, ErasureKind.USER, user_id, user_id=user_id)
+
+    async def delete_episode(self, persona_id: str, episode_id: str) -> Erasure:
+        """Remove one exchange and what hangs off it; replay the remaining evidence."""
+        return await self._erase(persona_id, ErasureKind.EPISODE, episode_id, episode_id=episode_id)
+
+    async def delete_persona(self, persona_id: str) -> Erasure:
+        """Remove the persona and everything it owns, keeping the audit records."""
+        await self._store.get_persona(persona_id)
+        record = Erasure(
+            id=_erasure_id(),
+            persona_id=persona_id,
+            kind=ErasureKind.PERSONA,
+            subject=erasure_subject(persona_id, ErasureKind.PERSONA, persona_id),
+            created_at=self._clock.now(),
+        )
+        owner = await self._lease(persona_id)
+        try:
+            await self._store.delete_persona(persona_id, record)
+        except BaseException:
+            await self._release(persona_id, owner)
+            raise
+        log.info("persona_deleted", persona_id=persona_id, erasure_id=record.id)
+        return record
+
+    async def _erase(
+        self,
+        persona_id: str,
+        kind: ErasureKind,
+        subject_id: str,
+        *,
+        user_id: str | None = None,
+        episode_id: str | None = None,
+    ) -> Erasure:
+        await self._store.get_persona(persona_id)
+        owner = await self._lease(persona_id)
+        try:
+            for _ in range(_ATTEMPTS):
+                state = await self._store.erasure_state(
+                    persona_id, user_id=user_id, episode_id=episode_id
+                )
+                commit = plan_erasure(
+                    state,
+                    kind=kind,
+                    subject_id=subject_id,
+                    user_id=user_id,
+                    record_id=_erasure_id(),
+                    now=self._clock.now(),
+                    params=self._params,
+                    window_size=self._window,
+                    new_id=interaction_ids,
+                )
+                try:
+                    await self._store.commit_erasure(commit)
+                except ConflictError:
+                    continue  # an interaction was enriched meanwhile: replay again
+                record = commit.record
+                log.info(
+                    f"{kind.value}_erased",
+                    persona_id=persona_id,
+                    erasure_id=record.id,
+                    subject=record.subject[:12],
+                    episodes=record.episodes,
+                    facts=record.facts,
+                    insights=record.insights,
+                    beliefs_changed=record.beliefs_changed,
+                    beliefs_removed=record.beliefs_removed,
+                    review_from_version=record.review_from_version,
+                )
+                return record
+            raise ConflictError("the persona kept changing during the erasure; retry")
+        finally:
+            await self._release(persona_id, owner)
+
+    async def _lease(self, persona_id: str) -> str:
+        """Take the persona's reflection lease, waiting a little for a running reflection."""
+        owner = f"erasure:{uuid.uuid4().hex[:12]}"
+        for attempt in range(_ATTEMPTS * 5):
+            taken = await self._store.acquire_lease(
+                persona_id, owner, now=self._clock.now(), ttl_seconds=self._lease_seconds
+            )
+            if taken:
+                return owner
+            await asyncio.sleep(_LEASE_WAIT_SECONDS * min(attempt + 1, 5))
+        raise ConflictError("a reflection of this persona is running; retry", persona_id=persona_id)
+
+    async def _release(self, persona_id: str, owner: str) -> None:
+        await asyncio.shield(self._store.release_lease(persona_id, owner))
+
+    # facts ------------------------------------------------------------------------------
+
+    async def retract_fact(self, persona_id: str, fact_id: str) -> UserFact:
+        """Retract a fact: it stays stored, out of every context."""
+        fact = await self._store.get_fact(persona_id, fact_id)
+        await self._store.retract_fact(persona_id, fact.user_id, fact_id)
+        log.info("fact_retracted", persona_id=persona_id, fact_id=fact_id)
+        return await self._store.get_fact(persona_id, fact_id)
+
+    async def correct_fact(
+        self,
+        persona_id: str,
+        fact_id: str,
+        *,
+        text: str,
+        kind: FactKind | str | None = None,
+        severity: int | None = None,
+    ) -> UserFact:
+        """Replace a fact's text (and kind or severity); the corrected fact is active."""
+        if not isinstance(text, str) or not text.strip():
+            raise ValidationError("a corrected fact needs text", field="text")
+        if len(text) > MAX_FACT_CHARS or "\x00" in text:
+            raise ValidationError(
+                f"a fact is at most {MAX_FACT_CHARS} characters of text", field="text"
+            )
+        try:
+            new_kind = None if kind is None else FactKind(kind)
+        except ValueError:
+            raise ValidationError(
+                "kind must be constraint, preference or fact", field="kind"
+            ) from None
+        if severity is not None and (isinstance(severity, bool) or severity not in range(1, 6)):
+            raise ValidationError("severity must be 1-5", field="severity")
+        fact = await self._store.get_fact(persona_id, fact_id)
+        corrected = fact.model_copy(
+            update={
+                "text": text.strip(),
+                "kind": new_kind or fact.kind,
+                "severity": severity if severity is not None else fact.severity,
+                "retracted": False,
+            }
+        )
+        stored = await self._store.correct_fact(corrected)
+        log.info("fact_corrected", persona_id=persona_id, fact_id=fact_id)
+        return stored
+
+
+def _erasure_id() -> str:
+    return f"era_{uuid.uuid4().hex[:20]}"
