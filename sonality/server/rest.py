@@ -15,6 +15,7 @@ from fastapi import APIRouter, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from sonality.errors import NotFoundError, ValidationError
+from sonality.mind.archive import Imported
 from sonality.mind.context import Context
 from sonality.mind.enrichment import EnrichReport
 from sonality.mind.reflection import ReflectionReport
@@ -23,6 +24,8 @@ from sonality.models import (
     ApiKey,
     Belief,
     Episode,
+    Erasure,
+    FactKind,
     Insight,
     InsightStatus,
     KeyScope,
@@ -507,3 +510,95 @@ async def revoke_key(key_id: str, caller: CallerDep, app: SonalityDep) -> KeyOut
     if not _manages(caller, key):
         raise NotFoundError("no such API key", key_id=key_id)
     return _key_out(await app.revoke_key(key_id))
+
+
+# forgetting, correcting, moving (mind/erasure.py, mind/archive.py) ------------------------
+
+
+@router.delete("/v1/personas/{persona_id}", tags=["forget"])
+async def delete_persona(persona_id: str, caller: CallerDep, app: SonalityDep) -> Erasure:
+    """Erase the persona and everything it owns (admin); the audit record stays. Every
+    key that names the persona is revoked, so a persona made later under the same id is
+    not open to them."""
+    caller.require(persona_id, ADMIN)
+    erased = await app.delete_persona(persona_id)
+    for key in await app.keys():
+        if persona_id in key.persona_ids and key.revoked_at is None:
+            await app.revoke_key(key.id)
+    return erased
+
+
+@router.delete("/v1/personas/{persona_id}/users/{user_id}", tags=["forget"])
+async def forget_user(
+    persona_id: str, user_id: str, caller: CallerDep, app: SonalityDep
+) -> Erasure:
+    """Erase a user from the persona (admin): every trace, beliefs replayed without it."""
+    caller.require(persona_id, ADMIN)
+    return await app.forget_user(persona_id, user_id=user_id)
+
+
+@router.delete("/v1/personas/{persona_id}/episodes/{episode_id}", tags=["forget"])
+async def delete_episode(
+    persona_id: str, episode_id: str, caller: CallerDep, app: SonalityDep
+) -> Erasure:
+    """Erase one exchange (admin), as forgetting a user erases all of theirs."""
+    caller.require(persona_id, ADMIN)
+    return await app.delete_episode(persona_id, episode_id=episode_id)
+
+
+@router.get("/v1/personas/{persona_id}/erasures", tags=["forget"])
+async def erasures(persona_id: str, caller: CallerDep, app: SonalityDep) -> list[Erasure]:
+    """The persona's erasure audit records, oldest first (no user text, no id in clear)."""
+    caller.require(persona_id, ADMIN)
+    return await app.erasures(persona_id)
+
+
+@router.post("/v1/personas/{persona_id}/facts/{fact_id}/retract", tags=["forget"])
+async def retract_fact(
+    persona_id: str, fact_id: str, caller: CallerDep, app: SonalityDep
+) -> UserFact:
+    """Retract a fact: it stays stored but leaves every context."""
+    caller.require(persona_id, WRITE)
+    return await app.retract_fact(persona_id, fact_id=fact_id)
+
+
+class FactCorrection(Body):
+    text: str
+    kind: FactKind | None = None
+    severity: int | None = None
+
+
+@router.patch("/v1/personas/{persona_id}/facts/{fact_id}", tags=["forget"])
+async def correct_fact(
+    persona_id: str, fact_id: str, body: FactCorrection, caller: CallerDep, app: SonalityDep
+) -> UserFact:
+    """Correct a wrongly extracted fact in place; a corrected fact is active."""
+    caller.require(persona_id, WRITE)
+    return await app.correct_fact(
+        persona_id, fact_id=fact_id, text=body.text, kind=body.kind, severity=body.severity
+    )
+
+
+@router.get(
+    "/v1/personas/{persona_id}/export",
+    tags=["forget"],
+    response_class=Response,
+    responses={200: {"content": {"application/x-ndjson": {}}}},
+)
+async def export(persona_id: str, caller: CallerDep, app: SonalityDep) -> Response:
+    """The persona as canonical JSON lines (admin): ``POST /v1/import`` gives it back."""
+    caller.require(persona_id, ADMIN)
+    return Response(await app.export(persona_id), media_type="application/x-ndjson")
+
+
+@router.post("/v1/import", tags=["forget"])
+async def import_archive(request: Request, caller: CallerDep, app: SonalityDep) -> list[Imported]:
+    """Import an export sent as the body (JSON lines; an admin key for every persona).
+    Idempotent; other data under a held persona id is a 409 and nothing is written."""
+    _require_global_admin(caller)
+    raw = await request.body()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValidationError("the archive is not UTF-8 text", field="body") from None
+    return await app.import_(text)
