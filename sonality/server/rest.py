@@ -35,6 +35,7 @@ from sonality.models import (
     Reflection,
     ScoredEpisode,
     Snapshot,
+    ThinkerTurn,
     UserFact,
 )
 from sonality.server.auth import Caller
@@ -440,6 +441,37 @@ async def narrative(
     if found is None:
         raise NotFoundError("no narrative yet", conversation_id=conversation_id)
     return found
+
+
+@router.get("/v1/personas/{persona_id}/conversations/{conversation_id}/narratives", tags=["agent"])
+async def narratives(
+    persona_id: str, conversation_id: str, caller: CallerDep, app: SonalityDep
+) -> list[Narrative]:
+    """The stored narrative versions, newest first."""
+    await _known(persona_id, caller, app, READ)
+    return await app.narratives(persona_id, conversation_id=conversation_id)
+
+
+@router.get("/v1/personas/{persona_id}/conversations/{conversation_id}/turns", tags=["agent"])
+async def thinker_turns(
+    persona_id: str, conversation_id: str, caller: CallerDep, app: SonalityDep
+) -> list[ThinkerTurn]:
+    """Where the Thinker is with each turn of the conversation (pending, done, …)."""
+    await _known(persona_id, caller, app, READ)
+    return await app.thinker_turns(persona_id, conversation_id=conversation_id)
+
+
+class Retried(BaseModel):
+    closed: int
+    """Turns thought about and closed by this call."""
+
+
+@router.post("/v1/personas/{persona_id}/thinking/retry", tags=["agent"])
+async def retry_thinking(persona_id: str, caller: CallerDep, app: SonalityDep) -> Retried:
+    """Re-run failed Thinker turns and the pending ones a dead process left (after the
+    stale period), in order per conversation, in this process."""
+    caller.require(persona_id, WRITE)
+    return Retried(closed=await app.retry_thinking(persona_id))
 
 
 # keys -----------------------------------------------------------------------------------

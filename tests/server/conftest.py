@@ -75,7 +75,7 @@ class Served:
 
     def client(self, token: str | None = None, **kwargs: Any) -> httpx.Client:
         headers = {"Authorization": f"Bearer {token or self.admin}"} if token != "" else {}
-        return httpx.Client(base_url=self.url, headers=headers, timeout=30, **kwargs)
+        return httpx.Client(base_url=self.url, headers=headers, timeout=120, **kwargs)
 
     def logs(self) -> str:
         return self.log.read_text(encoding="utf-8", errors="replace")

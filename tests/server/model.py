@@ -7,6 +7,8 @@ constraint fact about peanuts, one mentioning "nuclear" evidence on ``nuclear_po
 
 from __future__ import annotations
 
+import asyncio
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,7 +24,11 @@ def talk(rendered: RenderedPrompt, variables: Mapping[str, Any]) -> str | LLMUna
     return f"You said: {variables['message']}"
 
 
-def monologue(rendered: RenderedPrompt, variables: Mapping[str, Any]) -> dict[str, str]:
+async def monologue(rendered: RenderedPrompt, variables: Mapping[str, Any]) -> dict[str, str]:
+    """Threads naming the turn; in a process started with ``SONALITY_TEST_SLOW_THINKER``
+    set, each takes 60 s (long enough to kill the process in the middle of a thought)."""
+    if os.environ.get("SONALITY_TEST_SLOW_THINKER"):
+        await asyncio.sleep(60)
     t = variables["turn"]
     return {"reasoning": f"Turn {t}.", "memory": f"Turn {t} said something.", "goal": "Help."}
 
