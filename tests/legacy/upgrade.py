@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sonality.models import EnrichmentCommit, EpisodeDraft
+from sonality.resources import resource_dir
 
 LEDGER = {
     "sqlite": [
@@ -18,6 +19,16 @@ LEDGER = {
     ],
 }
 """The checksums the dc77eec runner recorded for the SQLite steps it kept in Python."""
+
+DC77EEC_VERSIONS = {"neo4j": 5, "sqlite": 4}
+"""The last migration version each backend had at dc77eec."""
+
+
+def added_since(backend: str) -> tuple[str, ...]:
+    """The shipped migrations of ``backend`` newer than dc77eec's, in the order they apply."""
+    suffix = ".cypher" if backend == "neo4j" else ".sql"
+    names = sorted(p.stem for p in (resource_dir("migrations") / backend).glob(f"V*{suffix}"))
+    return tuple(name for name in names if int(name[1:5]) > DC77EEC_VERSIONS[backend])
 
 
 async def go_on(store: Any) -> None:

@@ -15,7 +15,7 @@ from sonality.resources import resource_dir
 from sonality.storage.neo4j.store import Neo4jStore
 from tests.legacy import graph
 from tests.legacy.reads import DIMS, FIXTURES, read_everything, recorded_reads
-from tests.legacy.upgrade import go_on
+from tests.legacy.upgrade import added_since, go_on
 
 pytestmark = pytest.mark.neo4j
 
@@ -28,6 +28,27 @@ def _recorded_ledger() -> list[tuple[int, str]]:
     return sorted((p["version"], p["checksum"]) for p in nodes)
 
 
+def _assert_kept(now: dict[str, Any]) -> None:
+    """Every schema statement, node (labels and properties) and edge of the dc77eec graph is
+    still there; later migrations may only add (indexes, Migration records, backfilled
+    properties)."""
+    assert set(GRAPH["schema"]) <= set(now["schema"])
+    unmatched = list(now["nodes"])
+    for node in GRAPH["nodes"]:
+        match = next(
+            n
+            for n in unmatched
+            if n["labels"] == node["labels"] and node["props"].items() <= n["props"].items()
+        )
+        unmatched.remove(match)
+    assert all(n["labels"] == ["Migration"] for n in unmatched)
+
+    def edges(g: dict[str, Any]) -> list[tuple[str, str]]:
+        return sorted((r["type"], repr(r["props"])) for r in g["relationships"])
+
+    assert edges(now) == edges(GRAPH)
+
+
 @pytest.fixture
 async def legacy(fresh: Any) -> Any:
     """The dc77eec graph (schema, Migration records, data) loaded into the empty database."""
@@ -38,21 +59,17 @@ async def legacy(fresh: Any) -> Any:
 async def test_legacy_graph_migrates_and_reads_back_unchanged(
     legacy: Any, opened: list[Neo4jStore], neo4j_uri: str, neo4j_auth: Any
 ) -> None:
-    """migrate on the dc77eec graph accepts its recorded checksums, applies only the steps
-    shipped since (schema and their ``Migration`` records), and leaves every data node and
-    edge as it was; every read returns what the old code read; new writes continue its
-    numbering and state."""
+    """migrate on the dc77eec graph accepts its recorded checksums, applies exactly the
+    steps added since and keeps every index, node, edge and property it had; every read
+    returns what the old code read; new writes continue its numbering and state."""
     store = await Neo4jStore.open(neo4j_uri, auth=neo4j_auth, embedding_dimensions=DIMS)
     opened.append(store)
     status = await store.schema_status()
+    assert status.pending == added_since("neo4j")
     assert [(m.version, m.checksum) for m in status.applied] == _recorded_ledger()
-    newer = _shipped_since(_recorded_ledger(), "cypher")
-    assert status.pending == tuple(newer)
-    assert await graph.export(legacy.driver) == GRAPH
-    assert await store.migrate() == newer
-    after = await graph.export(legacy.driver)
-    assert set(GRAPH["schema"]) <= set(after["schema"])
-    assert _data(after) == _data(GRAPH)
+    assert await store.migrate() == list(added_since("neo4j"))
+    assert (await store.schema_status()).current
+    _assert_kept(await graph.export(legacy.driver))
     assert await read_everything(store) == recorded_reads("neo4j")
     await go_on(store)
 
@@ -64,12 +81,10 @@ async def test_legacy_graph_takes_a_later_migration(
     neo4j_auth: Any,
     tmp_path: Path,
 ) -> None:
-    """A migration file added after the old layout is applied on top of its records (after
-    the steps shipped since),
+    """A migration file added after the old layout is applied on top of its records, alone,
     and the data reads back the same."""
     folder = tmp_path / "migrations"
     shutil.copytree(resource_dir("migrations") / "neo4j", folder)
-    newer = _shipped_since(_recorded_ledger(), "cypher")
     later = f"V{max(int(p.name[1:5]) for p in folder.glob('V*.cypher')) + 1:04d}__later"
     (folder / f"{later}.cypher").write_text(
         "CREATE INDEX episode_importance IF NOT EXISTS FOR (e:Episode) ON (e.importance);\n"
@@ -78,27 +93,7 @@ async def test_legacy_graph_takes_a_later_migration(
         neo4j_uri, auth=neo4j_auth, embedding_dimensions=DIMS, migrations_dir=folder
     )
     opened.append(store)
-    assert (await store.schema_status()).pending == (*newer, later)
-    assert await store.migrate() == [*newer, later]
+    assert (await store.schema_status()).pending == (*added_since("neo4j"), later)
+    assert await store.migrate() == [*added_since("neo4j"), later]
     assert (await store.schema_status()).current
     assert await read_everything(store) == recorded_reads("neo4j")
-
-
-def _shipped_since(ledger: list[tuple[int, str]], suffix: str) -> list[str]:
-    """Names of the shipped migration files newer than the old ledger, in order."""
-    folder = resource_dir("migrations") / ("sqlite" if suffix == "sql" else "neo4j")
-    newest = max(version for version, _ in ledger)
-    files = sorted(folder.glob(f"V*.{suffix}"))
-    return [p.name.rsplit(".", 1)[0] for p in files if int(p.name[1:5]) > newest]
-
-
-def _data(export: dict[str, Any]) -> tuple[list[Any], list[Any]]:
-    """The data nodes of an export and its edges named by their end nodes (the
-    ``Migration`` records left out, so the comparison ignores the steps shipped since)."""
-    nodes = export["nodes"]
-    named = [repr(n) for n in nodes]
-    edges = sorted(
-        (named[r["start"]], r["type"], named[r["end"]], repr(r["props"]))
-        for r in export["relationships"]
-    )
-    return [n for n in nodes if "Migration" not in n["labels"]], edges

@@ -75,8 +75,7 @@ async def second(sqlite_store: SqliteStore) -> AsyncIterator[SqliteStore]:
 
 
 async def test_steps_are_numbered_and_checksummed() -> None:
-    """Schema steps are versioned from 1 upwards in order (each feature numbers its files
-    from its own block, so there are gaps), named V000N__description, sha256-checksummed."""
+    """Schema steps ascend from 1 (gaps allowed), named VNNNN__description, sha256-checksummed."""
     versions = [s.version for s in STEPS]
     assert versions[0] == 1 and versions == sorted(set(versions))
     for step in STEPS:

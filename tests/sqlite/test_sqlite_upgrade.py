@@ -14,7 +14,7 @@ import pytest
 from sonality.resources import resource_dir
 from sonality.storage.sqlite.store import SqliteStore
 from tests.legacy.reads import DIMS, FIXTURES, read_everything, recorded_reads
-from tests.legacy.upgrade import LEDGER, go_on
+from tests.legacy.upgrade import LEDGER, added_since, go_on
 
 
 @pytest.fixture
@@ -36,16 +36,16 @@ async def test_shipped_files_keep_the_checksums_recorded_before() -> None:
 async def test_legacy_file_migrates_and_reads_back_unchanged(
     legacy_file: Path, opened: list[SqliteStore]
 ) -> None:
-    """migrate on the dc77eec file accepts its ledger and applies only the steps shipped
-    since; every read returns what the old code read; new writes continue its numbering
-    and state."""
+    """migrate on the dc77eec file accepts its ledger and applies exactly the steps added
+    since; every read returns what the old code read; new writes continue its numbering and
+    state."""
     store = await SqliteStore.open(legacy_file, embedding_dimensions=DIMS)
     opened.append(store)
     before = await store.schema_status()
+    assert before.pending == added_since("sqlite")
     assert [(m.version, m.checksum) for m in before.applied] == LEDGER["sqlite"]
-    newer = _shipped_since(LEDGER["sqlite"], "sql")
-    assert before.pending == tuple(newer)
-    assert await store.migrate() == newer
+    assert await store.migrate() == list(added_since("sqlite"))
+    assert (await store.schema_status()).current
     assert await read_everything(store) == recorded_reads("sqlite")
     await go_on(store)
 
@@ -53,27 +53,17 @@ async def test_legacy_file_migrates_and_reads_back_unchanged(
 async def test_legacy_file_takes_a_later_migration(
     legacy_file: Path, opened: list[SqliteStore], tmp_path: Path
 ) -> None:
-    """A migration file added after the old layout is applied on top of its ledger (after
-    the steps shipped since),
+    """A migration file added after the old layout is applied on top of its ledger, alone,
     and the data reads back the same."""
     folder = tmp_path / "migrations"
     shutil.copytree(resource_dir("migrations") / "sqlite", folder)
-    newer = _shipped_since(LEDGER["sqlite"], "sql")
     later = f"V{max(int(p.name[1:5]) for p in folder.glob('V*.sql')) + 1:04d}__later"
     (folder / f"{later}.sql").write_text(
         "CREATE INDEX episodes_by_importance ON episodes (persona_id, importance);\n"
     )
     store = await SqliteStore.open(legacy_file, embedding_dimensions=DIMS, migrations_dir=folder)
     opened.append(store)
-    assert (await store.schema_status()).pending == (*newer, later)
-    assert await store.migrate() == [*newer, later]
+    assert (await store.schema_status()).pending == (*added_since("sqlite"), later)
+    assert await store.migrate() == [*added_since("sqlite"), later]
     assert (await store.schema_status()).current
     assert await read_everything(store) == recorded_reads("sqlite")
-
-
-def _shipped_since(ledger: list[tuple[int, str]], suffix: str) -> list[str]:
-    """Names of the shipped migration files newer than the old ledger, in order."""
-    folder = resource_dir("migrations") / ("sqlite" if suffix == "sql" else "neo4j")
-    newest = max(version for version, _ in ledger)
-    files = sorted(folder.glob(f"V*.{suffix}"))
-    return [p.name.rsplit(".", 1)[0] for p in files if int(p.name[1:5]) > newest]
