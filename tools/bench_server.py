@@ -229,6 +229,7 @@ async def bench_store(
 
     configure_logging("json", "WARNING")
     token = await _prepare(url)
+    await _direct(url, 1, max(samples // 2, 1), "w")  # warm-up: caches, query plans, JIT
     floor, _, _ = await _direct(url, 1, samples, "f")
     lat, errors, secs = await _direct(url, clients, rounds, "d")
     print(_row(store, "facade", lat, errors, secs), flush=True)
@@ -240,6 +241,7 @@ async def bench_store(
         urls = [u for _, u in servers]
         try:
             if processes == 1:
+                await _over_http(urls, token, 1, max(samples // 2, 1), "v")  # warm-up
                 served, _, _ = await _over_http(urls, token, 1, samples, "o")
                 notes.append(_overhead(store, floor, served))
             lat, errors, secs = await _over_http(urls, token, clients, rounds, f"s{processes}x")
