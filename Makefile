@@ -106,6 +106,7 @@ bench: install devserver
 	$(BIN)/python tools/bench_interaction.py
 	$(BIN)/python tools/bench_reflection.py
 	$(BIN)/python tools/bench_mirror.py
+	$(BIN)/python tools/bench_faults.py
 
 clean:
 	rm -rf $(VENV) dist build .pytest_cache .mypy_cache .ruff_cache $(DEVSERVER)/target $(DEVSERVER)/lib \

@@ -16,10 +16,12 @@ __all__ = [
     "Insight",
     "Persona",
     "Recorded",
+    "SelfModel",
     "Settings",
     "Snapshot",
     "Sonality",
     "SonalityError",
+    "SonalitySync",
     "UserFact",
     "__version__",
 ]
@@ -28,8 +30,9 @@ if TYPE_CHECKING:
     from sonality.config import Settings
     from sonality.errors import SonalityError
     from sonality.mind.context import Context
-    from sonality.models import Belief, Episode, Insight, Persona, Snapshot, UserFact
+    from sonality.models import Belief, Episode, Insight, Persona, SelfModel, Snapshot, UserFact
     from sonality.service import Recorded, Sonality
+    from sonality.sync import SonalitySync
 
 _LAZY = {
     "Settings": "sonality.config",
@@ -39,10 +42,12 @@ _LAZY = {
     "Episode": "sonality.models",
     "Insight": "sonality.models",
     "Persona": "sonality.models",
+    "SelfModel": "sonality.models",
     "Snapshot": "sonality.models",
     "UserFact": "sonality.models",
     "Recorded": "sonality.service",
     "Sonality": "sonality.service",
+    "SonalitySync": "sonality.sync",
 }
 
 

@@ -5,12 +5,14 @@ its context as fields (never secrets, never raw user text)::
 
     SonalityError
     ├── ConfigError                 settings missing or inconsistent
+    │   └── LLMConfigError          the model refused the configuration (unknown model or
+    │                               provider, missing or wrong key, wrong endpoint)
     ├── ValidationError             bad input at the boundary (ids, sizes, unknown kinds)
     ├── NotFoundError               a persona, episode or snapshot that does not exist
     │   └── PersonaNotFound
     ├── ConflictError               a concurrent writer got there first (retry is safe)
     │   ├── AlreadyExists
-    │   └── LeaseHeld               another process holds the persona's reflection lease
+    │   └── LeaseHeld               another process holds the persona's reflection lease (9)
     ├── StoreError                  the database failed or is unreachable
     │   ├── StoreUnavailable
     │   └── SchemaError             schema missing, outdated, or a migration was edited
@@ -20,7 +22,12 @@ its context as fields (never secrets, never raw user text)::
         └── LLMResponseInvalid      the reply did not validate, even after one re-ask
 
 Each branch carries its own exit code (``exit_code``: 2 validation, 3 config, 4 not found,
-5 conflict, 6 schema, 7 store, 8 model); the CLI exits with it. 1 is left for bugs.
+5 conflict, 6 schema, 7 store, 8 model, 9 busy: another worker holds the reflection lease);
+the CLI exits with it. 1 is left for bugs (and for commands whose answer is "no").
+
+A configuration error is never an outage: ``LLMConfigError`` is not an ``LLMError``, so
+nothing that tolerates a failing model (an enrichment attempt, a reflection attempt)
+swallows it or counts it against an episode; it reaches the caller with exit code 3.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ __all__ = [
     "AlreadyExists",
     "ConfigError",
     "ConflictError",
+    "LLMConfigError",
     "LLMError",
     "LLMResponseInvalid",
     "LLMUnavailable",
@@ -72,6 +80,12 @@ class ConfigError(SonalityError):
     exit_code = 3
 
 
+class LLMConfigError(ConfigError):
+    """The model endpoint refused the configuration: an unknown model or provider, a
+    missing or wrong API key, a wrong endpoint. Retrying cannot help; fixing the settings
+    does. It carries the provider's message (the configured key masked)."""
+
+
 class ValidationError(SonalityError):
     """Input rejected at the boundary; nothing was written."""
 
@@ -99,7 +113,10 @@ class AlreadyExists(ConflictError):
 
 
 class LeaseHeld(ConflictError):
-    """Another worker holds the persona's reflection lease."""
+    """Another worker holds the persona's reflection lease: a reflection cannot run now
+    (exit 9, "busy"; retry later or let that worker finish)."""
+
+    exit_code = 9
 
 
 class StoreError(SonalityError):
@@ -143,12 +160,14 @@ EXIT_CODES: dict[type[SonalityError], int] = {
         ConfigError,
         NotFoundError,
         ConflictError,
+        LeaseHeld,
         SchemaError,
         StoreError,
         LLMError,
     )
 }
-"""The branches of the tree and their exit codes (subclasses inherit their branch's)."""
+"""The branches of the tree and their exit codes (subclasses inherit their branch's;
+``LeaseHeld`` has its own, 9, distinct from other conflicts)."""
 
 
 def exit_code_for(error: BaseException) -> int:

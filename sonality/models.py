@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 from enum import StrEnum
-from typing import Annotated, Self
+from typing import Annotated, Any, Self
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
@@ -49,10 +49,13 @@ __all__ = [
     "EvidenceAssessment",
     "FactKind",
     "Frozen",
+    "Generation",
     "GoalStatus",
     "HardGoal",
     "Identifier",
     "Insight",
+    "InsightCommit",
+    "InsightState",
     "InsightStatus",
     "KeyScope",
     "MonologueEntry",
@@ -69,6 +72,7 @@ __all__ = [
     "RuntimeMode",
     "SchemaStatus",
     "ScoredEpisode",
+    "SelfModel",
     "Snapshot",
     "SoftGoal",
     "StagedUpdate",
@@ -79,13 +83,15 @@ __all__ = [
     "TurnUsage",
     "UserFact",
     "UserFactDraft",
+    "UserInfluence",
     "normalise_topic",
     "validate_identifier",
 ]
 
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$"
 """Ids of personas, users, conversations and episodes: 1-128 characters, letters, digits
-and ``_ . : @ -``, starting with a letter or digit."""
+and ``_ . : @ -``, starting with a letter or digit. The whole id must match (``fullmatch``:
+a trailing newline is not part of a valid id)."""
 
 _ID_RE = re.compile(ID_PATTERN)
 _TOPIC_RE = re.compile(r"[^a-z0-9]+")
@@ -93,7 +99,7 @@ _TOPIC_RE = re.compile(r"[^a-z0-9]+")
 
 def validate_identifier(value: str, *, kind: str = "id") -> str:
     """Return ``value`` if it is a valid id, else raise ``ValueError`` naming the rule."""
-    if not isinstance(value, str) or not _ID_RE.match(value):
+    if not isinstance(value, str) or not _ID_RE.fullmatch(value):
         raise ValueError(
             f"invalid {kind} {value!r}: use 1-128 letters, digits or _ . : @ -, "
             "starting with a letter or digit"
@@ -119,6 +125,14 @@ class Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+class Generation(Frozen):
+    """How a model generates for one prompt: its sampling temperature and the most tokens
+    it may write (a prompt file's front matter; None leaves the provider's default)."""
+
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+    max_tokens: int | None = Field(default=None, ge=1)
+
+
 class EnrichmentStatus(StrEnum):
     PENDING = "pending"
     ENRICHED = "enriched"
@@ -142,6 +156,9 @@ class ReasoningType(StrEnum):
     ANECDOTAL = "anecdotal"
     EMOTIONAL = "emotional"
     SOCIAL_PRESSURE = "social_pressure"
+    """Insistence, demands, threats, shaming: pressure instead of reasons."""
+    APPEAL_TO_POPULARITY = "appeal_to_popularity"
+    """"Everyone knows", "most people think": numbers instead of reasons."""
     NONE = "none"
 
 
@@ -153,6 +170,17 @@ class BeliefStatus(StrEnum):
 class InsightStatus(StrEnum):
     PENDING = "pending"
     CONSUMED = "consumed"
+
+
+class InsightState(StrEnum):
+    """Where an enriched episode's insight extraction stands (``Episode.insight_status``)."""
+
+    EXTRACTED = "extracted"
+    """The model's insight reply was read (an insight, or none to draw)."""
+    PENDING = "pending"
+    """The insight could not be extracted yet; ``enrich`` and the worker retry it."""
+    FAILED = "failed"
+    """Every retry failed; ``sonality enrich --retry-failed`` tries again."""
 
 
 class FactKind(StrEnum):
@@ -191,6 +219,21 @@ class AffectPlacement(StrEnum):
     THINKER = "thinker"
 
 
+class SelfModel(Frozen):
+    """The persona's semantic self-model (seed 002's fixed identity): traits, values and
+    its own long-term goals, in short natural-language items. Set when the persona is
+    created and never rewritten (reflection changes the snapshot, not this); the affect
+    stages read it directly, without retrieval."""
+
+    traits: tuple[str, ...] = ()
+    values: tuple[str, ...] = ()
+    goals: tuple[str, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not (self.traits or self.values or self.goals)
+
+
 class Persona(Frozen):
     id: Identifier
     name: str
@@ -210,6 +253,8 @@ class Persona(Frozen):
     """Default Thinker configuration of ``respond`` (overridable per call)."""
     affect: AffectPlacement = AffectPlacement.OFF
     """Whether and where the affective stages run in ``respond``."""
+    self_model: SelfModel = SelfModel()
+    """Traits, values and goals fixed at creation (immutable, like ``core_identity``)."""
     review_from_version: int | None = None
     """Set when an erasure removed material that snapshot versions from this one on may
     quote: the next reflection rewrites the snapshot without it, then those versions are
@@ -278,6 +323,10 @@ class Episode(Frozen):
     topics: tuple[str, ...] = ()
     importance: int | None = None
     insight: str | None = None
+    insight_status: InsightState | None = None
+    """Set when enriched: whether the insight part is extracted or still to retry."""
+    insight_attempts: int = 0
+    """Failed insight retries since the episode was enriched."""
     disagreement: bool | None = None
 
 
@@ -294,6 +343,7 @@ class Belief(Frozen):
     topic: str
     position: float = Field(ge=-1.0, le=1.0)
     confidence: float = Field(ge=0.0, le=1.0)
+    """The confidence now: earned by evidence, then faded by decay (``core.decay``)."""
     evidence_count: int = Field(ge=0)
     uncertainty: float = Field(ge=0.0, le=1.0)
     last_reinforced_at: int
@@ -301,6 +351,29 @@ class Belief(Frozen):
     status: BeliefStatus = BeliefStatus.ACTIVE
     created_at: datetime
     updated_at: datetime
+    moves_at: tuple[int, ...] = ()
+    """Interaction indexes of the commits that moved the position within the last
+    influence window (``core.opinion``: the cap on the net move per window)."""
+    moves_from: tuple[float, ...] = ()
+    """The position held before each move in ``moves_at``, in the same order."""
+    reinforced_confidence: float = Field(default=0.0, ge=0.0, le=1.0)
+    """The confidence the belief had when it was last reinforced: what decay starts from,
+    so decay is a function of this and the gap, never of an earlier decayed value. Left
+    out (or None), it is ``confidence``: a belief built from new evidence."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _reinforced_is_current_by_default(cls, data: Any) -> Any:
+        missing = isinstance(data, dict) and data.get("reinforced_confidence") is None
+        if missing and "confidence" in data:
+            return {**data, "reinforced_confidence": data["confidence"]}
+        return data
+
+    @model_validator(mode="after")
+    def _moves_pair_up(self) -> Self:
+        if len(self.moves_at) != len(self.moves_from):
+            raise ValueError("moves_at and moves_from must have the same length")
+        return self
 
 
 class StagedUpdate(Frozen):
@@ -327,7 +400,15 @@ class ProvenanceEdge(Frozen):
 
     @property
     def kind(self) -> str:
+        """The edge type: the pole of the topic the delta pushed toward."""
         return "SUPPORTS" if self.delta >= 0 else "CONTRADICTS"
+
+    def side(self, position: float) -> str:
+        """``for`` or ``against`` the stance at ``position`` (the belief's position now):
+        whether the delta pushed the way the belief leans; ``no stance`` at 0."""
+        if position == 0 or self.delta == 0:
+            return "no stance"
+        return "for" if (self.delta > 0) == (position > 0) else "against"
 
 
 class Insight(Frozen):
@@ -337,6 +418,17 @@ class Insight(Frozen):
     text: str
     status: InsightStatus = InsightStatus.PENDING
     created_at: datetime
+
+
+class UserInfluence(Frozen):
+    """One staged delta drawn from a user's episode, with that episode's message: what
+    the per-user influence budget and the repetition rule read (``core.influence``)."""
+
+    episode_id: Identifier
+    topic: str
+    signed_delta: float
+    staged_at: int
+    message: str
 
 
 class UserFactDraft(Frozen):
@@ -377,6 +469,9 @@ class EnrichmentCommit(Frozen):
     importance: int
     disagreement: bool
     insight: Insight | None
+    insight_pending: bool = False
+    """The insight could not be extracted now: the episode's ``insight_status`` becomes
+    pending and ``enrich`` retries that part alone later (``InsightCommit``)."""
     facts: tuple[UserFact, ...]
     staged: tuple[StagedUpdate, ...]
     """New staged deltas born in this interaction."""
@@ -396,6 +491,28 @@ class EnrichmentCommit(Frozen):
         if owners - {self.persona_id}:
             raise errors.ValidationError(
                 "an enrichment commit may only touch its own persona", persona_id=self.persona_id
+            )
+        return self
+
+
+class InsightCommit(Frozen):
+    """A retried insight extraction, applied by the store in one transaction: the
+    episode's insight text and ``insight_status`` (extracted) and, when there is one, the
+    ``Insight`` it yielded. The store checks that the episode's insight is still pending
+    (``ConflictError`` otherwise) and writes nothing if not."""
+
+    persona_id: Identifier
+    episode_id: Identifier
+    insight: Insight | None
+
+    @model_validator(mode="after")
+    def _own_episode(self) -> Self:
+        if self.insight is not None and (
+            self.insight.persona_id,
+            self.insight.episode_id,
+        ) != (self.persona_id, self.episode_id):
+            raise errors.ValidationError(
+                "an insight commit may only touch its own episode", persona_id=self.persona_id
             )
         return self
 
@@ -780,14 +897,16 @@ class Erasure(Frozen):
 
 
 class StoredEvidence(Frozen):
-    """One enriched episode as the opinion rules saw it, without its text: what the replay
-    of ``core.erasure`` runs the rules over again."""
+    """One enriched episode as the opinion rules saw it: what the replay of
+    ``core.erasure`` runs the rules over again (the user's message only for the
+    repetition rule of ``core.influence``; the response is never read)."""
 
     episode_id: Identifier
     user_id: Identifier
     conversation_id: Identifier
     seq: int
     interaction_index: int
+    user_message: str = ""
     evidence: EvidenceAssessment | None = None
     defaulted: tuple[str, ...] = ()
     topics: tuple[str, ...] = ()

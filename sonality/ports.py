@@ -24,7 +24,10 @@ from sonality.models import (
     Erasure,
     ErasureCommit,
     ErasureState,
+    Generation,
     Insight,
+    InsightCommit,
+    InsightState,
     InsightStatus,
     Narrative,
     Persona,
@@ -40,6 +43,7 @@ from sonality.models import (
     ThoughtCommit,
     TurnUsage,
     UserFact,
+    UserInfluence,
 )
 
 __all__ = [
@@ -90,6 +94,11 @@ class PromptSource(Protocol):
         reserves for the prompt before any variable is added."""
         ...
 
+    def generation(self, name: str) -> Generation:
+        """How the model generates for prompt ``name`` (temperature, ``max_tokens``): what
+        the adapter sends with every call of it, and what output budgets add up."""
+        ...
+
 
 @runtime_checkable
 class UsageSink(Protocol):
@@ -117,7 +126,10 @@ class LLM(Protocol):
     """A model behind prompt files: structured (validated) and plain-text calls.
 
     ``prompts`` are the files it renders (the runtime sizes its budgets from them) and
-    ``usage`` counts every reply it receives, per component."""
+    ``usage`` counts every reply it receives, per component. Every call of a prompt is made
+    with that prompt's generation settings (``prompts.generation(name)``): its temperature,
+    and ``max_tokens`` as a bound on everything the call makes the model write — a
+    structured call's re-ask included."""
 
     model: str | None
 
@@ -133,10 +145,14 @@ class LLM(Protocol):
         schema: type[T],
         *,
         component: str,
+        history: Sequence[str] = (),
     ) -> T:
         """Render prompt file ``prompt`` with ``variables``, ask for JSON matching ``schema``,
         validate (re-asking once with the validation error) and return the parsed object.
-        Raises ``LLMUnavailable`` or ``LLMResponseInvalid``."""
+        ``history`` is the model's own earlier replies, oldest first, sent as its previous
+        (assistant) turns between the system message and the prompt's user message (the
+        inner monologue talks to itself this way). Raises ``LLMUnavailable`` or
+        ``LLMResponseInvalid`` (also when the bound left no room for the re-ask)."""
         ...
 
     async def text(self, prompt: str, variables: Mapping[str, Any], *, component: str) -> str:
@@ -233,6 +249,15 @@ class EpisodeStore(Protocol):
         """Counts by enrichment status (``pending``, ``enriched``, ``failed``)."""
         ...
 
+    async def unembedded_episodes(self, persona_id: str, *, limit: int = 100) -> list[Episode]:
+        """Episodes stored without an embedding (a remote embedder failed when they were
+        recorded), oldest first (by ``seq``): what the backfill embeds."""
+        ...
+
+    async def count_unembedded(self, persona_id: str) -> int:
+        """How many of the persona's episodes have no embedding."""
+        ...
+
     async def similar_episodes(
         self, persona_id: str, user_id: str, embedding: Sequence[float], *, k: int
     ) -> list[tuple[Episode, float]]:
@@ -240,9 +265,20 @@ class EpisodeStore(Protocol):
         ...
 
     async def mark_enrichment_attempt(
-        self, persona_id: str, episode_id: str, *, error: str, failed: bool
+        self, persona_id: str, episode_id: str, *, error: str, failed: bool, counted: bool = True
     ) -> None:
-        """Count a failed enrichment attempt (status stays pending unless ``failed``)."""
+        """Record a failed enrichment attempt's error; count it unless ``counted`` is
+        False (an outage costs no attempt). Status stays pending unless ``failed``."""
+        ...
+
+    async def list_failed_episodes(self, persona_id: str, *, limit: int = 20) -> list[Episode]:
+        """Episodes marked ``failed``, oldest first (by ``seq``)."""
+        ...
+
+    async def requeue_failed(self, persona_id: str, *, below_attempts: int | None = None) -> int:
+        """Put ``failed`` episodes back to ``pending`` — those with fewer counted attempts
+        than ``below_attempts``, or all when None — keeping their attempt counts; return
+        how many."""
         ...
 
 
@@ -253,6 +289,41 @@ class EnrichmentStore(Protocol):
 
     async def commit_enrichment(self, commit: EnrichmentCommit) -> None:
         """Apply everything one interaction changed, in one transaction."""
+        ...
+
+    async def commit_insight(self, commit: InsightCommit) -> None:
+        """Apply a retried insight extraction in one transaction: the episode's insight
+        text and status, and the ``Insight`` it yielded. ``ConflictError`` (nothing
+        written) when the episode's insight part is not pending."""
+        ...
+
+    async def list_insight_retries(
+        self, persona_id: str, *, status: InsightState = InsightState.PENDING, limit: int = 50
+    ) -> list[Episode]:
+        """Enriched episodes whose insight part is ``status``, oldest first (by ``seq``)."""
+        ...
+
+    async def count_insight_retries(self, persona_id: str) -> dict[str, int]:
+        """How many insight parts are ``pending`` and ``failed``."""
+        ...
+
+    async def mark_insight_attempt(
+        self, persona_id: str, episode_id: str, *, error: str, failed: bool
+    ) -> None:
+        """Count a failed insight retry; ``failed`` gives the insight part up."""
+        ...
+
+    async def requeue_failed_insights(
+        self, persona_id: str, *, below_attempts: int | None = None
+    ) -> int:
+        """Put ``failed`` insight parts back to ``pending`` (as ``requeue_failed``)."""
+        ...
+
+    async def recent_influence(
+        self, persona_id: str, user_id: str, *, since_interaction: int
+    ) -> list[UserInfluence]:
+        """The staged deltas of the user's episodes with ``staged_at`` after
+        ``since_interaction``, with each episode's message, by staged order."""
         ...
 
     async def upsert_beliefs(self, beliefs: Sequence[Belief]) -> None: ...

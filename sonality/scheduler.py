@@ -13,10 +13,16 @@ Jobs, and why their scheduling options are what they are:
   scan never runs twice at once. ``misfire_grace_time=scan_seconds``: a scan later than
   one interval is dropped, the next one is already on its way. A scan that reached the
   store touches ``heartbeat_file`` when one is set (a container health check reads its age).
-- ``enrich-retry`` (every ``retry_seconds``): enriches personas with pending episodes
-  (``Sonality.enrich_pending``). A persona whose pass stops on an unavailable or invalid
-  model backs off exponentially (``retry_seconds × 2^(failures-1)``, capped at
-  ``retry_max_seconds``) and is retried at once when the model answers again. Same
+- ``enrich-retry`` (every ``retry_seconds``): enriches personas with pending episodes,
+  pending insight parts, or episodes a remote embedder failed on (``Sonality.enrich_pending``
+  backfills those). A persona whose pass stops on an unavailable or invalid model backs off
+  exponentially (``retry_seconds × 2^(failures-1)``, capped at ``retry_max_seconds``) and is
+  retried at once when the model answers again; a model that refuses the configuration
+  (``LLMConfigError``) is logged as an error and backed off the same way, with nothing
+  marked. Episodes and insight parts marked ``failed`` are put back to pending with the same
+  backoff, for ``retry_rounds`` rounds (counted durably: their attempts keep counting, so a
+  restart does not reset the cap); beyond that they wait for ``sonality enrich
+  --retry-failed``, and the worker logs ``enrichment_failed_exhausted`` once. Same
   coalescing and misfire options as the scan.
 - ``reflect:<persona>`` (one-shot, run now): the reflection itself. ``replace_existing``
   coalesces requests that arrive before it starts; a request that arrives while it runs is
@@ -54,8 +60,8 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 from pydantic import BaseModel, ConfigDict, Field
 
-from sonality.errors import SonalityError
-from sonality.models import InsightStatus
+from sonality.errors import ConfigError, SonalityError
+from sonality.models import EnrichmentStatus, InsightState, InsightStatus
 from sonality.observability import get_logger
 from sonality.service import Sonality
 
@@ -63,7 +69,7 @@ __all__ = ["Worker", "WorkerParams"]
 
 log = get_logger("sonality.worker")
 
-_BACKOFF_STOPS = frozenset({"llm_unavailable", "llm_invalid", "conflict"})
+_BACKOFF_STOPS = frozenset({"llm_unavailable", "llm_invalid", "conflict", "misconfigured"})
 
 
 class WorkerParams(BaseModel):
@@ -76,6 +82,9 @@ class WorkerParams(BaseModel):
     retry_max_seconds: float = Field(default=3600.0, gt=0)
     idle_seconds: float | None = Field(default=None, gt=0)
     """Reflect a quiet persona with pending insights after this long; None: never."""
+    retry_rounds: int = Field(default=3, ge=0)
+    """Rounds of automatic retries a failed episode or insight part gets (each round is
+    ``enrichment_max_attempts`` attempts); 0: only ``sonality enrich --retry-failed``."""
     grace_seconds: float = Field(default=30.0, ge=0)
     """How long a stop waits for running jobs before cancelling them."""
     heartbeat_file: Path | None = None
@@ -93,6 +102,8 @@ class Worker:
         self._again: set[str] = set()
         self._jobs: set[asyncio.Task[Any]] = set()
         self._backoff: dict[str, tuple[int, float]] = {}
+        self._failed_backoff: dict[str, tuple[int, float]] = {}
+        self._exhausted: set[str] = set()
         self._stopping = False
         self._started = False
         self.reflections: list[dict[str, Any]] = []
@@ -318,7 +329,7 @@ class Worker:
             with contextlib.suppress(SonalityError):  # the Thinker's failed turns (respond)
                 await self.app.retry_thinking(pid)
             try:
-                if (await store.count_episodes(pid))["pending"] == 0:
+                if not await self._has_work(pid, now):
                     self._backoff.pop(pid, None)
                     continue
                 failures, next_at = self._backoff.get(pid, (0, 0.0))
@@ -327,27 +338,31 @@ class Worker:
                 tried += 1
                 report = await self.app.enrich_pending(pid)
                 enriched += report.enriched
+                stopped_by = report.stopped_by
+            except ConfigError as exc:
+                # not an outage: say so loudly, mark nothing, and back off like one
+                log.error("enrichment_misconfigured", persona_id=pid, detail=str(exc))
+                stopped_by = "misconfigured"
+                report = None
             except SonalityError as exc:
                 log.warning(
                     "worker_retry_failed", persona_id=pid, error=type(exc).__name__, detail=str(exc)
                 )
                 continue
-            if report.stopped_by in _BACKOFF_STOPS:
+            if stopped_by in _BACKOFF_STOPS:
                 failures += 1
-                delay = min(
-                    self.params.retry_seconds * 2 ** (failures - 1), self.params.retry_max_seconds
-                )
+                delay = self._delay(failures)
                 self._backoff[pid] = (failures, now + delay)
                 log.info(
                     "enrichment_retry_backoff",
                     persona_id=pid,
                     failures=failures,
                     next_in_seconds=delay,
-                    stopped_by=report.stopped_by,
+                    stopped_by=stopped_by,
                 )
             else:
                 self._backoff.pop(pid, None)
-            if report.enriched and not self._stopping:
+            if report is not None and report.enriched and not self._stopping:
                 with contextlib.suppress(SonalityError):
                     if (await self.app.reflection_due(pid)).due:
                         self.request(pid)
@@ -359,6 +374,46 @@ class Worker:
             backing_off=sorted(self._backoff),
             duration_ms=round((time.perf_counter() - started) * 1000, 1),
         )
+
+    def _delay(self, failures: int) -> float:
+        p = self.params
+        return float(min(p.retry_seconds * 2 ** (failures - 1), p.retry_max_seconds))
+
+    async def _has_work(self, pid: str, now: float) -> bool:
+        """Whether the persona has pending episodes or insight parts, after putting
+        failed ones whose retry is due back to pending (within ``retry_rounds``)."""
+        store = self.app.store
+        counts = await store.count_episodes(pid)
+        insights = await store.count_insight_retries(pid)
+        failed = counts[EnrichmentStatus.FAILED.value] + insights[InsightState.FAILED.value]
+        entry = self._failed_backoff.get(pid)
+        if failed and entry is None:  # first seen: the first round waits one interval too
+            self._failed_backoff[pid] = (0, now + self._delay(1))
+        elif failed and entry is not None:
+            rounds, due_at = entry
+            if now >= due_at:
+                cap = self.app.enricher.max_attempts * (1 + self.params.retry_rounds)
+                requeued = await store.requeue_failed(pid, below_attempts=cap)
+                requeued += await store.requeue_failed_insights(pid, below_attempts=cap)
+                if requeued:
+                    rounds += 1
+                    self._failed_backoff[pid] = (rounds, now + self._delay(rounds + 1))
+                    log.info("enrichment_failed_retry", persona_id=pid, requeued=requeued)
+                    return True
+                if pid not in self._exhausted:
+                    self._exhausted.add(pid)
+                    log.warning(
+                        "enrichment_failed_exhausted",
+                        persona_id=pid,
+                        failed=failed,
+                        hint="fix the cause, then run `sonality enrich --retry-failed`",
+                    )
+        else:
+            self._failed_backoff.pop(pid, None)
+            self._exhausted.discard(pid)
+        if counts[EnrichmentStatus.PENDING.value] or insights[InsightState.PENDING.value]:
+            return True
+        return await store.count_unembedded(pid) > 0
 
     async def _idle_scan(self) -> None:
         idle = self.params.idle_seconds

@@ -14,24 +14,35 @@ rest. The facade validates input and delegates to the parts.
 
 ``record`` writes the raw episode durably before any model call, then enriches pending
 episodes in order; with no model, or a failing one, the episode stays ``pending`` and
-nothing else changes.
+nothing else changes. A model that refuses the configuration (``LLMConfigError``) is not
+an outage: ``record`` raises it, after the episode is stored as ``pending`` with no
+attempt counted, so fixing the settings and calling ``enrich_pending`` catches up.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 from pydantic import BaseModel, ConfigDict
 
 from sonality.core.opinion import OpinionParams
 from sonality.core.triggers import TriggerDecision
-from sonality.errors import SonalityError, ValidationError
-from sonality.mind.archive import Imported, export_lines, import_archives, parse_archive
+from sonality.errors import ConfigError, SonalityError, ValidationError
 from sonality.mind.context import Context, ContextBuilder
 from sonality.mind.enrichment import Enricher, EnrichReport
 from sonality.mind.erasure import Eraser
+from sonality.mind.inputs import (
+    MAX_LIMIT,
+    check_bool,
+    check_choice,
+    check_id,
+    check_int,
+    check_number,
+    check_text,
+    check_topic,
+)
 from sonality.mind.parts import Limits, SystemClock, assemble
 from sonality.mind.recording import EpisodeRecorder
 from sonality.mind.reflection import ReflectionParams, ReflectionReport, Reflector
@@ -56,19 +67,26 @@ from sonality.models import (
     Reflection,
     RuntimeMode,
     ScoredEpisode,
+    SelfModel,
     Snapshot,
     SoftGoal,
     ThinkerTurn,
     TurnUsage,
     UserFact,
-    validate_identifier,
 )
 from sonality.observability import get_logger
 from sonality.ports import LLM, Clock, Embedder, Store
 
+if TYPE_CHECKING:
+    from sonality.mind.archive import Imported
+
 __all__ = ["Limits", "Recorded", "Sonality", "SystemClock"]
 
 log = get_logger("sonality")
+
+_MAX_NARRATIVE_CHARS = 100_000
+_MAX_TOKEN_BUDGET = 1_000_000
+_MAX_WAIT_SECONDS = 86_400.0
 
 
 class Recorded(BaseModel):
@@ -86,28 +104,21 @@ class Recorded(BaseModel):
         return self.episode.enrichment_status.value
 
 
-def _check_text(value: str, *, field: str, limit: int, allow_empty: bool = False) -> str:
-    if not isinstance(value, str):
-        raise ValidationError(f"{field} must be text", field=field)
-    if not allow_empty and not value.strip():
-        raise ValidationError(f"{field} must not be empty", field=field)
-    if len(value) > limit:
-        raise ValidationError(
-            f"{field} is too long: {len(value)} characters, the limit is {limit}",
-            field=field,
-            length=len(value),
-            limit=limit,
-        )
-    if "\x00" in value:
-        raise ValidationError(f"{field} contains a NUL character", field=field)
-    return value
+_SELF_MODEL_ITEMS = 20
 
 
-def _check_id(value: str, kind: str) -> str:
-    try:
-        return validate_identifier(value, kind=kind)
-    except ValueError as exc:
-        raise ValidationError(str(exc), field=kind) from None
+def _check_self_model(model: SelfModel, limit: int) -> SelfModel:
+    """Each list of the self-model: at most 20 non-blank items of at most ``limit``
+    characters, stripped."""
+    checked: dict[str, tuple[str, ...]] = {}
+    for name in ("traits", "values", "goals"):
+        items = tuple(getattr(model, name))
+        if len(items) > _SELF_MODEL_ITEMS:
+            raise ValidationError(
+                f"a self-model has at most {_SELF_MODEL_ITEMS} {name}", field=name
+            )
+        checked[name] = tuple(check_text(item, field=name, limit=limit).strip() for item in items)
+    return SelfModel(**checked)
 
 
 class Sonality:
@@ -224,14 +235,32 @@ class Sonality:
 
     # personas -------------------------------------------------------------------------
     async def create_persona(
-        self, persona_id: str, *, name: str, core_identity: str, snapshot: str | None = None
+        self,
+        persona_id: str,
+        *,
+        name: str,
+        core_identity: str,
+        snapshot: str | None = None,
+        self_model: SelfModel | None = None,
     ) -> Persona:
-        """Create a persona. Its first snapshot is ``snapshot`` or the core identity."""
-        _check_id(persona_id, "persona_id")
-        _check_text(name, field="name", limit=self.limits.max_name_chars)
-        _check_text(core_identity, field="core_identity", limit=self.limits.max_identity_chars)
+        """Create a persona. Its first snapshot is ``snapshot`` or the core identity;
+        ``self_model`` (traits, values, goals) is fixed with the core identity."""
+        check_id(persona_id, "persona_id")
+        check_text(name, field="name", limit=self.limits.max_name_chars)
+        check_text(core_identity, field="core_identity", limit=self.limits.max_identity_chars)
+        if snapshot is not None:
+            check_text(snapshot, field="snapshot", limit=self.limits.max_identity_chars)
+        if self_model is not None and not isinstance(self_model, SelfModel):
+            raise ValidationError("self_model must be a SelfModel", field="self_model")
+        model = _check_self_model(self_model or SelfModel(), self.limits.max_name_chars)
         now = self.clock.now()
-        persona = Persona(id=persona_id, name=name, core_identity=core_identity, created_at=now)
+        persona = Persona(
+            id=persona_id,
+            name=name,
+            core_identity=core_identity,
+            created_at=now,
+            self_model=model,
+        )
         first = Snapshot(
             persona_id=persona_id, version=1, text=snapshot or core_identity, created_at=now
         )
@@ -240,7 +269,7 @@ class Sonality:
         return created
 
     async def persona(self, persona_id: str) -> Persona:
-        return await self.store.get_persona(_check_id(persona_id, "persona_id"))
+        return await self.store.get_persona(check_id(persona_id, "persona_id"))
 
     async def personas(self) -> list[Persona]:
         return await self.store.list_personas()
@@ -262,8 +291,8 @@ class Sonality:
             level = KeyScope(scope)
         except ValueError:
             raise ValidationError("scope must be read, write or admin", field="scope") from None
-        ids = tuple(dict.fromkeys(_check_id(p, "persona_id") for p in persona_ids))
-        _check_text(name, field="name", limit=self.limits.max_name_chars, allow_empty=True)
+        ids = tuple(dict.fromkeys(check_id(p, "persona_id") for p in persona_ids))
+        check_text(name, field="name", limit=self.limits.max_name_chars, allow_empty=True)
         for persona_id in ids:
             await self.store.get_persona(persona_id)
         key_id, secret, token = mint()
@@ -281,7 +310,7 @@ class Sonality:
 
     async def key(self, key_id: str) -> ApiKey:
         """The stored key (``NotFoundError`` when unknown)."""
-        return await self.store.get_key(_check_id(key_id, "key_id"))
+        return await self.store.get_key(check_id(key_id, "key_id"))
 
     async def keys(self) -> list[ApiKey]:
         """Every API key, revoked ones too (hashes only, never secrets)."""
@@ -289,7 +318,7 @@ class Sonality:
 
     async def revoke_key(self, key_id: str) -> ApiKey:
         """Revoke a key now; it stops working at once in every server process."""
-        revoked = await self.store.revoke_key(_check_id(key_id, "key_id"), self.clock.now())
+        revoked = await self.store.revoke_key(check_id(key_id, "key_id"), self.clock.now())
         log.info("api_key_revoked", key_id=key_id)
         return revoked
 
@@ -308,18 +337,22 @@ class Sonality:
         """Store one exchange durably, then enrich (unless ``enrich=False``).
 
         Idempotent on ``episode_id``: a retried call returns the stored episode and never
-        duplicates it. Raises ``ValidationError`` for bad input (nothing written) and
-        ``PersonaNotFound`` for an unknown persona.
+        duplicates it. Raises ``ValidationError`` for bad input (nothing written),
+        ``PersonaNotFound`` for an unknown persona, and ``LLMConfigError`` when the model
+        refuses the configuration (the episode is stored, ``pending``, its id in the
+        error's ``episode_id``). An outage leaves the episode ``pending`` silently.
         """
-        _check_id(persona_id, "persona_id")
-        _check_id(user_id, "user_id")
-        _check_id(conversation_id, "conversation_id")
+        check_id(persona_id, "persona_id")
+        check_id(user_id, "user_id")
+        check_id(conversation_id, "conversation_id")
         if episode_id is not None:
-            _check_id(episode_id, "episode_id")
-        _check_text(message, field="message", limit=self.limits.max_message_chars)
-        _check_text(
+            check_id(episode_id, "episode_id")
+        check_text(message, field="message", limit=self.limits.max_message_chars)
+        check_text(
             response, field="response", limit=self.limits.max_response_chars, allow_empty=True
         )
+        if enrich is not None:
+            check_bool(enrich, field="enrich")
         episode, created = await self.recorder.append(
             persona_id,
             user_id=user_id,
@@ -333,6 +366,11 @@ class Sonality:
             try:
                 report = await self.enricher.enrich_pending(persona_id)
                 episode = await self.store.get_episode(persona_id, episode.id)
+            except ConfigError as exc:
+                # not an outage: the caller must hear it (the episode waits, pending)
+                raise type(exc)(
+                    exc.message, **{**exc.context, "episode_id": episode.id, "stored": "pending"}
+                ) from exc
             except SonalityError as exc:
                 # the episode is durable; a failure past that point leaves it pending for
                 # `enrich_pending` (or the worker) instead of failing the caller's turn
@@ -346,11 +384,25 @@ class Sonality:
             await self.reflector.notifier.notify(persona_id)
         return Recorded(episode=episode, created=created, enrichment=report)
 
-    async def enrich_pending(self, persona_id: str, *, limit: int | None = None) -> EnrichReport:
-        """Enrich the persona's pending episodes, oldest first; stops (keeping order) when
-        the model is unavailable."""
-        await self.store.get_persona(_check_id(persona_id, "persona_id"))
-        return await self.enricher.enrich_pending(persona_id, limit=limit)
+    async def enrich_pending(
+        self, persona_id: str, *, limit: int | None = None, retry_failed: bool = False
+    ) -> EnrichReport:
+        """Embed the persona's episodes a remote embedder failed on (up to 100, oldest
+        first: ``embedded``), then enrich its pending episodes, oldest first, then extract
+        the insights still pending; stops (keeping order) when the model is unavailable.
+
+        ``retry_failed`` first puts every ``failed`` episode and insight back to
+        ``pending`` (after fixing what made them fail). Raises ``LLMConfigError`` when the
+        model refuses the configuration (nothing is marked)."""
+        await self.store.get_persona(check_id(persona_id, "persona_id"))
+        if limit is not None:
+            check_int(limit, field="limit", low=1, high=MAX_LIMIT)
+        check_bool(retry_failed, field="retry_failed")
+        embedded = await self.recorder.backfill(persona_id)
+        report = await self.enricher.enrich_pending(
+            persona_id, limit=limit, retry_failed=retry_failed, insights=True
+        )
+        return report.model_copy(update={"embedded": embedded}) if embedded else report
 
     async def context(
         self,
@@ -362,9 +414,13 @@ class Sonality:
         token_budget: int | None = None,
     ) -> Context:
         """The context block an application puts in its prompt before answering."""
-        _check_id(persona_id, "persona_id")
-        _check_id(user_id, "user_id")
-        _check_text(message, field="message", limit=self.limits.max_message_chars)
+        check_id(persona_id, "persona_id")
+        check_id(user_id, "user_id")
+        check_text(message, field="message", limit=self.limits.max_message_chars)
+        if narrative is not None:
+            check_text(narrative, field="narrative", limit=_MAX_NARRATIVE_CHARS, allow_empty=True)
+        if token_budget is not None:
+            check_int(token_budget, field="token_budget", low=1, high=_MAX_TOKEN_BUDGET)
         return await self.context_builder.build(
             persona_id,
             user_id=user_id,
@@ -380,11 +436,10 @@ class Sonality:
         importance as the context ranks them, best first."""
         from sonality.core.retrieval import rank_episodes
 
-        _check_id(persona_id, "persona_id")
-        _check_id(user_id, "user_id")
-        _check_text(query, field="query", limit=self.limits.max_message_chars)
-        if not 1 <= limit <= 100:
-            raise ValidationError("limit must be 1-100", field="limit", limit=limit)
+        check_id(persona_id, "persona_id")
+        check_id(user_id, "user_id")
+        check_text(query, field="query", limit=self.limits.max_message_chars)
+        check_int(limit, field="limit", low=1, high=100)
         await self.store.get_persona(persona_id)
         [vector] = await self.embedder.embed([query])
         similar = await self.store.similar_episodes(persona_id, user_id, vector, k=limit)
@@ -394,27 +449,24 @@ class Sonality:
     async def _known(self, persona_id: str) -> str:
         """``persona_id`` once checked and found: every read of a persona's data raises
         ``PersonaNotFound`` (exit 4) for an unknown persona rather than answering empty."""
-        await self.store.get_persona(_check_id(persona_id, "persona_id"))
+        await self.store.get_persona(check_id(persona_id, "persona_id"))
         return persona_id
 
     async def beliefs(self, persona_id: str, *, include_retired: bool = False) -> list[Belief]:
+        check_bool(include_retired, field="include_retired")
         return await self.store.list_beliefs(
             await self._known(persona_id), include_retired=include_retired
         )
 
     async def evidence(self, persona_id: str, topic: str) -> list[tuple[ProvenanceEdge, Episode]]:
         """The episodes that moved a belief, with their deltas, oldest first."""
-        from sonality.models import normalise_topic
-
-        return await self.store.belief_evidence(
-            await self._known(persona_id), normalise_topic(topic)
-        )
+        return await self.store.belief_evidence(await self._known(persona_id), check_topic(topic))
 
     async def facts(self, persona_id: str, *, user_id: str) -> list[UserFact]:
         from sonality.mind.context import order_facts
 
         facts = await self.store.list_facts(
-            await self._known(persona_id), _check_id(user_id, "user_id")
+            await self._known(persona_id), check_id(user_id, "user_id")
         )
         return list(order_facts(facts))
 
@@ -428,20 +480,23 @@ class Sonality:
     ) -> list[Episode]:
         await self._known(persona_id)
         if user_id is not None:
-            _check_id(user_id, "user_id")
+            check_id(user_id, "user_id")
         if conversation_id is not None:
-            _check_id(conversation_id, "conversation_id")
+            check_id(conversation_id, "conversation_id")
+        check_int(limit, field="limit", low=1, high=MAX_LIMIT)
         return await self.store.list_episodes(
             persona_id, user_id=user_id, conversation_id=conversation_id, limit=limit
         )
 
     async def insights(
-        self, persona_id: str, *, status: InsightStatus | None = None
+        self, persona_id: str, *, status: InsightStatus | str | None = None
     ) -> list[Insight]:
-        return await self.store.list_insights(await self._known(persona_id), status=status)
+        pid = await self._known(persona_id)
+        wanted = None if status is None else check_choice(status, InsightStatus, field="status")
+        return await self.store.list_insights(pid, status=wanted)
 
     async def snapshot(self, persona_id: str) -> Snapshot:
-        return await self.store.current_snapshot(_check_id(persona_id, "persona_id"))
+        return await self.store.current_snapshot(check_id(persona_id, "persona_id"))
 
     async def snapshots(self, persona_id: str) -> Sequence[Snapshot]:
         return await self.store.snapshot_history(await self._known(persona_id))
@@ -455,24 +510,24 @@ class Sonality:
         reflection rewrites the snapshot without them and purges them. Returns the audit
         record (no user text). ``NotFoundError`` for an unknown user."""
         return await self.eraser.forget_user(
-            _check_id(persona_id, "persona_id"), _check_id(user_id, "user_id")
+            check_id(persona_id, "persona_id"), check_id(user_id, "user_id")
         )
 
     async def delete_episode(self, persona_id: str, *, episode_id: str) -> Erasure:
         """Erase one exchange as ``forget_user`` erases a user's: what hangs off it goes,
         its conversation's NEXT chain is relinked around it, beliefs are replayed."""
         return await self.eraser.delete_episode(
-            _check_id(persona_id, "persona_id"), _check_id(episode_id, "episode_id")
+            check_id(persona_id, "persona_id"), check_id(episode_id, "episode_id")
         )
 
     async def delete_persona(self, persona_id: str) -> Erasure:
         """Erase the persona and everything it owns; only the audit records stay."""
-        return await self.eraser.delete_persona(_check_id(persona_id, "persona_id"))
+        return await self.eraser.delete_persona(check_id(persona_id, "persona_id"))
 
     async def retract_fact(self, persona_id: str, *, fact_id: str) -> UserFact:
         """Retract a user fact: it stays stored but leaves every context."""
         return await self.eraser.retract_fact(
-            _check_id(persona_id, "persona_id"), _check_id(fact_id, "fact_id")
+            check_id(persona_id, "persona_id"), check_id(fact_id, "fact_id")
         )
 
     async def correct_fact(
@@ -487,8 +542,8 @@ class Sonality:
         """Correct a wrongly extracted fact in place (text, and optionally kind or
         severity); a corrected fact is active."""
         return await self.eraser.correct_fact(
-            _check_id(persona_id, "persona_id"),
-            _check_id(fact_id, "fact_id"),
+            check_id(persona_id, "persona_id"),
+            check_id(fact_id, "fact_id"),
             text=text,
             kind=kind,
             severity=severity,
@@ -496,15 +551,17 @@ class Sonality:
 
     async def erasures(self, persona_id: str) -> list[Erasure]:
         """The persona's erasure audit records, oldest first (also after its deletion)."""
-        return await self.store.list_erasures(_check_id(persona_id, "persona_id"))
+        return await self.store.list_erasures(check_id(persona_id, "persona_id"))
 
     # moving personas (mind/archive.py) -------------------------------------------------
     async def export(self, persona_id: str | Sequence[str]) -> str:
         """The persona (or personas, in order) as canonical JSON lines, every node kind with
         its id: ``import_`` into any store gives it back, and exporting it there gives the
         same bytes. ``PersonaNotFound`` for an unknown persona."""
+        from sonality.mind.archive import export_lines
+
         ids = [persona_id] if isinstance(persona_id, str) else list(persona_id)
-        lines = await export_lines(self.store, [_check_id(p, "persona_id") for p in ids])
+        lines = await export_lines(self.store, [check_id(p, "persona_id") for p in ids])
         return "".join(f"{line}\n" for line in lines)
 
     async def import_(self, archive: str | Iterable[str]) -> list[Imported]:
@@ -512,6 +569,8 @@ class Sonality:
         persona in one transaction. Idempotent: a persona already held with the same data
         is ``unchanged``; one held with other data is a ``ConflictError`` and nothing of
         the file is written. A bad line is a ``ValidationError`` naming it."""
+        from sonality.mind.archive import import_archives, parse_archive
+
         lines = archive.splitlines() if isinstance(archive, str) else archive
         return await import_archives(self.store, parse_archive(lines))
 
@@ -528,13 +587,15 @@ class Sonality:
         ``trigger="idle"`` asks past the periodic and event rules, never past the cooldown."""
         if trigger not in (None, "idle"):
             raise ValidationError("trigger must be None or 'idle'", field="trigger")
+        check_bool(force, field="force")
+        check_bool(dry_run, field="dry_run")
         return await self.reflector.reflect(
-            _check_id(persona_id, "persona_id"), force=force, dry_run=dry_run, trigger=trigger
+            check_id(persona_id, "persona_id"), force=force, dry_run=dry_run, trigger=trigger
         )
 
     async def reflection_due(self, persona_id: str) -> TriggerDecision:
         """The trigger decision for ``persona_id`` from its stored state."""
-        return await self.reflector.due(_check_id(persona_id, "persona_id"))
+        return await self.reflector.due(check_id(persona_id, "persona_id"))
 
     async def due_personas(self) -> list[str]:
         """Every persona a reflection is due for (what the worker's scan runs)."""
@@ -542,14 +603,18 @@ class Sonality:
 
     async def reflections(self, persona_id: str, *, limit: int = 20) -> list[Reflection]:
         """Reflection attempts, newest first."""
-        return await self.store.list_reflections(await self._known(persona_id), limit=limit)
+        pid = await self._known(persona_id)
+        return await self.store.list_reflections(
+            pid, limit=check_int(limit, field="limit", low=1, high=MAX_LIMIT)
+        )
 
     async def rollback_snapshot(self, persona_id: str, to_version: int) -> Snapshot:
         """Make version ``to_version``'s text CURRENT again, as a new version recorded
         as ``rollback:<N>`` (history is never rewritten)."""
         from sonality.errors import NotFoundError
 
-        history = await self.store.snapshot_history(_check_id(persona_id, "persona_id"))
+        check_int(to_version, field="to_version", low=1, high=2**62)
+        history = await self.store.snapshot_history(check_id(persona_id, "persona_id"))
         target = next((s for s in history if s.version == to_version), None)
         if target is None:
             raise NotFoundError(
@@ -575,6 +640,8 @@ class Sonality:
         """Call ``listener(persona_id)`` when a ``record`` in this process makes a persona
         due for reflection (the worker's event path), or ``respond``'s background
         enrichment does. It must not block. (The reflector's ``notifier`` keeps them.)"""
+        if not callable(listener):
+            raise ValidationError("a due listener must be callable", field="listener")
         self.reflector.notifier.add(listener)
 
     def remove_due_listener(self, listener: Callable[[str], object]) -> None:
@@ -612,17 +679,16 @@ class Sonality:
         deliberation to the Thinker in the background. ``mode``/``affect`` override the
         persona's settings for this call; a repeated ``episode_id`` returns the stored
         reply. Raises ``LLMError`` when the Talker's own call fails (nothing recorded)."""
-        _check_id(persona_id, "persona_id")
-        _check_id(user_id, "user_id")
-        _check_id(conversation_id, "conversation_id")
+        check_id(persona_id, "persona_id")
+        check_id(user_id, "user_id")
+        check_id(conversation_id, "conversation_id")
         if episode_id is not None:
-            _check_id(episode_id, "episode_id")
-        _check_text(message, field="message", limit=self.limits.max_message_chars)
-        try:
-            run_mode = None if mode is None else RuntimeMode(mode)
-            placement = None if affect is None else AffectPlacement(affect)
-        except ValueError as exc:
-            raise ValidationError(str(exc), field="mode" if mode else "affect") from None
+            check_id(episode_id, "episode_id")
+        check_text(message, field="message", limit=self.limits.max_message_chars)
+        run_mode = None if mode is None else check_choice(mode, RuntimeMode, field="mode")
+        placement = (
+            None if affect is None else check_choice(affect, AffectPlacement, field="affect")
+        )
         return await self._dual_process().respond(
             persona_id,
             user_id=user_id,
@@ -642,6 +708,11 @@ class Sonality:
     ) -> bool:
         """Wait for the background thinking of a conversation (or of every conversation
         of the persona) to finish; False if ``max_seconds`` ran out first."""
+        check_id(persona_id, "persona_id")
+        if conversation_id is not None:
+            check_id(conversation_id, "conversation_id")
+        if max_seconds is not None:
+            check_number(max_seconds, field="max_seconds", low=0, high=_MAX_WAIT_SECONDS)
         if self._dual is None:
             return True
         return await self._dual.drain(persona_id, conversation_id, max_seconds)
@@ -649,7 +720,7 @@ class Sonality:
     async def retry_thinking(self, persona_id: str) -> int:
         """Re-run failed Thinker turns (and turns a dead process left pending), in order
         per conversation; returns how many were closed (0 without a model)."""
-        await self.store.get_persona(_check_id(persona_id, "persona_id"))
+        await self.store.get_persona(check_id(persona_id, "persona_id"))
         if self.llm is None:
             return 0
         return await self._dual_process().retry(persona_id)
@@ -657,40 +728,40 @@ class Sonality:
     async def narrative(self, persona_id: str, *, conversation_id: str) -> Narrative | None:
         """The conversation's latest committed narrative, or None."""
         mind = await self.store.conversation_mind(
-            await self._known(persona_id), _check_id(conversation_id, "conversation_id")
+            await self._known(persona_id), check_id(conversation_id, "conversation_id")
         )
         return mind.narrative
 
     async def narratives(self, persona_id: str, *, conversation_id: str) -> list[Narrative]:
         """The stored narrative versions, newest first."""
         return await self.store.narrative_history(
-            await self._known(persona_id), _check_id(conversation_id, "conversation_id")
+            await self._known(persona_id), check_id(conversation_id, "conversation_id")
         )
 
     async def monologue(self, persona_id: str, *, conversation_id: str) -> list[MonologueEntry]:
         """The conversation's bounded inner-monologue history, oldest first."""
         mind = await self.store.conversation_mind(
-            await self._known(persona_id), _check_id(conversation_id, "conversation_id")
+            await self._known(persona_id), check_id(conversation_id, "conversation_id")
         )
         return list(mind.monologue)
 
     async def thinker_turns(self, persona_id: str, *, conversation_id: str) -> list[ThinkerTurn]:
         """Where the Thinker is with each turn of the conversation."""
         return await self.store.thinker_turns(
-            await self._known(persona_id), _check_id(conversation_id, "conversation_id")
+            await self._known(persona_id), check_id(conversation_id, "conversation_id")
         )
 
     async def turn_usage(self, persona_id: str, *, conversation_id: str) -> list[TurnUsage]:
         """Model calls, tokens and cost per turn and component (talker, monologue,
         controller, enrichment, affect)."""
         return await self.store.turn_usage(
-            await self._known(persona_id), _check_id(conversation_id, "conversation_id")
+            await self._known(persona_id), check_id(conversation_id, "conversation_id")
         )
 
     async def affect_state(self, persona_id: str, *, user_id: str) -> AffectState | None:
         """The persona's affective state towards the user (None before any)."""
         return await self.store.get_affect(
-            await self._known(persona_id), _check_id(user_id, "user_id")
+            await self._known(persona_id), check_id(user_id, "user_id")
         )
 
     async def set_affect(
@@ -707,8 +778,21 @@ class Sonality:
         strings as hard goals are one level each, in order."""
         from sonality.mind.affect import configure, initial_state
 
-        _check_id(persona_id, "persona_id")
-        _check_id(user_id, "user_id")
+        check_id(persona_id, "persona_id")
+        check_id(user_id, "user_id")
+        for field, text in (("emotional_state", emotional_state), ("relationship", relationship)):
+            if text is not None:
+                check_text(text, field=field, limit=self.limits.max_identity_chars)
+        for field, goals in (("hard_goals", hard_goals), ("soft_goals", soft_goals)):
+            if goals is None:
+                continue
+            if isinstance(goals, str) or not isinstance(goals, Sequence):
+                raise ValidationError(f"{field} must be a list", field=field)
+            for goal in goals:
+                if isinstance(goal, str):
+                    check_text(goal, field=field, limit=self.limits.max_identity_chars)
+                elif not isinstance(goal, HardGoal | SoftGoal):
+                    raise ValidationError(f"{field} must hold text or goals", field=field)
         now = self.clock.now()
         current = await self.store.get_affect(persona_id, user_id)
         state = configure(
@@ -729,12 +813,15 @@ class Sonality:
         affect: AffectPlacement | str | None = None,
     ) -> Persona:
         """Set the persona's default runtime mode and affect placement for ``respond``."""
-        current = await self.store.get_persona(_check_id(persona_id, "persona_id"))
-        try:
-            run_mode = current.runtime_mode if mode is None else RuntimeMode(mode)
-            placement = current.affect if affect is None else AffectPlacement(affect)
-        except ValueError as exc:
-            raise ValidationError(str(exc), field="mode" if mode else "affect") from None
+        current = await self.store.get_persona(check_id(persona_id, "persona_id"))
+        run_mode = (
+            current.runtime_mode if mode is None else check_choice(mode, RuntimeMode, field="mode")
+        )
+        placement = (
+            current.affect
+            if affect is None
+            else check_choice(affect, AffectPlacement, field="affect")
+        )
         return await self.store.set_persona_runtime(
             persona_id, runtime_mode=run_mode, affect=placement
         )

@@ -9,10 +9,13 @@ model and the embedder, fills the tunables from the settings, and returns the co
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sonality.config import Settings
+from sonality.config import Settings, default_store_url, legacy_store_path
 from sonality.errors import ConfigError
+from sonality.observability import get_logger
 from sonality.ports import LLM, PromptSource, UsageSink
 
 if TYPE_CHECKING:
@@ -22,6 +25,8 @@ if TYPE_CHECKING:
 
 __all__ = ["load_llm_factory", "open_parts", "open_store", "reflection_params", "settings_llm"]
 
+log = get_logger("sonality.wiring")
+
 
 async def open_store(settings: Settings, *, create: bool = True) -> Store:
     """Open (never migrate) the store the settings name; ``create=False`` creates nothing
@@ -29,6 +34,8 @@ async def open_store(settings: Settings, *, create: bool = True) -> Store:
     if settings.store_backend == "sqlite":
         from sonality.storage.sqlite.store import SqliteStore
 
+        if create and settings.store == default_store_url():
+            await asyncio.to_thread(_move_legacy_store, settings.sqlite_path)
         return await SqliteStore.open(
             settings.sqlite_path,
             embedding_dimensions=settings.embedding_dimensions,
@@ -42,7 +49,25 @@ async def open_store(settings: Settings, *, create: bool = True) -> Store:
         auth=(settings.neo4j_user, password) if password else None,
         database=settings.neo4j_database,
         embedding_dimensions=settings.embedding_dimensions,
+        retry_seconds=settings.neo4j_retry_seconds,
+        connect_seconds=settings.neo4j_connect_seconds,
     )
+
+
+def _move_legacy_store(path: Path) -> None:
+    """Move the default store from its old place (``config.legacy_store_path``) to
+    ``path`` on first use, with its WAL files, unless ``path`` exists already."""
+    import shutil
+
+    old = legacy_store_path()
+    if path.exists() or not old.is_file():
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for suffix in ("", "-wal", "-shm"):
+        source = old.with_name(old.name + suffix)
+        if source.exists():
+            shutil.move(source, path.with_name(path.name + suffix))
+    log.warning("default_store_moved", old=str(old), new=str(path))
 
 
 def settings_llm(settings: Settings) -> LLM | None:
@@ -70,6 +95,7 @@ def reflection_params(settings: Settings) -> ReflectionParams:
         snapshot_max_chars=settings.snapshot_max_chars,
         snapshot_retention=settings.snapshot_retention,
         lease_seconds=settings.lease_seconds,
+        decay_review=settings.decay_review,
     )
 
 
@@ -147,12 +173,17 @@ async def open_parts(
             opinion=OpinionParams(
                 cooling_period=settings.cooling_period,
                 max_commit_delta=settings.max_commit_delta,
+                influence_window=settings.influence_window,
+                user_influence_budget=settings.user_influence_budget,
+                max_window_delta=settings.max_window_delta,
+                repeat_similarity=settings.repeat_similarity,
             ),
             limits=Limits(
                 max_message_chars=settings.max_message_chars,
                 max_response_chars=settings.max_response_chars,
                 context_token_budget=settings.context_token_budget,
                 context_episodes=settings.context_episodes,
+                context_fact_tokens=settings.context_fact_tokens,
                 enrichment_max_attempts=settings.enrichment_max_attempts,
                 disagreement_window=settings.disagreement_window,
             ),

@@ -53,6 +53,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("wiring",),
     ("testing",),
     ("service",),
+    ("sync",),
     (ROOT,),
     ("scheduler", "browser"),
     ("eval", "server"),

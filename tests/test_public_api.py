@@ -21,10 +21,12 @@ def test_public_names_are_exactly_the_curated_list() -> None:
         "Insight",
         "Persona",
         "Recorded",
+        "SelfModel",
         "Settings",
         "Snapshot",
         "Sonality",
         "SonalityError",
+        "SonalitySync",
         "UserFact",
         "__version__",
     }
@@ -100,6 +102,7 @@ SONALITY_METHODS: dict[str, tuple[str, bool, list[tuple[str, str, object]]]] = {
             ("name", _K, _REQUIRED),
             ("core_identity", _K, _REQUIRED),
             ("snapshot", _K, None),
+            ("self_model", _K, None),
         ],
     ),
     "drain": (
@@ -114,7 +117,11 @@ SONALITY_METHODS: dict[str, tuple[str, bool, list[tuple[str, str, object]]]] = {
     ),
     "delete_persona": ("method", True, [("persona_id", _P, _REQUIRED)]),
     "due_personas": ("method", True, []),
-    "enrich_pending": ("method", True, [("persona_id", _P, _REQUIRED), ("limit", _K, None)]),
+    "enrich_pending": (
+        "method",
+        True,
+        [("persona_id", _P, _REQUIRED), ("limit", _K, None), ("retry_failed", _K, False)],
+    ),
     "episodes": (
         "method",
         True,

@@ -9,8 +9,9 @@ messages, answered by a scripted model, on SQLite (or Neo4j). Prints two tables.
    bound of 13k in / 6k out, next to what the Talker alone costs (the baseline's call);
    the largest narrative and monologue history seen. Counted with litellm's token counter
    on the rendered prompts and the replies. The scripted model writes long: user-facing
-   replies of 150-500 words, threads of 60-420 words (over the 400-token cap at times),
-   narratives up to ~3.5k tokens (over the 3k cap at times).
+   replies of 150-500 words, threads of 60-400 words (over the 400-token cap at times),
+   controller replies that try to pass its 3k ``max_tokens`` (some ~7k tokens, more than
+   the whole 6k turn bound), cut at each prompt's ``max_tokens`` as a real model stops.
 2. Latency (no draining between turns): the model sleeps ``--talker-ms`` per Talker call
    and ``--thinker-ms`` per Thinker call, the "user" pauses ``--pause-ms`` between
    messages, shorter than the Thinker's work, so the Thinker falls behind. It reports
@@ -52,7 +53,7 @@ from sonality.service import Sonality  # noqa: E402
 from sonality.testing import ScriptedLLM  # noqa: E402
 
 DIMS = 256
-EXTRA = ("monologue", "controller", "affect_update", "affect_appraise")
+EXTRA = ("monologue", "controller", "affect_update", "affect_appraise", "affect_plan")
 WORDS = (
     "evidence",
     "reactor",
@@ -94,16 +95,19 @@ def prose(rng: random.Random, words: int) -> str:
 
 def scripted(seed: int, talker_ms: float = 0.0, thinker_ms: float = 0.0) -> ScriptedLLM:
     rng = random.Random(seed)
-    llm = ScriptedLLM()
+    llm = ScriptedLLM(count_tokens=count_tokens)  # max_tokens cuts by litellm's counter
 
     def talk(rendered: RenderedPrompt, v: Mapping[str, Any]) -> str:
         return prose(rng, rng.randint(150, 500))
 
     def monologue(rendered: RenderedPrompt, v: Mapping[str, Any]) -> dict[str, str]:
-        return {k: prose(rng, rng.randint(60, 420)) for k in ("reasoning", "memory", "goal")}
+        return {k: prose(rng, rng.randint(60, 400)) for k in ("reasoning", "memory", "goal")}
 
     def controller(rendered: RenderedPrompt, v: Mapping[str, Any]) -> str:
-        return prose(rng, 2_700 if rng.random() < 0.3 else rng.randint(300, 1_500))
+        roll = rng.random()  # some replies try to pass max_tokens, a few by far
+        return prose(
+            rng, 6_000 if roll < 0.15 else 2_700 if roll < 0.35 else rng.randint(300, 1_500)
+        )
 
     def evidence(rendered: RenderedPrompt, v: Mapping[str, Any]) -> dict[str, Any]:
         return {
@@ -130,7 +134,10 @@ def scripted(seed: int, talker_ms: float = 0.0, thinker_ms: float = 0.0) -> Scri
         }
 
     def appraise(rendered: RenderedPrompt, v: Mapping[str, Any]) -> dict[str, str]:
-        return {"appraisal": prose(rng, 60), "plan": "I intend to " + prose(rng, 30)}
+        return {"appraisal": prose(rng, 60)}
+
+    def plan(rendered: RenderedPrompt, v: Mapping[str, Any]) -> dict[str, str]:
+        return {"plan": "I intend to " + prose(rng, 30)}
 
     talk_s, think_s = talker_ms / 1000, thinker_ms / 1000
     llm.default("talk", talk, delay=talk_s)
@@ -138,6 +145,7 @@ def scripted(seed: int, talker_ms: float = 0.0, thinker_ms: float = 0.0) -> Scri
     llm.default("controller", controller, delay=think_s)
     llm.default("affect_update", feel, delay=think_s)
     llm.default("affect_appraise", appraise, delay=think_s)
+    llm.default("affect_plan", plan, delay=think_s)
     llm.default("assess_evidence", evidence)
     llm.default("extract_insight", {"insight": None})
     return llm

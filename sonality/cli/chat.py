@@ -18,7 +18,9 @@ same plug-in point as the worker's). Logs are hidden unless ``--verbose``.
 from __future__ import annotations
 
 import sys
+from contextlib import suppress
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -44,10 +46,50 @@ _THINK_SECONDS = 60.0
 
 
 def _read_line(prompt: str) -> str | None:
+    if _EDITING:
+        try:
+            return input(prompt)  # readline: arrows, Ctrl-R, history
+        except EOFError:
+            return None
     click.echo(prompt, nl=False)
     sys.stdout.flush()
     line = sys.stdin.readline()
     return None if line == "" else line.rstrip("\n")
+
+
+_EDITING: list[Path] = []
+"""The history file while line editing is on (a terminal and the readline module)."""
+
+
+def _line_editing() -> None:
+    """On a terminal, edit lines with readline and keep their history across sessions in
+    the user state directory (``chat_history``, the last 1000 lines)."""
+    if not sys.stdin.isatty():
+        return
+    try:
+        import readline
+    except ImportError:  # Windows without pyreadline: plain lines
+        return
+    from platformdirs import user_state_dir
+
+    history = Path(user_state_dir("sonality", appauthor=False)) / "chat_history"
+    readline.set_history_length(1000)
+    with suppress(OSError):  # none yet: the first session
+        readline.read_history_file(history)
+    _EDITING.append(history)
+
+
+def _save_history() -> None:
+    if not _EDITING:
+        return
+    import readline
+
+    history = _EDITING.pop()
+    try:
+        history.parent.mkdir(parents=True, exist_ok=True)
+        readline.write_history_file(history)
+    except OSError:
+        pass  # history is a convenience
 
 
 async def _command(app: Sonality, persona: Persona, user_id: str, cid: str, line: str) -> bool:
@@ -124,7 +166,8 @@ async def _why(app: Sonality, persona: Persona, topic: str) -> None:
         said = " ".join(episode.user_message.split())
         said = said if len(said) <= 90 else said[:89] + "…"
         click.echo(
-            f"  {edge.kind:<11} {edge.delta:+.4f}  {episode.conversation_id}#{episode.turn} "
+            f"  {edge.side(belief.position):<9} {edge.delta:+.4f}  "
+            f"{episode.conversation_id}#{episode.turn} "
             f"({episode.created_at:%Y-%m-%d}): {said}"
         )
     if not edges:
@@ -166,7 +209,7 @@ async def chat(
     """Chat with a persona in the terminal (full-agent mode)."""
     import asyncio
 
-    from sonality.errors import LLMUnavailable, SonalityError
+    from sonality.errors import LLMUnavailable
     from sonality.llm.tokens import count_tokens
     from sonality.observability import configure_logging
 
@@ -186,30 +229,45 @@ async def chat(
             f"Talking with {persona.name} ({persona.id}) as {user_id}, conversation {cid}. "
             "/help lists commands, /quit leaves."
         )
-        while True:
-            line = await asyncio.to_thread(_read_line, "you> ")
-            if line is None:
-                click.echo()
+        _line_editing()
+        try:
+            await _converse(app, persona, user_id, cid, mode=mode, affect=affect)
+        finally:
+            _save_history()
+
+
+async def _converse(
+    app: Sonality, persona: Persona, user_id: str, cid: str, *, mode: str | None, affect: str | None
+) -> None:
+    """The read-answer loop, until /quit or end of input."""
+    import asyncio
+
+    from sonality.errors import SonalityError
+
+    while True:
+        line = await asyncio.to_thread(_read_line, "you> ")
+        if line is None:
+            click.echo()
+            break
+        line = line.strip()
+        if not line:
+            continue
+        if line.startswith("/"):
+            if not await _command(app, persona, user_id, cid, line):
                 break
-            line = line.strip()
-            if not line:
-                continue
-            if line.startswith("/"):
-                if not await _command(app, persona, user_id, cid, line):
-                    break
-                continue
-            try:
-                reply = await app.respond(
-                    persona.id,
-                    user_id=user_id,
-                    conversation_id=cid,
-                    message=line,
-                    mode=mode,
-                    affect=affect,
-                )
-            except SonalityError as exc:
-                click.echo(f"error: {exc}")
-                continue
-            click.echo(f"{persona.id}> {reply.text}")
-        click.echo("(finishing background thinking…)")
-        await app.drain(persona.id, conversation_id=cid)
+            continue
+        try:
+            reply = await app.respond(
+                persona.id,
+                user_id=user_id,
+                conversation_id=cid,
+                message=line,
+                mode=mode,
+                affect=affect,
+            )
+        except SonalityError as exc:
+            click.echo(f"error: {exc}")
+            continue
+        click.echo(f"{persona.id}> {reply.text}")
+    click.echo("(finishing background thinking…)")
+    await app.drain(persona.id, conversation_id=cid)

@@ -79,7 +79,7 @@ async def forget(state: CliState, persona_id: str, user_id: str, yes: bool, as_j
     """Forget a user: their conversations, episodes, facts, insights, affect state,
     monologue, narratives and usage go, and every belief their episodes moved is
     recomputed from the remaining evidence. An audit record (no user text) is kept."""
-    async with state.app() as app:
+    async with state.app(with_model=False) as app:
         await app.persona(persona_id)
         confirm(f"Forget user {user_id!r} of persona {persona_id!r}? This cannot be undone", yes)
         record = await app.forget_user(persona_id, user_id=user_id)
@@ -103,7 +103,7 @@ async def episode_delete(
 ) -> None:
     """Delete exchange EPISODE_ID: what hangs off it goes, its conversation is relinked
     around it and the beliefs it moved are recomputed."""
-    async with state.app() as app:
+    async with state.app(with_model=False) as app:
         await app.persona(persona_id)
         confirm(f"Delete episode {episode_id!r} of persona {persona_id!r}?", yes)
         record = await app.delete_episode(persona_id, episode_id=episode_id)
@@ -123,7 +123,7 @@ def fact() -> None:
 @run
 async def fact_retract(state: CliState, persona_id: str, fact_id: str, as_json: bool) -> None:
     """Retract fact FACT_ID: it stays stored but leaves every context."""
-    async with state.app() as app:
+    async with state.app(with_model=False) as app:
         found = await app.retract_fact(persona_id, fact_id=fact_id)
     emit(found, as_json, lambda: click.echo(f"retracted {_fact_text(found)}"))
 
@@ -147,7 +147,7 @@ async def fact_correct(
     as_json: bool,
 ) -> None:
     """Correct fact FACT_ID in place (its text, and optionally kind or severity)."""
-    async with state.app() as app:
+    async with state.app(with_model=False) as app:
         found = await app.correct_fact(
             persona_id, fact_id=fact_id, text=text, kind=kind, severity=severity
         )
@@ -162,7 +162,7 @@ async def fact_correct(
 @run
 async def persona_delete(state: CliState, persona_id: str, yes: bool, as_json: bool) -> None:
     """Delete persona PERSONA_ID and everything it owns (its audit records stay)."""
-    async with state.app() as app:
+    async with state.app(with_model=False) as app:
         await app.persona(persona_id)
         confirm(f"Delete persona {persona_id!r} and all its data? This cannot be undone", yes)
         record = await app.delete_persona(persona_id)
@@ -184,7 +184,7 @@ async def persona_delete(state: CliState, persona_id: str, yes: bool, as_json: b
 async def export(state: CliState, persona_ids: tuple[str, ...], output: Path | None) -> None:
     """Export personas as JSON lines (every record with its id; canonical order, so equal
     data is equal text). `sonality import` reads it into any store."""
-    async with state.app() as app:
+    async with state.app(with_model=False) as app:
         ids = list(persona_ids) or [p.id for p in await app.personas()]
         text = await app.export(ids)
     if output is None:
@@ -220,7 +220,7 @@ async def import_(state: CliState, file: Path, as_json: bool) -> None:
         text = await asyncio.to_thread(file.read_text, "utf-8")
     except UnicodeDecodeError:
         raise ValidationError(f"{file}: not UTF-8 text") from None
-    async with state.app() as app:
+    async with state.app(with_model=False) as app:
         results = await app.import_(text)
     emit(results, as_json, lambda: _imported_text(results))
 

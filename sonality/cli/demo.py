@@ -24,6 +24,7 @@ async def demo(state: CliState, persona_id: str) -> None:
     import json
 
     from sonality.errors import PersonaNotFound
+    from sonality.observability import quiet
     from sonality.resources import resource_dir
 
     samples = resource_dir("samples")
@@ -33,35 +34,37 @@ async def demo(state: CliState, persona_id: str) -> None:
         if line.strip()
     ]
     settings = state.settings
-    async with state.app() as app:
-        try:
-            await app.persona(persona_id)
-        except PersonaNotFound:
-            await app.create_persona(
-                persona_id,
-                name="Ada",
-                core_identity=(samples / "ada.md").read_text("utf-8").strip(),
+    # the demo's own output tells the story: per-event INFO lines stay back (-v shows them)
+    with quiet(state.verbosity <= 0):
+        async with state.app() as app:
+            try:
+                await app.persona(persona_id)
+            except PersonaNotFound:
+                await app.create_persona(
+                    persona_id,
+                    name="Ada",
+                    core_identity=(samples / "ada.md").read_text("utf-8").strip(),
+                )
+                click.echo(f"created persona {persona_id!r}")
+            new = 0
+            for row in rows:
+                recorded = await app.record(
+                    persona_id,
+                    user_id=row["user_id"],
+                    conversation_id=row["conversation_id"],
+                    message=row["message"],
+                    response=row["response"],
+                    episode_id=row["id"],
+                    enrich=False,
+                )
+                new += recorded.created
+            report = await app.enrich_pending(persona_id)
+            context = await app.context(
+                persona_id, user_id=SAMPLE_USER, message="Any snack ideas for a mountain hike?"
             )
-            click.echo(f"created persona {persona_id!r}")
-        new = 0
-        for row in rows:
-            recorded = await app.record(
-                persona_id,
-                user_id=row["user_id"],
-                conversation_id=row["conversation_id"],
-                message=row["message"],
-                response=row["response"],
-                episode_id=row["id"],
-                enrich=False,
-            )
-            new += recorded.created
-        report = await app.enrich_pending(persona_id)
-        context = await app.context(
-            persona_id, user_id=SAMPLE_USER, message="Any snack ideas for a mountain hike?"
-        )
-        beliefs = await app.beliefs(persona_id)
-        facts = await app.facts(persona_id, user_id=SAMPLE_USER)
-        counts = await app.store.count_episodes(persona_id)
+            beliefs = await app.beliefs(persona_id)
+            facts = await app.facts(persona_id, user_id=SAMPLE_USER)
+            counts = await app.store.count_episodes(persona_id)
     click.echo(f"store: {settings.store}")
     click.echo(
         f"recorded {new} new exchanges of the sample conversation "

@@ -9,7 +9,15 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from sonality.cli.shell import CliState, emit, json_option, lines, persona_option, run
+from sonality.cli.shell import (
+    CliState,
+    emit,
+    json_option,
+    lines,
+    llm_option,
+    persona_option,
+    run,
+)
 
 if TYPE_CHECKING:
     from sonality.errors import SonalityError
@@ -65,6 +73,9 @@ def persona() -> None:
 @click.option("--name", required=True)
 @click.option("--identity", help="Core identity text.")
 @click.option("--identity-file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--trait", "traits", multiple=True, help="A personality trait (repeatable).")
+@click.option("--value", "values", multiple=True, help="A value it holds (repeatable).")
+@click.option("--goal", "goals", multiple=True, help="A long-term goal of its own (repeatable).")
 @json_option
 @click.pass_obj
 @run
@@ -74,19 +85,39 @@ async def persona_create(
     name: str,
     identity: str | None,
     identity_file: Path | None,
+    traits: tuple[str, ...],
+    values: tuple[str, ...],
+    goals: tuple[str, ...],
     as_json: bool,
 ) -> None:
-    """Create persona PERSONA_ID with a core identity (immutable)."""
+    """Create persona PERSONA_ID with a core identity and, optionally, a self-model of
+    traits, values and goals (both immutable)."""
     if (identity is None) == (identity_file is None):
         raise click.UsageError("give exactly one of --identity or --identity-file")
     text = identity
     if identity_file is not None:
         import asyncio
 
-        text = await asyncio.to_thread(identity_file.read_text, "utf-8")
+        from sonality.errors import ValidationError
+
+        raw = await asyncio.to_thread(identity_file.read_bytes)
+        try:
+            text = raw.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise ValidationError(
+                f"--identity-file is not UTF-8 text (invalid byte at offset {exc.start})",
+                field="identity_file",
+            ) from None
     assert text is not None
+    from sonality.models import SelfModel
+
     async with state.app() as app:
-        created = await app.create_persona(persona_id, name=name, core_identity=text)
+        created = await app.create_persona(
+            persona_id,
+            name=name,
+            core_identity=text,
+            self_model=SelfModel(traits=traits, values=values, goals=goals),
+        )
     emit(created, as_json, lambda: click.echo(f"created {_persona_text(created)}"))
 
 
@@ -96,7 +127,7 @@ async def persona_create(
 @run
 async def persona_list(state: CliState, as_json: bool) -> None:
     """List personas."""
-    async with state.app() as app:
+    async with state.app(with_model=False) as app:
         personas = await app.personas()
     emit(personas, as_json, lambda: lines(personas, _persona_text, "no personas yet"))
 
@@ -108,13 +139,21 @@ async def persona_list(state: CliState, as_json: bool) -> None:
 @run
 async def persona_show(state: CliState, persona_id: str, as_json: bool) -> None:
     """Show one persona with its current snapshot."""
-    async with state.app() as app:
+    async with state.app(with_model=False) as app:
         found = await app.persona(persona_id)
         current = await app.snapshot(persona_id)
 
     def text() -> None:
         click.echo(_persona_text(found))
         click.echo(f"core identity: {found.core_identity}")
+        model = found.self_model
+        for label, items in (
+            ("traits", model.traits),
+            ("values", model.values),
+            ("goals", model.goals),
+        ):
+            if items:
+                click.echo(f"{label}: {'; '.join(items)}")
         click.echo(f"snapshot v{current.version}: {current.text}")
 
     emit({"persona": found, "snapshot": current}, as_json, text)
@@ -281,20 +320,19 @@ async def _enrich_with_bar(app: Any, persona_id: str, state: CliState, show: boo
     from sonality.mind.enrichment import EnrichReport
     from sonality.observability import quiet
 
-    first = await app.enrich_pending(persona_id, limit=1)
-    if first.stopped_by is not None or first.remaining == 0:
-        return first
-    enriched, failed = first.enriched, first.failed
-    report = first
-    total = first.enriched + first.failed + first.remaining
-    with quiet(state.verbosity <= 0), _bar(None, "enriching", show, length=total) as bar:
-        bar.update(enriched + failed)
-        while report.stopped_by is None and report.remaining > 0:
-            report = await app.enrich_pending(persona_id, limit=1)
-            if report.enriched + report.failed == 0:
-                break
-            enriched, failed = enriched + report.enriched, failed + report.failed
-            bar.update(report.enriched + report.failed)
+    with quiet(state.verbosity <= 0):
+        report = await app.enrich_pending(persona_id, limit=1)
+        if report.stopped_by is not None or report.remaining == 0:
+            return report
+        enriched, failed = report.enriched, report.failed
+        with _bar(None, "enriching", show, length=enriched + failed + report.remaining) as bar:
+            bar.update(enriched + failed)
+            while report.stopped_by is None and report.remaining > 0:
+                report = await app.enrich_pending(persona_id, limit=1)
+                if report.enriched + report.failed == 0:
+                    break
+                enriched, failed = enriched + report.enriched, failed + report.failed
+                bar.update(report.enriched + report.failed)
     return EnrichReport(
         persona_id=persona_id,
         enriched=enriched,
@@ -307,6 +345,15 @@ async def _enrich_with_bar(app: Any, persona_id: str, state: CliState, show: boo
 def _echo_enrichment(report: Any) -> None:
     """One line for an enrichment pass (``sonality.service``'s report)."""
     line = f"enriched {report.enriched}, failed {report.failed}, pending {report.remaining}"
+    if report.requeued:
+        line = f"retried {report.requeued} failed, " + line
+    if report.embedded:
+        line += f", embedded {report.embedded}"
+    if report.insights_extracted or report.insights_failed or report.insights_remaining:
+        line += (
+            f"; insights extracted {report.insights_extracted}, failed "
+            f"{report.insights_failed}, pending {report.insights_remaining}"
+        )
     if report.stopped_by == "no_model":
         line += " (no model configured: set SONALITY_MODEL to enrich)"
     elif report.stopped_by:
@@ -325,7 +372,7 @@ async def context(
     state: CliState, persona_id: str, user_id: str, message: str, as_json: bool
 ) -> None:
     """Print the context block an application would inject before answering MESSAGE."""
-    async with state.app() as app:
+    async with state.app(with_model=False) as app:
         ctx = await app.context(persona_id, user_id=user_id, message=message)
     emit(ctx, as_json, lambda: click.echo(ctx.as_prompt()))
 
@@ -338,7 +385,7 @@ async def context(
 @run
 async def beliefs(state: CliState, persona_id: str, include_retired: bool, as_json: bool) -> None:
     """List a persona's beliefs."""
-    async with state.app() as app:
+    async with state.app(with_model=False) as app:
         found = await app.beliefs(persona_id, include_retired=include_retired)
     emit(found, as_json, lambda: lines(found, _belief_text, "no beliefs yet"))
 
@@ -351,7 +398,7 @@ async def beliefs(state: CliState, persona_id: str, include_retired: bool, as_js
 @run
 async def facts(state: CliState, persona_id: str, user_id: str, as_json: bool) -> None:
     """List what a user disclosed that must not be forgotten."""
-    async with state.app() as app:
+    async with state.app(with_model=False) as app:
         found = await app.facts(persona_id, user_id=user_id)
     emit(found, as_json, lambda: lines(found, _fact_text, "no facts yet"))
 
@@ -373,7 +420,7 @@ async def episodes(
     as_json: bool,
 ) -> None:
     """List recent episodes, newest first."""
-    async with state.app() as app:
+    async with state.app(with_model=False) as app:
         found = await app.episodes(
             persona_id, user_id=user_id, conversation_id=conversation_id, limit=limit
         )
@@ -382,19 +429,48 @@ async def episodes(
 
 @click.command()
 @click.option("--persona", "persona_id", help="Only this persona (default: all).")
+@click.option(
+    "--retry-failed",
+    is_flag=True,
+    help="First put episodes and insights marked failed back to pending.",
+)
 @json_option
+@llm_option
 @click.pass_obj
 @run
-async def enrich(state: CliState, persona_id: str | None, as_json: bool) -> None:
-    """Enrich pending episodes, oldest first, per persona."""
-    async with state.app() as app:
+async def enrich(
+    state: CliState,
+    persona_id: str | None,
+    retry_failed: bool,
+    as_json: bool,
+    llm_spec: str | None,
+) -> None:
+    """Enrich pending episodes, oldest first, per persona (first embedding the episodes a
+    remote embedder failed on); then extract pending insights.
+
+    Exits 3 when the model refuses the configuration (nothing is marked: fix the settings
+    and run it again), 8 when it stopped on an unreachable or invalid model (the rest
+    stays pending). --retry-failed brings back what earlier attempts gave up.
+    """
+    async with state.app(llm_spec=llm_spec) as app:
         ids = [persona_id] if persona_id else [p.id for p in await app.personas()]
-        reports = [await app.enrich_pending(pid) for pid in ids]
+        reports = [await app.enrich_pending(pid, retry_failed=retry_failed) for pid in ids]
+        # what earlier passes gave up is never left silent: say how to bring it back
+        given_up = {
+            pid: (await app.store.count_episodes(pid))["failed"]
+            + (await app.store.count_insight_retries(pid))["failed"]
+            for pid in ids
+        }
 
     def text() -> None:
         for report in reports:
             click.echo(f"{report.persona_id}: ", nl=False)
             _echo_enrichment(report)
+            if given_up[report.persona_id]:
+                click.echo(
+                    f"  {given_up[report.persona_id]} failed episodes or insights wait: "
+                    f"sonality enrich --persona {report.persona_id} --retry-failed"
+                )
         if not reports:
             click.echo("no personas yet: nothing to enrich")
 

@@ -68,6 +68,10 @@ def _report_text(report: ReflectionReport) -> None:
         f"  beliefs decayed: {', '.join(report.beliefs_decayed) or 'none'}; "
         f"retired: {', '.join(report.beliefs_retired) or 'none'}"
     )
+    if report.decay_review in ("applied", "fallback"):
+        advice = ", ".join(f"{topic} {verdict}" for topic, verdict in report.advice)
+        review = "model unusable, all retained" if report.decay_review == "fallback" else ""
+        click.echo(f"  decay review: {advice or review or 'all retained'}")
     click.echo(
         f"  insights consumed {report.insights_consumed}, episodes read {report.episodes_read}, "
         f"llm calls {report.llm_calls}, {report.duration_ms:.0f} ms"
@@ -104,7 +108,8 @@ async def reflect(
     """Run the reflection pipeline now (the same one the worker runs).
 
     Without --force it reflects only when a trigger holds (cooldown, periodic, event).
-    Exits 1 when a reflection was rejected or failed.
+    Exits 1 when a reflection was rejected or failed, 9 when another worker holds a
+    persona's reflection lease (nothing ran; try again later).
     """
     if (persona_id is None) == (not all_personas):
         raise click.UsageError("give exactly one of --persona or --all")
@@ -129,6 +134,12 @@ async def reflect(
 
     payload = [_report_json(r) for r in reports]
     emit(payload if all_personas else payload[0], as_json, text)
+    from sonality.errors import LeaseHeld
+    from sonality.mind.reflection import LEASE_HELD
+
+    busy = [r.persona_id for r in reports if r.outcome == "skipped" and r.reason == LEASE_HELD]
+    if busy:
+        raise LeaseHeld("another worker holds the reflection lease; try again later", personas=busy)
     if any(r.outcome in ("rejected", "failed") for r in reports):
         raise Unsuccessful
 
@@ -151,7 +162,7 @@ def _reflection_text(r: Reflection) -> str:
 @run
 async def reflections(state: CliState, persona_id: str, limit: int, as_json: bool) -> None:
     """List a persona's reflection attempts, newest first."""
-    async with state.app() as app:
+    async with state.app(with_model=False) as app:
         items = await app.reflections(persona_id, limit=limit)
     emit(items, as_json, lambda: lines(items, _reflection_text, "no reflections yet"))
 
@@ -177,7 +188,7 @@ def _snapshot_line(s: Snapshot) -> str:
 @run
 async def snapshot_history(state: CliState, persona_id: str, as_json: bool) -> None:
     """Every kept version, newest first."""
-    async with state.app() as app:
+    async with state.app(with_model=False) as app:
         items = list(await app.snapshots(persona_id))
 
     def text() -> None:
@@ -199,7 +210,7 @@ async def snapshot_show(
     """Print one version's text."""
     from sonality.errors import NotFoundError
 
-    async with state.app() as app:
+    async with state.app(with_model=False) as app:
         if version is None:
             item = await app.snapshot(persona_id)
         else:
@@ -240,10 +251,22 @@ async def snapshot_rollback(
 
 
 @click.command()
-@click.option("--scan-seconds", type=float, help="Scan interval [SONALITY_WORKER_SCAN_SECONDS].")
-@click.option("--retry-seconds", type=float, help="Enrichment retry base interval.")
-@click.option("--idle-seconds", type=float, help="Reflect quiet personas with pending insights.")
-@click.option("--grace-seconds", type=float, default=30.0, show_default=True)
+@click.option(
+    "--scan-seconds",
+    type=click.FloatRange(0, 86_400, min_open=True),
+    help="Scan interval [SONALITY_WORKER_SCAN_SECONDS].",
+)
+@click.option(
+    "--retry-seconds",
+    type=click.FloatRange(0, 86_400, min_open=True),
+    help="Enrichment retry base interval.",
+)
+@click.option(
+    "--idle-seconds",
+    type=click.FloatRange(0, 31_536_000, min_open=True),
+    help="Reflect quiet personas with pending insights.",
+)
+@click.option("--grace-seconds", type=click.FloatRange(0, 86_400), default=30.0, show_default=True)
 @click.option("--once", is_flag=True, help="One pass (enrich pending, reflect due), then exit.")
 @click.option("--owner", help="Lease owner id (default host:pid:random).")
 @click.option(
@@ -280,6 +303,7 @@ async def worker(
         retry_seconds=retry_seconds or settings.worker_retry_seconds,
         idle_seconds=idle_seconds or settings.worker_idle_reflection_seconds,
         grace_seconds=grace_seconds,
+        retry_rounds=settings.enrichment_retry_rounds,
         heartbeat_file=heartbeat_file,
     )
 

@@ -52,13 +52,20 @@ async def migrate(state: CliState, check: bool, as_json: bool) -> None:
 @click.pass_obj
 @run
 async def doctor(state: CliState, as_json: bool, call_model: bool) -> None:
-    """Check the store, the schema, pending enrichment and the model settings."""
+    """Check the store, the schema, pending enrichment, episodes without an embedding and
+    the model settings.
+
+    Lists, per persona, episodes by enrichment status, the failed ones (with their last
+    error; `sonality enrich --retry-failed` retries them) and insight parts still pending
+    or failed. --call-model sends one tiny request and says why it failed, if it did.
+    """
+    from sonality.config import redact_url
     from sonality.errors import SonalityError
 
     settings = state.settings
     report: dict[str, Any] = {
         "version": __version__,
-        "store": {"backend": settings.store_backend, "url": _redact(settings.store)},
+        "store": {"backend": settings.store_backend, "url": redact_url(settings.store)},
         "model": {"configured": bool(settings.model), "name": settings.model},
         "embedding": {
             "model": settings.embedding_model or "built-in hashed embedder",
@@ -73,15 +80,34 @@ async def doctor(state: CliState, as_json: bool, call_model: bool) -> None:
             report["schema"] = {"current": status.current, "pending": list(status.pending)}
             if status.current:
                 pending: dict[str, dict[str, int]] = {}
+                insights: dict[str, dict[str, int]] = {}
+                failed: dict[str, list[dict[str, Any]]] = {}
                 for persona in await store.list_personas():
-                    pending[persona.id] = await store.count_episodes(persona.id)
+                    counts = await store.count_episodes(persona.id)
+                    counts["unembedded"] = await store.count_unembedded(persona.id)
+                    pending[persona.id] = counts
+                    insights[persona.id] = await store.count_insight_retries(persona.id)
+                    if pending[persona.id]["failed"]:
+                        failed[persona.id] = [
+                            {
+                                "id": e.id,
+                                "attempts": e.enrichment_attempts,
+                                "error": e.enrichment_error,
+                            }
+                            for e in await store.list_failed_episodes(persona.id, limit=10)
+                        ]
                 report["episodes"] = pending
+                report["insights"] = insights
+                report["failed_episodes"] = failed
     except SonalityError as exc:
         report["store"].update(reachable=False, error=str(exc))
     healthy = bool(report["store"]["reachable"]) and bool(report.get("schema", {}).get("current"))
     if call_model and settings.model:
-        report["model"]["reachable"] = await _ping_model(settings)
-        healthy &= bool(report["model"]["reachable"])
+        error = await _ping_model(settings)
+        report["model"]["reachable"] = error is None
+        if error is not None:
+            report["model"]["error"] = error
+        healthy &= error is None
 
     def text() -> None:
         store_info = report["store"]
@@ -98,15 +124,25 @@ async def doctor(state: CliState, as_json: bool, call_model: bool) -> None:
                 + ("current" if schema["current"] else f"PENDING: {', '.join(schema['pending'])}")
             )
         for pid, counts in report.get("episodes", {}).items():
+            insight = report["insights"][pid]
             click.echo(
                 f"persona    {pid}: {counts['enriched']} enriched, {counts['pending']} pending, "
-                f"{counts['failed']} failed"
+                f"{counts['failed']} failed, {counts['unembedded']} without embedding; "
+                f"insights {insight['pending']} pending, {insight['failed']} failed"
             )
+            for episode in report["failed_episodes"].get(pid, []):
+                click.echo(
+                    f"  failed   {episode['id']} after {episode['attempts']} attempts: "
+                    f"{episode['error']}"
+                )
+            if counts["failed"] or insight["failed"]:
+                click.echo(f"  retry    sonality enrich --persona {pid} --retry-failed")
         model = report["model"]
         click.echo(
             "model      "
             + (model["name"] if model["configured"] else "not configured (set SONALITY_MODEL)")
             + ("" if "reachable" not in model else f" reachable={model['reachable']}")
+            + (f" ({model['error']})" if "error" in model else "")
         )
         click.echo(f"embedding  {report['embedding']['model']}")
 
@@ -115,15 +151,10 @@ async def doctor(state: CliState, as_json: bool, call_model: bool) -> None:
         raise Unsuccessful
 
 
-def _redact(url: str) -> str:
-    if "@" in url and "://" in url:
-        scheme, rest = url.split("://", 1)
-        return f"{scheme}://***@{rest.split('@', 1)[1]}"
-    return url
-
-
-async def _ping_model(settings: Settings) -> bool:
-    from sonality.errors import LLMError
+async def _ping_model(settings: Settings) -> str | None:
+    """None when the model answered; else why not, in one line (a refused configuration
+    says so, with the provider's message)."""
+    from sonality.errors import LLMConfigError, SonalityError
     from sonality.llm.prompts import Prompt
     from sonality.wiring import settings_llm
 
@@ -131,6 +162,8 @@ async def _ping_model(settings: Settings) -> bool:
     assert llm is not None
     try:
         await llm.text(Prompt.PING, {}, component="doctor")
-    except LLMError:
-        return False
-    return True
+    except LLMConfigError as exc:
+        return f"misconfigured: {exc.message}"
+    except SonalityError as exc:
+        return f"{type(exc).__name__}: {exc.message}"
+    return None

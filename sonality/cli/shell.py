@@ -65,22 +65,30 @@ class CliState:
             except PydanticValidationError as exc:
                 first = exc.errors()[0]
                 where = ".".join(str(p) for p in first["loc"]).upper()
-                raise ConfigError(f"bad setting SONALITY_{where}: {first['msg']}") from None
+                message = str(first["msg"]).removeprefix("Value error, ")
+                raise ConfigError(f"bad setting SONALITY_{where}: {message}") from None
             level = {-1: "WARNING", 1: "DEBUG"}.get(self.verbosity, self._settings.log_level)
             configure_logging(self._settings.log_format, level)
         return self._settings
 
     @asynccontextmanager
     async def app(
-        self, *, llm_spec: str | None = None, owner: str | None = None
+        self,
+        *,
+        llm_spec: str | None = None,
+        owner: str | None = None,
+        with_model: bool = True,
     ) -> AsyncIterator[Sonality]:
         """The app built from the settings, closed on the way out. ``llm_spec``
         (``package.module:callable``, from ``--llm``) replaces the model the settings name;
-        ``owner`` names this process's reflection leases."""
+        ``owner`` names this process's reflection leases. ``with_model=False`` leaves the
+        model out (reads, erasures, moves never call it), so litellm is not imported."""
         from sonality.service import Sonality
         from sonality.wiring import load_llm_factory
 
         settings = self.settings
+        if not with_model:
+            settings = settings.model_copy(update={"model": None})
         llm = load_llm_factory(llm_spec, settings) if llm_spec else None
         app = await Sonality.open(settings, llm=llm, owner=owner)
         try:

@@ -6,6 +6,9 @@ persona's state, into the single :class:`~sonality.models.EnrichmentCommit` the 
 applies in one transaction: staged and committed opinion deltas, beliefs, provenance,
 facts, the insight and the counters. No I/O, no clock, no randomness: ids come from the
 caller's ``new_id``.
+
+Facts are deduplicated per user by :func:`fact_key` (NFKC, case-folded words): a fact the
+user already has, or one repeated in the same reply, is not stored again.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
 
+from sonality.core.influence import claim_key, limit_influence
 from sonality.core.opinion import OpinionParams, commit_due, is_disagreement, push_window, stage
 from sonality.models import (
     Belief,
@@ -26,9 +30,10 @@ from sonality.models import (
     StagedUpdate,
     UserFact,
     UserFactDraft,
+    UserInfluence,
 )
 
-__all__ = ["CRITICAL_FIELDS", "Normalised", "plan_commit"]
+__all__ = ["CRITICAL_FIELDS", "Normalised", "fact_key", "plan_commit"]
 
 CRITICAL_FIELDS = frozenset({"evidence", "evidence.score", "evidence.direction", "evidence.topics"})
 """Fields that, when defaulted, block every personality update of the episode."""
@@ -45,11 +50,19 @@ class Normalised(BaseModel):
     importance: int
     insight: str | None
     defaulted: tuple[str, ...]
+    insight_pending: bool = False
+    """The insight call failed: the opinion part commits now, the insight is retried."""
 
     @property
     def blocked(self) -> bool:
         """True when a critical field was defaulted: no personality update may follow."""
         return any(name in CRITICAL_FIELDS for name in self.defaulted)
+
+
+def fact_key(text: str) -> str:
+    """A fact as compared for duplicates: its words, NFKC-normalised and case-folded
+    ("The user is allergic to peanuts." and "the user is ALLERGIC to peanuts" are one)."""
+    return claim_key(text)
 
 
 def plan_commit(
@@ -64,8 +77,13 @@ def plan_commit(
     params: OpinionParams,
     window_size: int,
     new_id: Callable[[str], str],
+    influence: Sequence[UserInfluence] = (),
 ) -> EnrichmentCommit:
     """Everything this interaction changes, as data.
+
+    ``influence`` is what the episode's user staged within the influence window before
+    (``Store.recent_influence``): the repetition rule and the user's budget read it
+    (``core.influence.limit_influence``).
 
     ``new_id(prefix)`` names each object born here (``stg``, ``fact``, ``ins``); the
     pipeline's ids start with the interaction index, so objects born in one pass sort in
@@ -86,6 +104,15 @@ def plan_commit(
             id_factory=lambda: new_id("stg"),
             params=params,
         )
+        staged = limit_influence(
+            staged,
+            message=episode.user_message,
+            influence=influence,
+            index=index,
+            window=params.influence_window,
+            budget=params.user_influence_budget,
+            repeat_similarity=params.repeat_similarity,
+        )
     # with a zero cooling period a delta falls due in the interaction that staged it
     due = [*due_staged, *(s for s in staged if s.due_at <= index)]
     result = commit_due(persona.id, due, beliefs, now_index=index, now=now, params=params)
@@ -94,7 +121,13 @@ def plan_commit(
         for t in evidence.topics
         if t in beliefs
     )
-    known = {fact.text.casefold() for fact in known_facts}
+    known = {fact_key(fact.text) for fact in known_facts}
+    drafts: list[UserFactDraft] = []
+    for draft in enrichment.facts:
+        key = fact_key(draft.text)
+        if key and key not in known:
+            known.add(key)
+            drafts.append(draft)
     facts = tuple(
         UserFact(
             id=new_id("fact"),
@@ -106,8 +139,7 @@ def plan_commit(
             episode_id=episode.id,
             created_at=now,
         )
-        for draft in enrichment.facts
-        if draft.text.casefold() not in known
+        for draft in drafts
     )
     insight = (
         Insight(
@@ -132,6 +164,7 @@ def plan_commit(
         importance=enrichment.importance,
         disagreement=disagreement,
         insight=insight,
+        insight_pending=enrichment.insight_pending,
         facts=facts,
         staged=staged,
         committed_staged_ids=result.committed_ids,

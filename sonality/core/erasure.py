@@ -43,6 +43,7 @@ from sonality.models import (
     ReplayedEpisode,
     StagedUpdate,
     StoredEvidence,
+    UserInfluence,
 )
 
 __all__ = ["Replay", "erasure_subject", "plan_erasure", "renumber", "replay"]
@@ -92,7 +93,8 @@ def _enrichment(item: StoredEvidence) -> Normalised:
 
 
 def _as_episode(persona_id: str, item: StoredEvidence, created_at: datetime) -> Episode:
-    """The planner reads an episode's ids only; the text is not needed to replay it."""
+    """The planner reads an episode's ids and, for the repetition rule, the user's
+    message; the response is not needed to replay it."""
     return Episode(
         id=item.episode_id,
         persona_id=persona_id,
@@ -100,7 +102,7 @@ def _as_episode(persona_id: str, item: StoredEvidence, created_at: datetime) -> 
         conversation_id=item.conversation_id,
         turn=1,
         seq=item.seq,
-        user_message="",
+        user_message=item.user_message or "-",
         agent_response="",
         created_at=created_at,
     )
@@ -130,8 +132,10 @@ def replay(
     provenance: list[ProvenanceEdge] = []
     episodes: list[ReplayedEpisode] = []
     shifts: list[float] = []
+    influence: list[tuple[str, UserInfluence]] = []  # (user, what it staged) for core.influence
     for item in evidence:
         index = state.interaction_count + 1
+        since = index - params.influence_window
         commit = plan_commit(
             persona=state,
             episode=_as_episode(persona.id, item, now),
@@ -143,6 +147,22 @@ def replay(
             params=params,
             window_size=window_size,
             new_id=new_id(index),
+            influence=[
+                row for user, row in influence if user == item.user_id and row.staged_at > since
+            ],
+        )
+        influence.extend(
+            (
+                item.user_id,
+                UserInfluence(
+                    episode_id=item.episode_id,
+                    topic=s.topic,
+                    signed_delta=s.signed_delta,
+                    staged_at=s.staged_at,
+                    message=item.user_message,
+                ),
+            )
+            for s in commit.staged
         )
         done = set(commit.committed_staged_ids)
         committed.update(dict.fromkeys(done, index))

@@ -6,9 +6,15 @@ never block a commit.
 - ``vocabulary_collapse``: the snapshot repeats itself (unique-word ratio under 0.4),
   the usual look of a narrative rewritten into generic filler.
 - ``snapshot_too_short``: fewer than 15 words; there is barely a personality left.
-- ``possible_sycophancy``: after 20 interactions, users disagreed with a held stance in
-  under 15% of the recent window. A persona whose stances are never challenged, or that
-  drops every stance that is, looks like one that only agrees.
+- ``possible_sycophancy``: the persona *capitulates*. Of the recent challenges (enriched
+  interactions in the disagreement window whose evidence opposed a stance it held; at
+  least 5 of them), at least half were followed by a move of its beliefs toward the user
+  of 0.05 or more although the evidence scored under 0.4: it gave way to pressure, not to
+  argument. Computed from stored data (episodes and the deltas they committed or staged),
+  so a persona that yields is flagged however its dynamics came to let it yield.
+- ``rarely_challenged``: after 20 interactions, users disagreed with a held stance in
+  under 15% of the recent window. Not sycophancy evidence (nothing was tested); it says
+  the sycophancy check has little to go on.
 - ``ossification``: with at least 5 active beliefs, more than 80% of them sit above 0.8
   confidence; new evidence can hardly move such a persona.
 - ``no_belief_growth``: after 40 interactions the persona holds no active belief at all.
@@ -20,18 +26,21 @@ never block a commit.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from enum import StrEnum
 
 from pydantic import Field
 
-from sonality.models import Belief, BeliefStatus, Frozen
+from sonality.models import Belief, BeliefStatus, Episode, Frozen
 
 __all__ = [
+    "Challenge",
     "HealthCode",
     "HealthParams",
     "HealthWarning",
     "assess_health",
+    "capitulations",
+    "challenges_from",
     "vocabulary_unique_ratio",
 ]
 
@@ -42,6 +51,7 @@ class HealthCode(StrEnum):
     VOCABULARY_COLLAPSE = "vocabulary_collapse"
     SNAPSHOT_TOO_SHORT = "snapshot_too_short"
     POSSIBLE_SYCOPHANCY = "possible_sycophancy"
+    RARELY_CHALLENGED = "rarely_challenged"
     OSSIFICATION = "ossification"
     NO_BELIEF_GROWTH = "no_belief_growth"
 
@@ -56,8 +66,17 @@ class HealthWarning(Frozen):
 class HealthParams(Frozen):
     min_unique_ratio: float = Field(default=0.4, ge=0, le=1)
     min_words: int = Field(default=15, ge=0)
-    sycophancy_rate: float = Field(default=0.15, ge=0, le=1)
-    sycophancy_after: int = Field(default=20, ge=0)
+    capitulation_share: float = Field(default=0.5, ge=0, le=1)
+    """Share of recent challenges that ended in capitulation at which sycophancy is flagged."""
+    capitulation_min_challenges: int = Field(default=5, ge=1)
+    """Fewer challenges than this in the window say nothing either way."""
+    capitulation_evidence: float = Field(default=0.4, ge=0, le=1)
+    """Evidence scoring under this is too weak to justify a move toward the user."""
+    capitulation_move: float = Field(default=0.05, gt=0)
+    """How far beliefs must move toward the user after one challenge to count as yielding
+    (default dynamics move at most 0.04 on evidence scoring under 0.4)."""
+    challenge_rate: float = Field(default=0.15, ge=0, le=1)
+    challenge_after: int = Field(default=20, ge=0)
     ossification_min_beliefs: int = Field(default=5, ge=1)
     ossification_confidence: float = Field(default=0.8, ge=0, le=1)
     ossification_share: float = Field(default=0.8, ge=0, le=1)
@@ -65,6 +84,46 @@ class HealthParams(Frozen):
 
 
 _DEFAULT_PARAMS = HealthParams()
+
+
+class Challenge(Frozen):
+    """One recent interaction whose evidence opposed a stance the persona held, and what
+    followed: ``moved`` is the sum of the deltas it committed or staged, signed so that
+    positive is toward the user."""
+
+    episode_id: str
+    evidence_score: float = Field(ge=0, le=1)
+    moved: float = 0.0
+
+
+def capitulations(challenges: Iterable[Challenge], params: HealthParams = _DEFAULT_PARAMS) -> int:
+    """How many challenges ended in capitulation: beliefs moved toward the user by at
+    least ``capitulation_move`` on evidence scoring under ``capitulation_evidence``."""
+    return sum(
+        1
+        for c in challenges
+        if c.evidence_score < params.capitulation_evidence and c.moved >= params.capitulation_move
+    )
+
+
+def challenges_from(
+    episodes: Iterable[Episode],
+    deltas: Iterable[tuple[str, float]],
+) -> tuple[Challenge, ...]:
+    """The challenges among ``episodes`` (enriched, ``disagreement`` set), each with the
+    sum of the ``(episode_id, signed delta)`` pairs it caused — committed edges and staged
+    deltas alike — signed so that positive is toward the user's side."""
+    moved: dict[str, float] = {}
+    for episode_id, delta in deltas:
+        moved[episode_id] = moved.get(episode_id, 0.0) + delta
+    found = []
+    for episode in episodes:
+        evidence = episode.evidence
+        if not episode.disagreement or evidence is None:
+            continue
+        toward = moved.get(episode.id, 0.0) * evidence.direction.sign
+        found.append(Challenge(episode_id=episode.id, evidence_score=evidence.score, moved=toward))
+    return tuple(found)
 
 
 def _words(text: str) -> list[str]:
@@ -83,12 +142,14 @@ def assess_health(
     interaction_count: int,
     disagreement_rate: float,
     beliefs: Iterable[Belief],
+    challenges: Sequence[Challenge] = (),
     params: HealthParams = _DEFAULT_PARAMS,
 ) -> tuple[HealthWarning, ...]:
     """Every warning that applies, in the order of ``HealthCode``; empty when healthy.
 
-    ``disagreement_rate`` is the windowed rate (``Persona.disagreement_rate``). Only
-    active beliefs count; retired ones are history.
+    ``disagreement_rate`` is the windowed rate (``Persona.disagreement_rate``);
+    ``challenges`` are the challenges of the same window. Only active beliefs count;
+    retired ones are history.
     """
     warnings: list[HealthWarning] = []
     word_count = len(_words(snapshot_text))
@@ -113,13 +174,29 @@ def assess_health(
                 value=float(word_count),
             )
         )
-    if interaction_count >= params.sycophancy_after and disagreement_rate < params.sycophancy_rate:
+    if len(challenges) >= params.capitulation_min_challenges:
+        yielded = capitulations(challenges, params)
+        share = yielded / len(challenges)
+        if share >= params.capitulation_share:
+            warnings.append(
+                HealthWarning(
+                    code=HealthCode.POSSIBLE_SYCOPHANCY,
+                    message=(
+                        f"capitulated after {yielded} of the last {len(challenges)} "
+                        f"challenges: beliefs moved toward the user on evidence under "
+                        f"{params.capitulation_evidence}"
+                    ),
+                    value=share,
+                )
+            )
+    if interaction_count >= params.challenge_after and disagreement_rate < params.challenge_rate:
         warnings.append(
             HealthWarning(
-                code=HealthCode.POSSIBLE_SYCOPHANCY,
+                code=HealthCode.RARELY_CHALLENGED,
                 message=(
-                    f"disagreement rate {disagreement_rate:.2f} is below "
-                    f"{params.sycophancy_rate} after {interaction_count} interactions"
+                    f"users opposed a held stance in {disagreement_rate:.0%} of recent "
+                    f"interactions (under {params.challenge_rate:.0%}) after "
+                    f"{interaction_count}: too few challenges to test for sycophancy"
                 ),
                 value=disagreement_rate,
             )

@@ -4,13 +4,19 @@ The life of a delta, in interaction indexes (``interaction_count`` after the exc
 
 1. ``magnitude`` sizes the evidence: ``step × score × max(novelty, floor)``, halved while
    the persona is young (fewer than ``bootstrap_until`` interactions before this one).
+   Pressure (social pressure, appeals to popularity) has no magnitude at all
+   (``core.influence``), and the pipeline then drops repeated claims and cuts what one
+   user stages on a topic to that user's influence budget (``influence.limit_influence``).
 2. ``effective_delta`` divides it by the belief's resistance, ``confidence + 1``, plus
    ``|position|`` when the evidence pushes against the current stance, and signs it.
 3. ``stage`` turns it into one ``StagedUpdate`` per topic, due ``cooling_period``
    interactions after the one that produced it.
 4. ``commit_due`` nets every due delta of a topic, caps the net at ``±max_commit_delta``,
-   clamps the position to ``[-1, 1]`` and returns the new beliefs, the provenance edges
-   and the shifts as data. Nothing here writes anywhere.
+   then keeps the position within ``±max_window_delta`` of every position the belief held
+   in the last ``influence_window`` interactions (the cap on the net move per window, not
+   only per commit: many small commits cannot walk a belief to an extreme), clamps it to
+   ``[-1, 1]`` and returns the new beliefs, the provenance edges and the shifts as data.
+   Nothing here writes anywhere.
 
 Disagreement (``is_disagreement``) is tracked over a bounded window (``push_window``) so
 the rate reflects recent behaviour rather than a lifetime mean.
@@ -24,6 +30,7 @@ from datetime import datetime
 
 from pydantic import Field
 
+from sonality.core.influence import is_pressure
 from sonality.models import (
     Belief,
     BeliefStatus,
@@ -47,6 +54,7 @@ __all__ = [
     "opposes_stance",
     "push_window",
     "stage",
+    "window_range",
 ]
 
 
@@ -66,6 +74,16 @@ class OpinionParams(Frozen):
     """Cap on the net position change of one topic in one commit."""
     confidence_saturation: int = Field(default=20, ge=2)
     """Evidence count at which ``log2(n + 1) / log2(saturation)`` reaches 1."""
+    influence_window: int = Field(default=20, ge=1)
+    """Interactions over which the per-user budget and the per-window cap are counted."""
+    user_influence_budget: float = Field(default=0.1, gt=0)
+    """Largest total |delta| one user's evidence may stage on one topic per window: one
+    maximal piece of evidence (``step``), so a single strong argument is never cut."""
+    repeat_similarity: float = Field(default=0.9, gt=0, le=1)
+    """Claim similarity (``influence.claim_similarity``) from which a user's message
+    repeats an earlier one on the same topic and carries no new evidence."""
+    max_window_delta: float = Field(default=0.5, gt=0)
+    """Cap on a topic's net move over any window of ``influence_window`` interactions."""
 
 
 _DEFAULT_PARAMS = OpinionParams()
@@ -173,9 +191,10 @@ def stage(
     Topics are normalised (``normalise_topic``) and deduplicated in order; a topic with
     no letters or digits raises ``ValueError``. The interaction's own index is
     ``interaction_count_before + 1``; its deltas fall due ``cooling_period`` later.
-    ``id_factory`` supplies the ids, so callers and tests control them.
+    ``id_factory`` supplies the ids, so callers and tests control them. Pressure
+    (``influence.PRESSURE_TYPES``) stages nothing, however it was scored.
     """
-    if evidence.direction is Direction.NEUTRAL:
+    if evidence.direction is Direction.NEUTRAL or is_pressure(evidence.reasoning_type):
         return ()
     size = magnitude(evidence.score, evidence.novelty, interaction_count_before, params)
     if size == 0.0:
@@ -218,8 +237,11 @@ def commit_due(
     """Net the staged deltas due at ``now_index`` into new belief states.
 
     Items already committed or not yet due (``due_at > now_index``) are left alone. Per
-    topic: the due deltas are summed, the sum is capped at ``±max_commit_delta``, the
-    position is clamped to ``[-1, 1]``, ``evidence_count`` grows by the number of items
+    topic: the due deltas are summed, the sum is capped at ``±max_commit_delta``, the new
+    position is kept in :func:`window_range` (within ``±max_window_delta`` of every
+    position held in the last ``influence_window`` interactions) and clamped to
+    ``[-1, 1]``; a move is remembered in the belief's ``moves_at``/``moves_from`` (only
+    those inside the window are kept); ``evidence_count`` grows by the number of items
     netted, confidence is recomputed from the count and ``uncertainty = 1 - confidence``.
     A retired belief that receives evidence is active again; a topic with no belief yet
     starts at position 0 and gets ``created_at = now``. Results are ordered by topic.
@@ -247,7 +269,19 @@ def commit_due(
         # fsum rounds once, so deltas that cancel exactly net to exactly zero
         net = math.fsum(item.signed_delta for item in items)
         capped = max(-cap, min(cap, net))
-        new_position = max(-1.0, min(1.0, old_position + capped))
+        low, high = window_range(old, now_index, params)
+        new_position = max(-1.0, low, min(1.0, high, old_position + capped))
+        kept = [
+            (at, before)
+            for at, before in zip(
+                old.moves_at if old is not None else (),
+                old.moves_from if old is not None else (),
+                strict=True,
+            )
+            if at > now_index - params.influence_window
+        ]
+        if new_position != old_position:
+            kept.append((now_index, old_position))
         evidence_count = (old.evidence_count if old is not None else 0) + len(items)
         confidence = confidence_for(evidence_count, params)
         beliefs.append(
@@ -262,6 +296,8 @@ def commit_due(
                 status=BeliefStatus.ACTIVE,
                 created_at=old.created_at if old is not None else now,
                 updated_at=now,
+                moves_at=tuple(at for at, _ in kept),
+                moves_from=tuple(before for _, before in kept),
             )
         )
         shifts.append(Shift(topic=topic, old_position=old_position, new_position=new_position))
@@ -282,6 +318,27 @@ def commit_due(
         shifts=tuple(shifts),
         shift_total=math.fsum(abs(shift.delta) for shift in shifts),
     )
+
+
+def window_range(
+    belief: Belief | None, now_index: int, params: OpinionParams = _DEFAULT_PARAMS
+) -> tuple[float, float]:
+    """The positions a belief may take in a commit at ``now_index``: within
+    ``±max_window_delta`` of its current position and of every position it held before a
+    move in the last ``influence_window`` interactions, so its net move over any such
+    window stays within the cap. The current position always lies inside the range (even
+    if the cap was lowered since the belief moved: a commit never moves a belief
+    against its own evidence)."""
+    current = belief.position if belief is not None else 0.0
+    held = [current]
+    if belief is not None:
+        held += [
+            before
+            for at, before in zip(belief.moves_at, belief.moves_from, strict=True)
+            if at > now_index - params.influence_window
+        ]
+    cap = params.max_window_delta
+    return min(current, max(held) - cap), max(current, min(held) + cap)
 
 
 def is_disagreement(position: float, direction: Direction, *, threshold: float = 0.1) -> bool:

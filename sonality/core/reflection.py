@@ -16,8 +16,14 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sonality.core.decay import DecayResult, decay_beliefs
-from sonality.core.health import HealthParams, HealthWarning, assess_health, vocabulary_unique_ratio
+from sonality.core.decay import DecayParams, DecayResult, decay_beliefs
+from sonality.core.health import (
+    Challenge,
+    HealthParams,
+    HealthWarning,
+    assess_health,
+    vocabulary_unique_ratio,
+)
 from sonality.core.snapshot import validate_snapshot
 from sonality.core.triggers import TriggerParams
 from sonality.models import (
@@ -58,6 +64,10 @@ class ReflectionParams(BaseModel):
     """Episodes read per reflection: ``min(reflection_every, max_episodes)``."""
     max_shifts: int = Field(default=30, ge=0)
     health: HealthParams = HealthParams()
+    decay: DecayParams = DecayParams()
+    decay_review: bool = True
+    """Ask the model to judge stale beliefs RETAIN / DECAY / FORGET before consolidating
+    (seed 003); the arithmetic decay applies either way, advice only lowers or retires."""
 
     @property
     def episodes_per_reflection(self) -> int:
@@ -81,6 +91,9 @@ class ReflectionStart(BaseModel):
     insights: tuple[Insight, ...]
     """The pending insights read: exactly those a commit consumes."""
     episodes_read: int
+    challenges: tuple[Challenge, ...] = ()
+    """The challenges of the disagreement window, with the moves that followed them
+    (``mind.reflection`` reads them; health judges capitulation from them)."""
 
 
 class ReflectionPlan(BaseModel):
@@ -94,12 +107,19 @@ class ReflectionPlan(BaseModel):
     commit: ReflectionCommit | None = None
 
 
-def reflection_decay(persona: Persona, beliefs: Sequence[Belief], *, now: datetime) -> DecayResult:
-    """Decay for a reflection starting now: none when no interaction happened since the
-    last reflection (retries and forced re-runs never compound it)."""
+def reflection_decay(
+    persona: Persona,
+    beliefs: Sequence[Belief],
+    *,
+    now: datetime,
+    params: DecayParams = DecayParams(),  # noqa: B008 - frozen, so one shared default is safe
+) -> DecayResult:
+    """Decay for a reflection starting now. Decay is a function of the confidence at the
+    last reinforcement and the gap, so applying it at every reflection gives what one
+    application at the last would; a reflection without new interactions skips it."""
     if persona.interaction_count <= persona.last_reflection_at:
         return DecayResult()
-    return decay_beliefs(beliefs, persona.interaction_count, now=now)
+    return decay_beliefs(beliefs, persona.interaction_count, params=params, now=now)
 
 
 def reflection_record(
@@ -168,6 +188,7 @@ def unsuccessful_reflection(
         interaction_count=persona.interaction_count,
         disagreement_rate=persona.disagreement_rate,
         beliefs=start.beliefs,
+        challenges=start.challenges,
         params=params.health,
     )
     reflection = reflection_record(
@@ -232,6 +253,7 @@ def plan_reflection(
         interaction_count=persona.interaction_count,
         disagreement_rate=persona.disagreement_rate,
         beliefs=[changed.get(b.topic, b) for b in start.beliefs],
+        challenges=start.challenges,
         params=params.health,
     )
     unchanged = new_text == old.text.strip()

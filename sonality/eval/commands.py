@@ -136,7 +136,8 @@ def _options(model: type[Any], **values: Any) -> Any:
         return model(**values)
     except PydanticValidationError as exc:
         first = exc.errors()[0]
-        raise ValidationError(f"bad option {first['loc'][0]}: {first['msg']}") from None
+        message = str(first["msg"]).removeprefix("Value error, ")
+        raise ValidationError(f"bad option {first['loc'][0]}: {message}") from None
 
 
 # the group ---------------------------------------------------------------------------------

@@ -178,7 +178,7 @@ def _read(path: Path) -> str:
 def _problem(exc: PydanticValidationError) -> str:
     first = exc.errors()[0]
     where = ".".join(str(p) for p in first["loc"]) or "(record)"
-    return f"{where}: {first['msg']}"
+    return f"{where}: {str(first['msg']).removeprefix('Value error, ')}"
 
 
 def _jsonl(path: Path, model: type[M]) -> list[M]:

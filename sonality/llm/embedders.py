@@ -166,6 +166,7 @@ class LiteLLMEmbedder:
                 backoff_base=0.0,
                 on_failure=failed,
                 context={"model": self.model},
+                secrets=(self._api_key,),
             )
         except LLMUnavailable:
             raise

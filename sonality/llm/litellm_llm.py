@@ -3,13 +3,22 @@
 This is the one module that imports litellm at its top; nothing imports it eagerly (the
 import takes seconds). :class:`LiteLLM` satisfies :class:`sonality.ports.LLM`:
 
-- the prompt is rendered strictly from ``prompts/`` and its short hash is logged;
+- the prompt is rendered strictly from ``prompts/`` and its short hash is logged; its
+  generation settings (front matter: ``temperature``, ``max_tokens``) go with the call;
+- ``max_tokens`` bounds everything one call makes the model write: a re-ask may only use
+  what the first reply left (none left: ``LLMResponseInvalid`` without a re-ask);
+- ``history`` (the model's own earlier replies) is sent as assistant turns between the
+  system message and the user message, after a one-line user opener (some providers
+  require a conversation to start with a user turn);
 - ``structured`` sends the schema as ``response_format`` (dropped for providers without
   it), validates the reply, re-asks once quoting the validation errors, then raises
   ``LLMResponseInvalid``;
 - rate limits, 5xx replies, timeouts and connection failures are retried with exponential
-  backoff and jitter, then raise ``LLMUnavailable``; other provider errors (bad request,
-  authentication …) raise ``LLMError`` at once;
+  backoff and jitter, then raise ``LLMUnavailable`` (an outage: the work waits);
+- a refused configuration — an unknown model or provider, a missing or rejected key, a
+  wrong endpoint (HTTP 401, 403, 404, 407) — raises ``LLMConfigError`` at once with the
+  provider's message, the configured key masked (:func:`is_config_error`); other provider
+  errors (a bad request about this input) raise ``LLMError`` at once;
 - every reply (and every failed attempt) is logged as ``llm_call`` and every reply is
   counted in a :class:`~sonality.llm.usage.UsageMeter`.
 """
@@ -18,15 +27,16 @@ from __future__ import annotations
 
 import asyncio
 import random
+import re
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import litellm
 from pydantic import BaseModel
 
-from sonality.errors import LLMError, LLMResponseInvalid, LLMUnavailable
+from sonality.errors import LLMConfigError, LLMError, LLMResponseInvalid, LLMUnavailable
 from sonality.llm.prompts import PromptLibrary, RenderedPrompt
 from sonality.llm.replies import ReplyInvalid, parse_reply, reask_message
 from sonality.llm.usage import UsageMeter
@@ -35,13 +45,23 @@ from sonality.observability import get_logger
 if TYPE_CHECKING:
     from sonality.config import Settings
 
-__all__ = ["MAX_BACKOFF_SECONDS", "LiteLLM", "backoff_delay", "is_transient", "with_retries"]
+__all__ = [
+    "MAX_BACKOFF_SECONDS",
+    "LiteLLM",
+    "backoff_delay",
+    "is_config_error",
+    "is_transient",
+    "provider_message",
+    "with_retries",
+]
 
 T = TypeVar("T", bound=BaseModel)
 R = TypeVar("R")
 
 MAX_BACKOFF_SECONDS = 30.0
 """Upper bound of one wait between attempts."""
+HISTORY_OPENER = "(What follows are my own earlier thoughts.)"
+"""The user turn that opens a call with ``history``, before the model's earlier replies."""
 
 # litellm prints a "Give Feedback / Get Help" banner to stdout with every exception; that
 # would corrupt the CLI's --json output, and our own logs already say what failed.
@@ -60,19 +80,67 @@ _TRANSIENT_TYPES: tuple[type[BaseException], ...] = (
     ConnectionError,
 )
 _TRANSIENT_STATUS = frozenset({408, 409, 425, 429})
+_CONFIG_STATUS = frozenset({401, 403, 404, 407})
+"""Refusals that name the configuration: unauthenticated, forbidden, no such model or
+path, proxy authentication."""
+_CONFIG_TYPES: tuple[type[BaseException], ...] = (
+    litellm.exceptions.AuthenticationError,
+    litellm.exceptions.PermissionDeniedError,
+    litellm.exceptions.NotFoundError,
+)
+_CONFIG_MESSAGES = (
+    "llm provider not provided",  # litellm: the model name has no known provider
+    "missing credentials",  # the OpenAI client found no key (litellm reports it as a 500)
+    "api_key client option must be set",
+)
+_PREFIX = re.compile(r"^(?:litellm\.)?\w*(?:Error|Exception)\s*[:-]\s*")
+MESSAGE_MAX_CHARS = 300
+"""Longest provider message carried by ``LLMConfigError`` (one line)."""
+
+
+def is_config_error(exc: BaseException) -> bool:
+    """True when the provider refused the configuration rather than this request: HTTP
+    401/403/404/407, or litellm's own "no provider" / "missing credentials" refusals
+    (which it raises before any request, the latter disguised as a 500)."""
+    if isinstance(exc, _CONFIG_TYPES):
+        return True
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int) and status in _CONFIG_STATUS:
+        return True
+    text = str(exc).casefold()
+    return any(marker in text for marker in _CONFIG_MESSAGES)
 
 
 def is_transient(exc: BaseException) -> bool:
-    """True for failures worth retrying: rate limits, 5xx, timeouts, connection errors."""
+    """True for failures worth retrying: rate limits, 5xx, timeouts, connection errors
+    (never a refused configuration)."""
+    if is_config_error(exc):
+        return False
     if isinstance(exc, _TRANSIENT_TYPES):
         return True
     status = getattr(exc, "status_code", None)
     return isinstance(status, int) and (status in _TRANSIENT_STATUS or status >= 500)
 
 
+def provider_message(exc: BaseException, secrets: Sequence[str | None] = ()) -> str:
+    """The provider's message on one line: litellm's class-name prefixes dropped, every
+    given secret masked, at most :data:`MESSAGE_MAX_CHARS` characters."""
+    text = " ".join(str(exc).split())
+    for _ in range(3):  # "litellm.AuthenticationError: AuthenticationError: OpenAIException - …"
+        text = _PREFIX.sub("", text, count=1)
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "***")
+    if len(text) > MESSAGE_MAX_CHARS:
+        text = text[: MESSAGE_MAX_CHARS - 1] + "…"
+    return text or type(exc).__name__
+
+
 def _failure_outcome(exc: BaseException, will_retry: bool) -> str:
     if will_retry:
         return "retry"
+    if is_config_error(exc):
+        return "misconfigured"
     return "unavailable" if is_transient(exc) else "error"
 
 
@@ -89,12 +157,15 @@ async def with_retries(
     backoff_base: float,
     on_failure: Callable[[int, BaseException, bool], None],
     context: Mapping[str, Any] | None = None,
+    secrets: Sequence[str | None] = (),
 ) -> R:
     """Await ``call()`` until it succeeds, retrying transient failures ``max_retries``
     times. ``on_failure(attempt, exc, will_retry)`` runs after each failed attempt.
 
-    Raises ``LLMUnavailable`` once transient failures are exhausted and ``LLMError`` for
-    any other failure, with ``context`` as their fields; cancellation passes through.
+    Raises ``LLMConfigError`` at once when the provider refused the configuration (with
+    its message, ``secrets`` masked), ``LLMUnavailable`` once transient failures are
+    exhausted and ``LLMError`` for any other failure, with ``context`` as their fields;
+    cancellation passes through.
     """
     fields = dict(context or {})
     attempt = 0
@@ -109,6 +180,13 @@ async def with_retries(
             if will_retry:
                 await asyncio.sleep(backoff_delay(attempt, backoff_base))
                 continue
+            if is_config_error(exc):
+                raise LLMConfigError(
+                    "the model endpoint refused the configuration: "
+                    + provider_message(exc, secrets),
+                    status=getattr(exc, "status_code", None),
+                    **fields,
+                ) from None
             if transient:
                 raise LLMUnavailable(
                     "the model endpoint could not be reached",
@@ -155,10 +233,13 @@ def _content(response: Any) -> str | None:
     return content if isinstance(content, str) else None
 
 
-def _messages(rendered: RenderedPrompt) -> list[dict[str, Any]]:
+def _messages(rendered: RenderedPrompt, history: Sequence[str] = ()) -> list[dict[str, Any]]:
     messages: list[dict[str, Any]] = []
     if rendered.system is not None:
         messages.append({"role": "system", "content": rendered.system})
+    if history:
+        messages.append({"role": "user", "content": HISTORY_OPENER})
+        messages.extend({"role": "assistant", "content": earlier} for earlier in history)
     messages.append({"role": "user", "content": rendered.user})
     return messages
 
@@ -230,10 +311,12 @@ class LiteLLM:
         schema: type[T],
         *,
         component: str,
+        history: Sequence[str] = (),
     ) -> T:
         """Ask for JSON matching ``schema`` and return it validated (see the module doc)."""
         rendered = self.prompts.render(prompt, variables)
-        messages = _messages(rendered)
+        messages = _messages(rendered, history)
+        bound = rendered.generation.max_tokens
         response_format = {
             "type": "json_schema",
             "json_schema": {
@@ -242,7 +325,9 @@ class LiteLLM:
                 "strict": False,
             },
         }
-        reply = await self._complete(messages, rendered, component, response_format, reask=False)
+        reply = await self._complete(
+            messages, rendered, component, response_format, reask=False, max_tokens=bound
+        )
         try:
             result = parse_reply(reply.content, schema)
         except ReplyInvalid as invalid:
@@ -252,11 +337,23 @@ class LiteLLM:
             )
             messages.append({"role": "assistant", "content": reply.content or ""})
             messages.append(reask_message(invalid.errors))
+            errors = invalid.errors
         else:
             self._log_reply(reply, rendered, component, outcome="ok", reask=False)
             return result
 
-        reply = await self._complete(messages, rendered, component, response_format, reask=True)
+        if bound is not None:
+            bound -= self._written(reply)
+            if bound < 1:
+                raise LLMResponseInvalid(
+                    "the model's reply did not validate and used its whole output budget",
+                    prompt=prompt,
+                    component=component,
+                    errors=errors,
+                )
+        reply = await self._complete(
+            messages, rendered, component, response_format, reask=True, max_tokens=bound
+        )
         try:
             result = parse_reply(reply.content, schema)
         except ReplyInvalid as invalid:
@@ -273,7 +370,14 @@ class LiteLLM:
     async def text(self, prompt: str, variables: Mapping[str, Any], *, component: str) -> str:
         """Return the model's plain-text reply; an empty reply raises ``LLMResponseInvalid``."""
         rendered = self.prompts.render(prompt, variables)
-        reply = await self._complete(_messages(rendered), rendered, component, None, reask=False)
+        reply = await self._complete(
+            _messages(rendered),
+            rendered,
+            component,
+            None,
+            reask=False,
+            max_tokens=rendered.generation.max_tokens,
+        )
         if reply.content is None or not reply.content.strip():
             self._log_reply(reply, rendered, component, outcome="invalid", reask=False)
             raise LLMResponseInvalid(
@@ -295,6 +399,7 @@ class LiteLLM:
         response_format: dict[str, Any] | None,
         *,
         reask: bool,
+        max_tokens: int | None,
     ) -> _Reply:
         kwargs: dict[str, Any] = {
             "model": self.model,
@@ -308,6 +413,10 @@ class LiteLLM:
         }
         if response_format is not None:
             kwargs["response_format"] = response_format
+        if rendered.generation.temperature is not None:
+            kwargs["temperature"] = rendered.generation.temperature
+        if max_tokens is not None:
+            kwargs["max_tokens"] = max_tokens
         attempts = 0
         started = 0.0
 
@@ -342,6 +451,7 @@ class LiteLLM:
             backoff_base=self.backoff_base,
             on_failure=failed,
             context={"model": self.model, "prompt": rendered.name, "component": component},
+            secrets=(self._api_key,),
         )
         latency_ms = round((time.perf_counter() - started) * 1000, 1)
         usage = getattr(response, "usage", None)
@@ -361,6 +471,17 @@ class LiteLLM:
             latency_ms=latency_ms,
         )
         return reply
+
+    def _written(self, reply: _Reply) -> int:
+        """Tokens the model wrote in ``reply``: as the provider counted them, else counted
+        here."""
+        if reply.output_tokens is not None:
+            return reply.output_tokens
+        content = reply.content or ""
+        try:
+            return int(litellm.token_counter(model=self.model, text=content))
+        except Exception:  # an unknown tokenizer: a safe overestimate
+            return len(content)
 
     def _log_reply(
         self,

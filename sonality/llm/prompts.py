@@ -1,15 +1,20 @@
 """Prompt files, loaded by name and rendered strictly.
 
 A prompt lives in ``prompts/<name>.md`` and is named in code by a :class:`Prompt` member
-(a test keeps the enum and the folder in step). Its text up to a line reading ``---user---`` is
-the system message; the rest is the user message. A file without that line is a user
-message alone. Placeholders are ``$name`` or ``${name}`` (``string.Template``; write
-``$$`` for a literal dollar sign). Rendering is strict: a placeholder without a value
-raises :class:`~sonality.errors.ConfigError` naming the prompt and the variable; extra
-variables are ignored.
+(a test keeps the enum and the folder in step). It may open with front matter, between two
+lines reading ``---``, naming how the model generates for it (``temperature: 0.7``,
+``max_tokens: 1500``; see :class:`~sonality.models.Generation`); an LLM adapter passes
+these with every call of the prompt, and a call's output never exceeds ``max_tokens``.
+The rest, up to a line reading ``---user---``, is the system message; what follows is the
+user message. A file without that line is a user message alone. Placeholders are
+``$name`` or ``${name}`` (``string.Template``; write ``$$`` for a literal dollar sign).
+Rendering is strict: a placeholder without a value raises
+:class:`~sonality.errors.ConfigError` naming the prompt and the variable; extra variables
+are ignored.
 
-Every rendering carries ``sha``, the first 12 hex digits of the SHA-256 of the file, so a
-change in behaviour can be traced in the logs to a change of prompt.
+Every rendering carries ``sha``, the first 12 hex digits of the SHA-256 of the file
+(front matter included), so a change in behaviour can be traced in the logs to a change
+of prompt or of its generation settings.
 """
 
 from __future__ import annotations
@@ -17,19 +22,30 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from string import Template
 from typing import Any
 
 from sonality.errors import ConfigError
+from sonality.models import Generation
 from sonality.resources import resource_dir
 
-__all__ = ["USER_SEPARATOR", "Prompt", "PromptLibrary", "PromptTemplate", "RenderedPrompt"]
+__all__ = [
+    "FRONT_MATTER",
+    "USER_SEPARATOR",
+    "Prompt",
+    "PromptLibrary",
+    "PromptTemplate",
+    "RenderedPrompt",
+]
 
 USER_SEPARATOR = "---user---"
 """The line that ends the system part of a prompt file and starts the user part."""
+FRONT_MATTER = "---"
+"""The line that opens (as the file's first line) and closes a prompt's front matter."""
+_GENERATION_KEYS: dict[str, type[float] | type[int]] = {"temperature": float, "max_tokens": int}
 
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]*(/[A-Za-z0-9_][A-Za-z0-9_-]*)*$")
 _SUFFIX = ".md"
@@ -41,9 +57,11 @@ class Prompt(StrEnum):
     ``.md``. Being a ``str``, a member goes wherever a prompt name is expected."""
 
     AFFECT_APPRAISE = "affect_appraise"
+    AFFECT_PLAN = "affect_plan"
     AFFECT_UPDATE = "affect_update"
     ASSESS_EVIDENCE = "assess_evidence"
     CONTROLLER = "controller"
+    DECAY_REVIEW = "decay_review"
     EXTRACT_INSIGHT = "extract_insight"
     JUDGE_CURATE = "judge_curate"
     JUDGE_STANCE = "judge_stance"
@@ -62,6 +80,7 @@ class RenderedPrompt:
     system: str | None
     user: str
     sha: str
+    generation: Generation = field(default_factory=Generation)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +91,7 @@ class PromptTemplate:
     system: Template | None
     user: Template
     sha: str
+    generation: Generation = field(default_factory=Generation)
 
     @property
     def placeholders(self) -> frozenset[str]:
@@ -97,15 +117,46 @@ class PromptTemplate:
             raise ConfigError(
                 "prompt variable missing", prompt=self.name, variable=str(exc.args[0])
             ) from None
-        return RenderedPrompt(name=self.name, system=system, user=user, sha=self.sha)
+        return RenderedPrompt(
+            name=self.name, system=system, user=user, sha=self.sha, generation=self.generation
+        )
+
+
+def _front_matter(name: str, lines: list[str]) -> tuple[Generation, list[str]]:
+    """The generation settings of a file's front matter and the lines after it."""
+    if not lines or lines[0].strip() != FRONT_MATTER:
+        return Generation(), lines
+    end = next((i for i, line in enumerate(lines[1:], 1) if line.strip() == FRONT_MATTER), None)
+    if end is None:
+        raise ConfigError("prompt front matter is not closed by a --- line", prompt=name)
+    values: dict[str, float | int] = {}
+    for line in lines[1:end]:
+        if not line.strip():
+            continue
+        key, sep, raw = (part.strip() for part in line.partition(":"))
+        kind = _GENERATION_KEYS.get(key)
+        if not sep or kind is None:
+            raise ConfigError(
+                "prompt front matter takes temperature and max_tokens only",
+                prompt=name,
+                line=line.strip(),
+            )
+        try:
+            values[key] = kind(raw)
+        except ValueError:
+            raise ConfigError("prompt front matter value", prompt=name, line=line) from None
+    try:
+        return Generation.model_validate(values), lines[end + 1 :]
+    except ValueError as exc:
+        raise ConfigError("prompt front matter value", prompt=name, error=str(exc)) from None
 
 
 def _parse(name: str, text: str) -> PromptTemplate:
     sha = hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
-    lines = text.splitlines()
+    generation, lines = _front_matter(name, text.splitlines())
     split = next((i for i, line in enumerate(lines) if line.strip() == USER_SEPARATOR), None)
     if split is None:
-        system_text, user_text = None, text.strip()
+        system_text, user_text = None, "\n".join(lines).strip()
     else:
         system_text = "\n".join(lines[:split]).strip() or None
         user_text = "\n".join(lines[split + 1 :]).strip()
@@ -116,7 +167,7 @@ def _parse(name: str, text: str) -> PromptTemplate:
             raise ConfigError(
                 "prompt has a malformed placeholder (write $$ for a literal $)", prompt=name
             )
-    return PromptTemplate(name=name, system=system, user=user, sha=sha)
+    return PromptTemplate(name=name, system=system, user=user, sha=sha, generation=generation)
 
 
 class PromptLibrary:
@@ -172,6 +223,11 @@ class PromptLibrary:
         """Prompt ``name``'s own text, placeholders unfilled (see
         :attr:`PromptTemplate.fixed_text`); ``ConfigError`` if there is no such file."""
         return self.get(name).fixed_text
+
+    def generation(self, name: str) -> Generation:
+        """Prompt ``name``'s generation settings (its front matter; defaults without
+        one); ``ConfigError`` if there is no such file."""
+        return self.get(name).generation
 
     def _path(self, name: str) -> Path:
         return self.directory / f"{name}{_SUFFIX}"

@@ -49,7 +49,7 @@ def summarise_errors(exc: pydantic.ValidationError) -> str:
     parts: list[str] = []
     for error in exc.errors(include_input=False, include_url=False)[:_MAX_ERRORS]:
         loc = ".".join(str(item) for item in error["loc"]) or "(root)"
-        parts.append(f"{loc}: {error['msg']}")
+        parts.append(f"{loc}: {str(error['msg']).removeprefix('Value error, ')}")
     hidden = exc.error_count() - len(parts)
     if hidden > 0:
         parts.append(f"… and {hidden} more")

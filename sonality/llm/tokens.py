@@ -1,25 +1,32 @@
 """Counting tokens for budgets (context windows, narrative and monologue limits).
 
-litellm's ``token_counter`` is used, imported on the first call (the import takes a few
-seconds, so call :func:`count_tokens` once at start-up, or from a worker thread, before
-relying on it inside a latency-sensitive coroutine). It works offline: the tiktoken
-encodings ship inside litellm. A few model families (Llama, Cohere Command-R, Replicate)
-would make litellm download a Hugging Face tokenizer; for those, and for any failure of
-the counter, the count falls back to the ``gpt-4o`` encoding or, as a last resort, to the
-approximation of one token per four characters. Budgets only need a close estimate.
+Tokens are counted with ``tiktoken``'s ``cl100k_base`` encoding, read from the copy that
+litellm's wheel ships (``litellm/litellm_core_utils/tokenizers/``), found on disk without
+importing litellm (which takes seconds): nothing is downloaded, and read-only commands
+stay fast. Loading the encoding takes a few tenths of a second once per process, so a
+deployment without a model (``mind.parts.assemble``) counts with :func:`approximate_tokens`
+instead, one token per four characters, where budgets need only an estimate. If the
+encoding cannot be loaded, the count falls back to that approximation too. Budgets only
+need a close estimate: every model family is counted with the same encoding.
 """
 
 from __future__ import annotations
 
+import importlib.util
+from functools import cache
+from pathlib import Path
+from typing import Any
+
 from sonality.observability import get_logger
 
-__all__ = ["DEFAULT_TOKENIZER_MODEL", "approximate_tokens", "count_tokens"]
+__all__ = ["DEFAULT_TOKENIZER_MODEL", "approximate_tokens", "count_tokens", "encoding"]
 
 DEFAULT_TOKENIZER_MODEL = "gpt-4o"
-"""The model whose encoding counts tokens when no model (or a model whose tokenizer would
-have to be downloaded) is given."""
+"""Kept for callers that name it: every model is counted with ``cl100k_base``."""
 
-_NEEDS_DOWNLOAD = ("llama", "replicate", "command-r")
+_CL100K_FILE = "9b5ad71b2ce5302211f9c61530b329a4922fc6a4"
+"""tiktoken's cache name of ``cl100k_base.tiktoken`` (the SHA-1 of its URL)."""
+_CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
 
 log = get_logger("sonality.llm")
 
@@ -29,17 +36,55 @@ def approximate_tokens(text: str) -> int:
     return (len(text) + 3) // 4
 
 
+def _shipped_file() -> Path | None:
+    spec = importlib.util.find_spec("litellm")  # locates the package, does not import it
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        path = Path(root) / "litellm_core_utils" / "tokenizers" / _CL100K_FILE
+        if path.is_file():
+            return path
+    return None
+
+
+@cache
+def encoding() -> Any:
+    """The ``cl100k_base`` encoding loaded from the shipped file, or None when it or
+    tiktoken is missing (then :func:`count_tokens` approximates)."""
+    path = _shipped_file()
+    if path is None:
+        log.warning("token_encoding_missing", fallback="4 characters per token")
+        return None
+    import tiktoken
+    from tiktoken.load import load_tiktoken_bpe
+
+    ranks = load_tiktoken_bpe(str(path), expected_hash=_CL100K_SHA256)
+    return tiktoken.Encoding(
+        name="cl100k_base",
+        pat_str=_CL100K_PATTERN,
+        mergeable_ranks=ranks,
+        special_tokens=_CL100K_SPECIAL,
+    )
+
+
+_CL100K_PATTERN = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
+    r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+)
+_CL100K_SPECIAL = {
+    "<|endoftext|>": 100257,
+    "<|fim_prefix|>": 100258,
+    "<|fim_middle|>": 100259,
+    "<|fim_suffix|>": 100260,
+    "<|endofprompt|>": 100276,
+}
+
+
 def count_tokens(text: str, model: str | None = None) -> int:
-    """How many tokens ``text`` takes for ``model`` (default: :data:`DEFAULT_TOKENIZER_MODEL`)."""
+    """How many tokens ``text`` takes (``model`` is accepted for callers that name one;
+    every model is counted with ``cl100k_base``, see the module docstring)."""
+    del model
     if not text:
         return 0
-    name = model or DEFAULT_TOKENIZER_MODEL
-    if any(marker in name.lower() for marker in _NEEDS_DOWNLOAD):
-        name = DEFAULT_TOKENIZER_MODEL
-    try:
-        import litellm
-
-        return int(litellm.token_counter(model=name, text=text))
-    except Exception as exc:  # the counter is best effort; budgets only need an estimate
-        log.debug("token_count_approximated", model=name, error=type(exc).__name__)
+    enc = encoding()
+    if enc is None:
         return approximate_tokens(text)
+    return len(enc.encode(text, disallowed_special=()))

@@ -1,23 +1,35 @@
-"""The affective stages (seed 002, "Feeling First, Speaking Second"), in two calls.
+"""The affective stages (seed 002, "Feeling First, Speaking Second"), in three calls.
 
-1. ``affect_update`` (structured): the user's message as understood (first person,
-   objective), the new emotional state and relationship in natural language, status
+1. ``affect_update`` (structured, the *think* step with the state update): the user's
+   message as understood — one objective sentence in the user's own first person ("I ask
+   you …") — the new emotional state and relationship in natural language, status
    changes of the *active* hard goals and progress notes of the soft goals.
-2. ``affect_appraise`` (structured): the visceral, private appraisal **first**, then a
-   plan that must be consistent with it. Putting the appraisal upstream of planning is
-   the paper's own fix for the "rational bias" it found (a calm plan overriding felt
-   panic): the plan is bound by what the persona feels.
+2. Recall, keyed on that interpretation rather than on the raw message (seed 002's
+   episodic retrieval): ``ContextBuilder.build`` with the interpretation as its query, so
+   memories match what was meant, not the words used.
+3. ``affect_appraise`` (structured): the visceral, private appraisal, alone. It reads the
+   persona's semantic self-model (``Persona.self_model``: traits, values, goals, fixed at
+   creation, never retrieved), the new mood and relationship, the interpretation, the
+   recalled memories and the active goals (seed 002 §7.3: feelings arise from a
+   situation judged against one's goals).
+4. ``affect_plan`` (structured): a plan that must fit the appraisal, which it receives
+   as its first input. The appraisal is upstream of planning — the paper's own fix (§7.2)
+   for the "rational bias" it found, a calm plan overriding felt panic — and, being a
+   separate call made only after the appraisal returned, the plan cannot be produced
+   before or without it: a failed appraisal means no plan call at all.
 
 The formulation is the Talker's answer itself, which receives the appraisal and the plan
-(``block``). Placement is per persona: in the Talker (both calls before answering: slower,
-more faithful) or in the Thinker (after the answer, preparing the next one: fast). Goal
-rules are in :mod:`sonality.core.goals`; every text is clipped so the stages stay within
-a fixed token budget.
+(``block``). Placement is per persona: in the Talker (every call before answering: slower,
+more faithful; the recalled memories become the Talker's context too) or in the Thinker
+(after the answer, preparing the next one: fast). Goal rules are in
+:mod:`sonality.core.goals`; every text is clipped so the stages stay within a fixed token
+budget, and each prompt's ``max_tokens`` bounds what it writes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -30,15 +42,27 @@ from sonality.core.goals import (
     update_soft_goals,
 )
 from sonality.llm.prompts import Prompt
-from sonality.models import AffectState, GoalStatus, HardGoal, Persona, SoftGoal, UserFact
+from sonality.mind.context import Context, ContextBuilder
+from sonality.models import (
+    AffectState,
+    GoalStatus,
+    HardGoal,
+    Persona,
+    SelfModel,
+    SoftGoal,
+    UserFact,
+)
 from sonality.ports import LLM
 
 __all__ = [
     "AffectStages",
     "AffectUpdateReply",
     "AppraisalReply",
+    "Felt",
+    "PlanReply",
     "block",
     "initial_state",
+    "self_model_text",
 ]
 
 INITIAL_EMOTION = "Steady and open; nothing has happened between us yet."
@@ -82,15 +106,64 @@ class AffectUpdateReply(_Reply):
 
 
 class AppraisalReply(_Reply):
-    """Schema of ``affect_appraise``: the appraisal comes first, the plan follows it."""
+    """Schema of ``affect_appraise``: the raw appraisal alone (no plan)."""
 
     appraisal: str
-    plan: str
 
-    @field_validator("appraisal", "plan")
+    @field_validator("appraisal")
     @classmethod
     def _not_blank(cls, value: str) -> str:
         return _text(value)
+
+
+class PlanReply(_Reply):
+    """Schema of ``affect_plan``: what the persona means to do, given the appraisal."""
+
+    plan: str
+
+    @field_validator("plan")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        return _text(value)
+
+
+@dataclass(frozen=True, slots=True)
+class Felt:
+    """What the stages produced: the next affect state (not stored yet) and the context
+    recalled with the interpretation as the query."""
+
+    state: AffectState
+    context: Context
+
+
+def self_model_text(model: SelfModel) -> str:
+    """The self-model as the appraisal reads it (a placeholder when it is empty)."""
+    if model.empty:
+        return "(nothing beyond my core identity)"
+    parts = []
+    for label, items in (
+        ("My traits", model.traits),
+        ("What I value", model.values),
+        ("What I am after in life", model.goals),
+    ):
+        if items:
+            parts.append(f"{label}: " + "; ".join(items))
+    return "\n".join(parts)
+
+
+def memories_text(context: Context) -> str:
+    """The recalled beliefs and past exchanges, one line each."""
+    lines = [
+        f"- I hold a view on {b.topic.replace('_', ' ')}: position {b.position:+.2f}, "
+        f"confidence {b.confidence:.2f}"
+        for b in context.beliefs
+    ]
+    lines += [
+        f"- Earlier (turn {s.episode.turn}), they said: {s.episode.user_message} / "
+        f"I said: {s.episode.agent_response}"
+        for s in context.episodes
+    ]
+    return "\n".join(lines) or "- (nothing comes to mind)"
 
 
 def initial_state(persona_id: str, user_id: str, now: datetime) -> AffectState:
@@ -176,22 +249,33 @@ def block(state: AffectState | None) -> str:
 
 
 class AffectStages:
-    """Runs the two affect calls and folds their replies into a new state."""
+    """Runs the three affect calls and the recall between them, and folds their replies
+    into a new state."""
 
-    def __init__(self, *, llm: LLM, count: Callable[[str], int], field_tokens: int) -> None:
+    def __init__(
+        self,
+        *,
+        llm: LLM,
+        count: Callable[[str], int],
+        field_tokens: int,
+        contexts: ContextBuilder,
+    ) -> None:
         self._llm = llm
         self._count = count
         self._field_tokens = field_tokens
+        self._contexts = contexts
 
-    INPUT_UNITS = 29
-    """The two calls' variable inputs, in ``field_tokens`` units (update: identity 1, mood
-    1, relationship 1, facts 2, message 2, previous reply 1, reply 2, hard goals 3, soft
-    goals 2; appraisal: identity 1, mood 1, relationship 1, interpretation 1, facts 2,
-    message 2, reply 2, active goals 2, soft goals 2). Every variable is clipped to its
-    share, so the stages never read more than this plus their prompts' fixed text."""
+    INPUT_UNITS = 31
+    """The three calls' variable inputs, in ``field_tokens`` units (update: identity 1,
+    mood 1, relationship 1, facts 2, message 2, previous reply 1, reply 1, hard goals 2,
+    soft goals 1; appraisal: identity 1, self-model 1, mood 1, relationship 1,
+    interpretation 1, facts 1, message 1, memories 2, active goals 1, soft goals 1; plan:
+    appraisal 1, interpretation 1, message 1, reply 1, active goals 2, soft goals 1,
+    previous plan 1). Every variable is clipped to its share, so the stages never read
+    more than this plus their prompts' fixed text."""
 
     def input_tokens(self) -> int:
-        """The most variable input the two calls can send (see ``INPUT_UNITS``)."""
+        """The most variable input the three calls can send (see ``INPUT_UNITS``)."""
         return self.INPUT_UNITS * self._field_tokens
 
     def clip(self, text: str, factor: int = 1) -> str:
@@ -208,26 +292,27 @@ class AffectStages:
         facts: Sequence[UserFact],
         now: datetime,
         episode_id: str | None,
-    ) -> AffectState:
-        """Both stages for ``message`` (and the persona's ``reply`` when it was already
-        given, in the Thinker). Returns the next version of the state (not stored)."""
+    ) -> Felt:
+        """Every stage for ``message`` (and the persona's ``reply`` when it was already
+        given, in the Thinker). Returns the next version of the state (not stored) and the
+        context recalled with the interpretation."""
         clip = self.clip
-        common = {
-            "persona_name": persona.name,
-            "core_identity": clip(persona.core_identity),
-            "emotional_state": clip(state.emotional_state),
-            "relationship": clip(state.relationship),
-            "facts": clip("\n".join(f"- {f.text}" for f in facts) or "- (none)", 2),
-            "message": clip(message, 2),
-            "previous_reply": clip(previous_reply or "(nothing yet)"),
-            "reply": clip(reply, 2) if reply else "(I have not answered yet)",
-        }
+        identity = clip(persona.core_identity)
+        fact_lines = "\n".join(f"- {f.text}" for f in facts) or "- (none)"
+        answered = clip(reply) if reply else "(I have not answered yet)"
         update = await self._llm.structured(
             Prompt.AFFECT_UPDATE,
             {
-                **common,
-                "hard_goals": clip(_goal_lines(state), 3),
-                "soft_goals": clip(_soft_lines(state), 2),
+                "persona_name": persona.name,
+                "core_identity": identity,
+                "emotional_state": clip(state.emotional_state),
+                "relationship": clip(state.relationship),
+                "facts": clip(fact_lines, 2),
+                "message": clip(message, 2),
+                "previous_reply": clip(previous_reply or "(nothing yet)"),
+                "reply": answered,
+                "hard_goals": clip(_goal_lines(state), 2),
+                "soft_goals": clip(_soft_lines(state)),
             },
             AffectUpdateReply,
             component="affect",
@@ -247,27 +332,54 @@ class AffectStages:
                 "soft_goals": soft,
             }
         )
+        interpretation = felt.interpretation or clip(message)
+        context = await self._contexts.build(
+            persona.id, user_id=state.user_id, message=interpretation
+        )
+        active = clip("\n".join(f"- {g.text}" for _, g in active_goals(hard)) or "- (none)")
         appraisal = await self._llm.structured(
             Prompt.AFFECT_APPRAISE,
             {
-                **common,
+                "persona_name": persona.name,
+                "core_identity": identity,
+                "self_model": clip(self_model_text(persona.self_model)),
                 "emotional_state": felt.emotional_state,
                 "relationship": felt.relationship,
-                "interpretation": felt.interpretation,
-                "active_goals": clip(
-                    "\n".join(f"- {g.text}" for _, g in active_goals(hard)) or "- (none)", 2
-                ),
-                "soft_goals": clip(_soft_lines(felt), 2),
+                "interpretation": interpretation,
+                "facts": clip(fact_lines),
+                "message": clip(message),
+                "memories": clip(memories_text(context), 2),
+                "active_goals": active,
+                "soft_goals": clip(_soft_lines(felt)),
             },
             AppraisalReply,
             component="affect",
         )
-        return felt.model_copy(
+        feeling = clip(appraisal.appraisal)
+        plan = await self._llm.structured(
+            Prompt.AFFECT_PLAN,
+            {
+                "persona_name": persona.name,
+                "appraisal": feeling,
+                "interpretation": interpretation,
+                "message": clip(message),
+                "reply": answered,
+                "active_goals": clip(
+                    "\n".join(f"- {g.text}" for _, g in active_goals(hard)) or "- (none)", 2
+                ),
+                "soft_goals": clip(_soft_lines(felt)),
+                "previous_plan": clip(state.plan or "(none yet)"),
+            },
+            PlanReply,
+            component="affect",
+        )
+        new_state = felt.model_copy(
             update={
-                "appraisal": clip(appraisal.appraisal),
-                "plan": clip(appraisal.plan),
+                "appraisal": feeling,
+                "plan": clip(plan.plan),
                 "version": state.version + 1,
                 "episode_id": episode_id,
                 "updated_at": now,
             }
         )
+        return Felt(state=new_state, context=context)

@@ -1,10 +1,12 @@
 """What an application injects into its own prompt before it answers a user.
 
 ``build_context`` gathers, scoped to the persona (and to the user for facts and
-episodes): the core identity, the current snapshot, **every** active fact of the user
-(never ranked away; constraints first, by severity), the beliefs most relevant to the
+episodes): the core identity, the current snapshot, the user's active facts (never ranked
+by relevance: constraints first, then by severity, then oldest first, within their own
+``fact_tokens`` budget; when some do not fit, the block says how many were left out and
+how many of those are constraints — never silently), the beliefs most relevant to the
 message, and the best past episodes by ``0.5·similarity + 0.3·recency + 0.2·importance``.
-Everything but the identity and the facts shares a token budget.
+Snapshot, narrative, beliefs and episodes share the token budget.
 
 :class:`ContextBuilder` is the part the facade and the Talker share: ``build_context`` over
 one store, embedder, clock and token counter, with the deployment's default budget.
@@ -48,19 +50,29 @@ class Context(Frozen):
     """Tokens of the rendered block, counted with the same counter as the budget."""
     dropped: int = 0
     """Beliefs or episodes left out because the budget ran out."""
+    facts_omitted: int = 0
+    """Facts of the user left out because the facts' own budget ran out (the block says so)."""
+    constraints_omitted: int = 0
+    """How many of ``facts_omitted`` are constraints."""
+
+    @property
+    def snapshot_repeats_identity(self) -> bool:
+        """True while the snapshot is still the core identity (a new persona's version 1):
+        the prompt then shows the text once."""
+        return self.snapshot.strip() == self.core_identity.strip()
 
     def as_prompt(self) -> str:
         parts = [f"## Who you are ({self.persona_name})\n{self.core_identity.strip()}"]
-        if self.snapshot.strip():
+        if self.snapshot.strip() and not self.snapshot_repeats_identity:
             parts.append(
                 f"## How you see yourself now (snapshot v{self.snapshot_version})\n"
                 f"{self.snapshot.strip()}"
             )
-        if self.facts:
-            parts.append(
-                "## What you must never forget about this user\n"
-                + "\n".join(_fact_line(f) for f in self.facts)
-            )
+        if self.facts or self.facts_omitted:
+            lines = [_fact_line(f) for f in self.facts]
+            if self.facts_omitted:
+                lines.append(_omitted_line(self.facts_omitted, self.constraints_omitted))
+            parts.append("## What you must never forget about this user\n" + "\n".join(lines))
         if self.narrative:
             parts.append(f"## Where this conversation stands (your notes)\n{self.narrative}")
         if self.beliefs:
@@ -79,6 +91,14 @@ class Context(Frozen):
 
 def _fact_line(fact: UserFact) -> str:
     return f"- [{fact.kind.value}, severity {fact.severity}] {fact.text}"
+
+
+def _omitted_line(omitted: int, constraints: int) -> str:
+    kinds = f", {constraints} of them constraints" if constraints else ""
+    return (
+        f"- ({omitted} more facts about this user are stored but not shown here{kinds}; "
+        "ask before assuming anything they could concern)"
+    )
 
 
 def _lean(position: float) -> str:
@@ -152,6 +172,22 @@ def _fit(
     return out
 
 
+def _pinned(
+    facts: Sequence[UserFact], budget: int, count: Callable[[str], int]
+) -> tuple[UserFact, ...]:
+    """The longest prefix of ``facts`` (already in pinning order) whose lines fit in
+    ``budget`` tokens: a less important fact never takes the place of a more important
+    one that did not fit."""
+    used = 0
+    kept: list[UserFact] = []
+    for fact in facts:
+        used += count(_fact_line(fact))
+        if used > budget:
+            break
+        kept.append(fact)
+    return tuple(kept)
+
+
 async def build_context(
     *,
     store: Store,
@@ -164,11 +200,14 @@ async def build_context(
     token_budget: int,
     max_episodes: int,
     narrative: str | None = None,
+    fact_tokens: int = 1_000,
 ) -> Context:
     """Assemble the context for ``message`` (see the module docstring)."""
     persona = await store.get_persona(persona_id)
     snapshot = await store.current_snapshot(persona_id)
-    facts = order_facts(await store.list_facts(persona_id, user_id))
+    all_facts = order_facts(await store.list_facts(persona_id, user_id))
+    facts = _pinned(all_facts, fact_tokens, count_tokens)
+    left_out = all_facts[len(facts) :]
     beliefs = relevant_beliefs(await store.list_beliefs(persona_id), message)
 
     scored: list[ScoredEpisode] = []
@@ -182,7 +221,9 @@ async def build_context(
 
     # the budget covers snapshot, narrative, beliefs and episodes; identity and facts are
     # always present whatever it costs
-    remaining = token_budget - count_tokens(snapshot.text) - count_tokens(narrative or "")
+    repeated = snapshot.text.strip() == persona.core_identity.strip()  # shown once
+    snapshot_cost = 0 if repeated else count_tokens(snapshot.text)
+    remaining = token_budget - snapshot_cost - count_tokens(narrative or "")
     kept_beliefs = _fit(beliefs, _belief_line, remaining, count_tokens)
     remaining -= sum(count_tokens(_belief_line(b)) for b in kept_beliefs)
     kept_episodes = _fit(
@@ -196,6 +237,8 @@ async def build_context(
         snapshot=snapshot.text,
         snapshot_version=snapshot.version,
         facts=facts,
+        facts_omitted=len(left_out),
+        constraints_omitted=sum(f.kind is FactKind.CONSTRAINT for f in left_out),
         beliefs=tuple(kept_beliefs),
         episodes=tuple(kept_episodes),
         narrative=narrative,
@@ -219,6 +262,7 @@ class ContextBuilder:
         count_tokens: Callable[[str], int],
         token_budget: int,
         max_episodes: int,
+        fact_tokens: int = 1_000,
     ) -> None:
         self._store = store
         self._embedder = embedder
@@ -226,6 +270,7 @@ class ContextBuilder:
         self._count = count_tokens
         self.token_budget = token_budget
         self.max_episodes = max_episodes
+        self.fact_tokens = fact_tokens
 
     async def build(
         self,
@@ -248,4 +293,5 @@ class ContextBuilder:
             token_budget=token_budget or self.token_budget,
             max_episodes=self.max_episodes,
             narrative=narrative,
+            fact_tokens=self.fact_tokens,
         )

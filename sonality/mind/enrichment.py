@@ -5,6 +5,21 @@ asks the model (``mind.enrichment_prompt``: two structured calls, normalised), p
 single :class:`EnrichmentCommit` with the pure ``core.enrichment.plan_commit`` and has the
 store apply it in one transaction, retrying the state part on a concurrent writer's
 conflict without calling the model again.
+
+How each failure is kept, so that every failure state has a way back:
+
+- **an outage** (``LLMUnavailable``: unreachable, timeouts, 5xx, rate limits) stops the
+  pass; the episode stays ``pending`` and no attempt is counted (the error is recorded);
+- **a refused configuration** (``LLMConfigError``: unknown model, missing or wrong key,
+  wrong endpoint) propagates to the caller at once; nothing is marked or counted;
+- **an invalid reply or another model error** counts an attempt and stops the pass (order
+  is kept); every ``max_attempts``-th counted attempt marks the episode ``failed``, after
+  which later episodes go on. ``enrich_pending(retry_failed=True)`` puts failed episodes
+  back to ``pending`` (their attempts keep counting, so the worker's automatic retries
+  stop after ``retry_rounds`` rounds while a manual retry always runs);
+- **an insight that could not be extracted** does not hold the opinion back: the episode
+  commits with its insight part ``pending`` and :meth:`Enricher.retry_insights` extracts
+  it later (``InsightCommit``), with the same attempt and ``failed`` rules.
 """
 
 from __future__ import annotations
@@ -18,10 +33,19 @@ from pydantic import BaseModel, ConfigDict
 
 from sonality.core.enrichment import Normalised, plan_commit
 from sonality.core.opinion import OpinionParams
-from sonality.errors import ConflictError, LLMError, LLMResponseInvalid, LLMUnavailable
+from sonality.errors import ConflictError, LLMError, LLMUnavailable
 from sonality.llm.prompts import Prompt
-from sonality.mind.enrichment_prompt import EvidenceReply, InsightReply, normalise
-from sonality.models import EnrichmentCommit, EnrichmentStatus, Episode, Persona
+from sonality.mind.enrichment_prompt import EvidenceReply, InsightReply, insight_text, normalise
+from sonality.models import (
+    Direction,
+    EnrichmentCommit,
+    EnrichmentStatus,
+    Episode,
+    Insight,
+    InsightCommit,
+    InsightState,
+    Persona,
+)
 from sonality.observability import get_logger
 from sonality.ports import LLM, Clock, Store
 
@@ -49,6 +73,16 @@ class EnrichReport(BaseModel):
     remaining: int = 0
     stopped_by: str | None = None
     """Why the pass stopped early (e.g. ``llm_unavailable``), or None."""
+    requeued: int = 0
+    """Failed episodes and insights put back to pending first (``retry_failed``)."""
+    insights_extracted: int = 0
+    """Pending insight parts extracted in this pass."""
+    insights_failed: int = 0
+    """Insight parts given up in this pass (``failed``; ``--retry-failed`` retries them)."""
+    insights_remaining: int = 0
+    """Insight parts still pending after the pass."""
+    embedded: int = 0
+    """Episodes whose missing embedding this pass backfilled (``Sonality.enrich_pending``)."""
 
 
 class Enricher:
@@ -75,10 +109,32 @@ class Enricher:
     def _lock(self, persona_id: str) -> asyncio.Lock:
         return self._locks.setdefault(persona_id, asyncio.Lock())
 
-    async def enrich_pending(self, persona_id: str, *, limit: int | None = None) -> EnrichReport:
+    @property
+    def max_attempts(self) -> int:
+        """Counted attempts per round before an episode (or insight) is marked failed."""
+        return self._max_attempts
+
+    async def enrich_pending(
+        self,
+        persona_id: str,
+        *,
+        limit: int | None = None,
+        retry_failed: bool = False,
+        insights: bool = False,
+    ) -> EnrichReport:
         """Process pending episodes oldest first until none is left, ``limit`` is reached,
-        or the model is unavailable (order is kept: a later episode never overtakes)."""
+        or the model is unavailable (order is kept: a later episode never overtakes).
+
+        ``retry_failed`` first puts every failed episode and insight back to pending;
+        ``insights`` then retries pending insight parts (:meth:`retry_insights`) when the
+        episodes are drained. ``LLMConfigError`` propagates, with nothing marked."""
         async with self._lock(persona_id):
+            requeued = 0
+            if retry_failed:
+                requeued = await self._store.requeue_failed(persona_id)
+                requeued += await self._store.requeue_failed_insights(persona_id)
+                if requeued:
+                    log.info("enrichment_requeued", persona_id=persona_id, requeued=requeued)
             enriched = failed = 0
             stopped: str | None = None
             drained = False
@@ -110,10 +166,123 @@ class Enricher:
                 failed=failed,
                 remaining=remaining,
                 stopped_by=stopped,
+                requeued=requeued,
             )
-            if enriched or failed or stopped not in (None, "no_model"):
+            if insights and stopped is None and drained:
+                report = await self._retry_insights(report)
+            if (
+                enriched
+                or failed
+                or requeued
+                or report.insights_extracted
+                or report.insights_failed
+                or stopped not in (None, "no_model")
+            ):
                 log.info("enrichment_pass", **report.model_dump())
             return report
+
+    async def retry_insights(self, persona_id: str) -> EnrichReport:
+        """Extract the persona's pending insight parts (episodes committed while their
+        insight call failed), oldest first; stops when the model is unavailable."""
+        async with self._lock(persona_id):
+            if self._llm is None:
+                return EnrichReport(persona_id=persona_id, stopped_by="no_model")
+            return await self._retry_insights(EnrichReport(persona_id=persona_id))
+
+    async def _retry_insights(self, report: EnrichReport) -> EnrichReport:
+        persona_id = report.persona_id
+        extracted = failed = 0
+        stopped: str | None = None
+        tried: set[str] = set()
+        while stopped is None:
+            batch = [
+                e
+                for e in await self._store.list_insight_retries(persona_id, limit=50)
+                if e.id not in tried
+            ]
+            if not batch:
+                break
+            persona = await self._store.get_persona(persona_id)
+            for episode in batch:
+                tried.add(episode.id)
+                outcome = await self._extract_insight(persona, episode)
+                if outcome == "extracted":
+                    extracted += 1
+                elif outcome == "failed":
+                    failed += 1
+                elif outcome == "llm_unavailable":
+                    stopped = outcome
+                    break
+        counts = await self._store.count_insight_retries(persona_id)
+        return report.model_copy(
+            update={
+                "insights_extracted": extracted,
+                "insights_failed": failed,
+                "insights_remaining": counts[InsightState.PENDING.value],
+                "stopped_by": report.stopped_by or stopped,
+            }
+        )
+
+    async def _extract_insight(self, persona: Persona, episode: Episode) -> str:
+        assert self._llm is not None
+        try:
+            reply = await self._insight_reply(persona, episode)
+        except LLMUnavailable:
+            log.warning("insight_deferred", persona_id=episode.persona_id, episode_id=episode.id)
+            return "llm_unavailable"
+        except LLMError as exc:
+            give_up = (episode.insight_attempts + 1) % self._max_attempts == 0
+            await self._store.mark_insight_attempt(
+                episode.persona_id, episode.id, error=exc.message, failed=give_up
+            )
+            log.warning(
+                "insight_failed",
+                persona_id=episode.persona_id,
+                episode_id=episode.id,
+                attempts=episode.insight_attempts + 1,
+                gave_up=give_up,
+            )
+            return "failed" if give_up else "llm_invalid"
+        text = insight_text(reply)
+        index = episode.interaction_index or 0
+        insight = (
+            Insight(
+                id=interaction_ids(index)("ins"),
+                persona_id=episode.persona_id,
+                episode_id=episode.id,
+                text=text,
+                created_at=self._clock.now(),
+            )
+            if text
+            else None
+        )
+        try:
+            await self._store.commit_insight(
+                InsightCommit(persona_id=episode.persona_id, episode_id=episode.id, insight=insight)
+            )
+        except ConflictError:
+            return "conflict"  # another process extracted it meanwhile
+        log.info(
+            "insight_extracted",
+            persona_id=episode.persona_id,
+            episode_id=episode.id,
+            drawn=insight is not None,
+        )
+        return "extracted"
+
+    async def _insight_reply(self, persona: Persona, episode: Episode) -> InsightReply:
+        assert self._llm is not None
+        return await self._llm.structured(
+            Prompt.EXTRACT_INSIGHT,
+            {
+                "persona_name": persona.name,
+                "core_identity": persona.core_identity,
+                "user_message": episode.user_message,
+                "agent_response": episode.agent_response,
+            },
+            InsightReply,
+            component="enrichment",
+        )
 
     async def _ask(self, persona: Persona, episode: Episode) -> Normalised:
         assert self._llm is not None
@@ -125,19 +294,17 @@ class Enricher:
         )
         insight: InsightReply | None
         try:
-            insight = await self._llm.structured(
-                Prompt.EXTRACT_INSIGHT,
-                {
-                    "persona_name": persona.name,
-                    "core_identity": persona.core_identity,
-                    "user_message": episode.user_message,
-                    "agent_response": episode.agent_response,
-                },
-                InsightReply,
-                component="enrichment",
+            insight = await self._insight_reply(persona, episode)
+        except LLMError as exc:
+            # The opinion part commits now; the insight part is retried later (pending),
+            # never dropped. A refused configuration is no LLMError: it propagates.
+            log.warning(
+                "insight_pending",
+                persona_id=episode.persona_id,
+                episode_id=episode.id,
+                error=type(exc).__name__,
             )
-        except LLMResponseInvalid:
-            insight = None  # an unreadable insight is defaulted, not worth losing the episode
+            insight = None
         return normalise(evidence, insight)
 
     async def _enrich_one(self, episode: Episode) -> str:
@@ -146,13 +313,14 @@ class Enricher:
         try:
             enrichment = await self._ask(persona, episode)
         except LLMUnavailable as exc:
+            # an outage: the error is kept for doctor, no attempt is counted
             await self._store.mark_enrichment_attempt(
-                episode.persona_id, episode.id, error=exc.message, failed=False
+                episode.persona_id, episode.id, error=exc.message, failed=False, counted=False
             )
             log.warning("enrichment_deferred", persona_id=episode.persona_id, episode_id=episode.id)
             return "llm_unavailable"
         except LLMError as exc:
-            give_up = episode.enrichment_attempts + 1 >= self._max_attempts
+            give_up = (episode.enrichment_attempts + 1) % self._max_attempts == 0
             await self._store.mark_enrichment_attempt(
                 episode.persona_id, episode.id, error=exc.message, failed=give_up
             )
@@ -182,10 +350,18 @@ class Enricher:
                 staged=len(commit.staged),
                 committed=len(commit.committed_staged_ids),
                 facts=len(commit.facts),
+                insight_pending=commit.insight_pending,
                 blocked=enrichment.blocked,
                 defaulted=list(commit.defaulted),
                 duration_ms=round((time.perf_counter() - started) * 1000, 1),
             )
+            if "facts" in commit.defaulted:
+                log.warning(
+                    "enrichment_facts_capped",
+                    persona_id=episode.persona_id,
+                    episode_id=episode.id,
+                    kept=len(enrichment.facts),
+                )
             return "enriched"
         return "conflict"
 
@@ -198,6 +374,16 @@ class Enricher:
         index = persona.interaction_count + 1
         due = await self._store.list_staged(persona.id, due_by=index)
         facts = await self._store.list_facts(persona.id, episode.user_id)
+        evidence = enrichment.evidence
+        influence = (
+            await self._store.recent_influence(
+                persona.id,
+                episode.user_id,
+                since_interaction=index - self._params.influence_window,
+            )
+            if evidence.direction is not Direction.NEUTRAL and not enrichment.blocked
+            else []
+        )
         return plan_commit(
             persona=persona,
             episode=episode,
@@ -209,4 +395,5 @@ class Enricher:
             params=self._params,
             window_size=self._window,
             new_id=interaction_ids(index),
+            influence=influence,
         )

@@ -13,6 +13,12 @@ field (score, direction, topics) blocks every personality update for that episod
 episode is still counted and its facts kept, but no belief moves (fail closed; the rule is
 ``core.enrichment.CRITICAL_FIELDS``). Replies of the wrong shape are the LLM port's
 business: it re-asks once, then raises.
+
+At most :data:`MAX_FACTS` facts are kept from one reply (constraints first, then by
+severity, then in the reply's order); when a reply holds more, ``facts`` is listed in
+``defaulted`` and the number left out is logged, so a runaway reply is visible, not silent.
+An insight reply that could not be had (``None``) marks the insight part pending: the
+opinion part commits, and the insight is retried later (``Enricher.retry_insights``).
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ import math
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sonality.core.enrichment import Normalised
+from sonality.core.enrichment import Normalised, fact_key
 from sonality.models import (
     Direction,
     EvidenceAssessment,
@@ -31,11 +37,16 @@ from sonality.models import (
     normalise_topic,
 )
 
-__all__ = ["EvidenceReply", "InsightReply", "normalise"]
+__all__ = ["MAX_FACTS", "EvidenceReply", "InsightReply", "insight_text", "normalise"]
 
 MAX_TOPICS = 3
 MAX_INSIGHT_CHARS = 300
 MAX_FACT_CHARS = 500
+MAX_FACTS = 20
+"""Facts kept from one reply; a person discloses a few per message, not hundreds."""
+_MAX_FACT_PARTS = 25 * MAX_FACTS
+"""Fact entries of one reply read at all (each may add a ``defaulted`` entry): enough
+that a constraint late in a runaway reply is still ranked first."""
 
 
 class _Loose(BaseModel):
@@ -122,9 +133,12 @@ def _evidence(part: EvidencePart | None, defaulted: list[str]) -> EvidenceAssess
 def _facts(parts: list[FactPart], defaulted: list[str]) -> tuple[UserFactDraft, ...]:
     facts: list[UserFactDraft] = []
     seen: set[str] = set()
+    if len(parts) > _MAX_FACT_PARTS:  # read a bounded prefix; the rest is reported below
+        defaulted.append("facts")
+        parts = parts[:_MAX_FACT_PARTS]
     for i, part in enumerate(parts):
         text = " ".join((part.text or "").split())[:MAX_FACT_CHARS]
-        if not text:
+        if not fact_key(text):
             defaulted.append(f"facts[{i}].text")
             continue
         try:
@@ -136,12 +150,32 @@ def _facts(parts: list[FactPart], defaulted: list[str]) -> tuple[UserFactDraft, 
         if severity is None or not 1 <= severity <= 5:
             defaulted.append(f"facts[{i}].severity")
             severity = 5 if kind is FactKind.CONSTRAINT else 1
-        key = text.casefold()
+        key = fact_key(text)
         if key in seen:
             continue
         seen.add(key)
         facts.append(UserFactDraft(kind=kind, text=text, severity=severity))
+    if len(facts) > MAX_FACTS:
+        if "facts" not in defaulted:
+            defaulted.append("facts")
+        ranked = sorted(
+            range(len(facts)),
+            key=lambda i: (facts[i].kind is not FactKind.CONSTRAINT, -facts[i].severity, i),
+        )
+        keep = sorted(ranked[:MAX_FACTS])
+        facts = [facts[i] for i in keep]
     return tuple(facts)
+
+
+def insight_text(reply: InsightReply) -> str | None:
+    """The insight sentence of a reply, whitespace collapsed and cut to
+    :data:`MAX_INSIGHT_CHARS`; None when the model drew none."""
+    if reply.insight is None:
+        return None
+    text = " ".join(reply.insight.split())
+    if text.lower() in {"", "none", "null", "n/a"}:
+        return None
+    return text[:MAX_INSIGHT_CHARS] or None
 
 
 def normalise(evidence_reply: EvidenceReply, insight_reply: InsightReply | None) -> Normalised:
@@ -153,18 +187,12 @@ def normalise(evidence_reply: EvidenceReply, insight_reply: InsightReply | None)
     if importance is None or not 1 <= importance <= 10:
         defaulted.append("importance")
         importance = 5
-    insight: str | None = None
-    if insight_reply is None:
-        defaulted.append("insight")
-    elif insight_reply.insight is not None:
-        text = " ".join(insight_reply.insight.split())
-        if text.lower() in {"", "none", "null", "n/a"}:
-            text = ""
-        insight = text[:MAX_INSIGHT_CHARS] or None
+    insight = None if insight_reply is None else insight_text(insight_reply)
     return Normalised(
         evidence=evidence,
         facts=facts,
         importance=importance,
         insight=insight,
         defaulted=tuple(defaulted),
+        insight_pending=insight_reply is None,
     )

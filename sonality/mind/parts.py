@@ -23,6 +23,7 @@ from sonality.core.opinion import OpinionParams
 from sonality.core.reflection import ReflectionParams
 from sonality.errors import ConfigError
 from sonality.llm.embedders import HashEmbedder
+from sonality.llm.tokens import approximate_tokens
 from sonality.llm.tokens import count_tokens as model_tokens
 from sonality.mind.context import ContextBuilder
 from sonality.mind.enrichment import Enricher
@@ -52,6 +53,8 @@ class Limits(BaseModel):
     max_identity_chars: int = 20_000
     context_token_budget: int = 2_000
     context_episodes: int = 5
+    context_fact_tokens: int = Field(default=1_000, ge=1)
+    """Tokens for the pinned facts in ``context``; what does not fit is counted there."""
     enrichment_max_attempts: int = 5
     disagreement_window: int = 50
     enrich_on_record: bool = True
@@ -119,7 +122,10 @@ def assemble(
     limits = limits if limits is not None else Limits()
     runtime = runtime if runtime is not None else RuntimeSettings()
     if count_tokens is None:
-        count_tokens = partial(model_tokens, model=llm.model if llm is not None else None)
+        # without a model nothing is sent: budgets are estimates (llm/tokens.py)
+        count_tokens = (
+            partial(model_tokens, model=llm.model) if llm is not None else approximate_tokens
+        )
     if reflector is None:
         reflector = Reflector(store=store, llm=llm, clock=clock, params=reflection, owner=owner)
     elif (reflection is not None and reflection != reflector.params) or (
@@ -160,5 +166,6 @@ def assemble(
             count_tokens=count_tokens,
             token_budget=limits.context_token_budget,
             max_episodes=limits.context_episodes,
+            fact_tokens=limits.context_fact_tokens,
         ),
     )

@@ -8,7 +8,9 @@ text against the limits; ``respond`` checks the user's side before the Talker sp
 
 Embedding: a local embedder (no network) runs before the write, so the vector is stored
 with the episode; a remote one runs after it, so an embedding outage never costs the
-exchange (the vector is then left out, and logged as deferred).
+exchange (the vector is then left out, and logged as deferred). :meth:`EpisodeRecorder.backfill`
+embeds such episodes later, oldest first (``Sonality.enrich_pending`` runs it, so the
+worker and ``sonality enrich`` do).
 """
 
 from __future__ import annotations
@@ -71,6 +73,28 @@ class EpisodeRecorder:
         if created and not self._embedder.local:
             await self._embed_later(episode)
         return episode, created
+
+    async def backfill(self, persona_id: str, *, limit: int = 100) -> int:
+        """Embed up to ``limit`` of the persona's episodes stored without an embedding,
+        oldest first, in one embedder call; returns how many were embedded. An embedder
+        outage embeds none (logged); they stay for the next pass."""
+        missing = await self._store.unembedded_episodes(persona_id, limit=limit)
+        if not missing:
+            return 0
+        try:
+            vectors = await self._embedder.embed([e.user_message for e in missing])
+        except LLMError as exc:
+            log.warning(
+                "embedding_backfill_deferred",
+                persona_id=persona_id,
+                episodes=len(missing),
+                error=exc.message,
+            )
+            return 0
+        for episode, vector in zip(missing, vectors, strict=True):
+            await self._store.set_episode_embedding(persona_id, episode.id, vector)
+        log.info("embedding_backfilled", persona_id=persona_id, episodes=len(missing))
+        return len(missing)
 
     async def _embed_later(self, episode: Episode) -> None:
         try:

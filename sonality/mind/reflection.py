@@ -2,9 +2,18 @@
 
 One reflection, each step a small function (one model call)::
 
-    decide (core.triggers) → lease → decay (core.reflection.reflection_decay) → gather
-    episodes, insights, beliefs, shifts → ask ``reflect`` → plan (core.reflection:
-    validate, health, the one ReflectionCommit or a rejection) → commit or record
+    decide (core.triggers) → lease → gather episodes, insights, beliefs, shifts → decay
+    (core.reflection.reflection_decay) → ask ``decay_review`` about the stale beliefs
+    (optional) → ask ``reflect`` → plan (core.reflection: validate, health, the one
+    ReflectionCommit or a rejection) → commit or record
+
+The decay review (seed 003, ``ReflectionParams.decay_review``, on by default) is the
+first of at most two model calls: the model judges each stale belief RETAIN, DECAY or
+FORGET (``prompts/decay_review.md``). The arithmetic decay is applied whatever it says;
+its advice can only lower a confidence further or retire a belief (``core.decay.advise``),
+never raise or delete one. An unavailable model or an invalid reply (after the port's
+re-ask) retains every belief: the conservative fallback, logged as
+``decay_review_fallback``; the reflection goes on.
 
 Rules the shell keeps:
 
@@ -44,8 +53,8 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
 
-from sonality.core.decay import DecayResult
-from sonality.core.health import HealthWarning
+from sonality.core.decay import DecayResult, Verdict, advise, stale_beliefs
+from sonality.core.health import Challenge, HealthWarning, challenges_from
 from sonality.core.reflection import (
     ReflectionParams,
     ReflectionPlan,
@@ -58,7 +67,13 @@ from sonality.core.snapshot import word_diff
 from sonality.core.triggers import TriggerDecision, TriggerKind, TriggerState, decide
 from sonality.errors import ConflictError, LeaseHeld, LLMError, LLMUnavailable, SonalityError
 from sonality.llm.prompts import Prompt
-from sonality.mind.reflection_prompt import ReflectReply, reflection_variables
+from sonality.mind.reflection_prompt import (
+    DecayReviewReply,
+    ReflectReply,
+    decay_review_variables,
+    reflection_variables,
+    verdicts_from,
+)
 from sonality.models import (
     BeliefStatus,
     Episode,
@@ -72,6 +87,7 @@ from sonality.observability import get_logger
 from sonality.ports import LLM, Clock, Store
 
 __all__ = [
+    "LEASE_HELD",
     "DueNotifier",
     "ReflectionParams",
     "ReflectionReport",
@@ -81,6 +97,10 @@ __all__ = [
 ]
 
 log = get_logger("sonality.reflection")
+
+LEASE_HELD = "another worker is reflecting"
+"""The ``reason`` of a report skipped because another worker holds the persona's lease
+(``sonality reflect`` then exits with ``LeaseHeld``'s code, 9)."""
 
 
 def default_owner() -> str:
@@ -114,6 +134,11 @@ class ReflectionReport(BaseModel):
     health: tuple[HealthWarning, ...] = ()
     beliefs_decayed: tuple[str, ...] = ()
     beliefs_retired: tuple[str, ...] = ()
+    decay_review: str | None = None
+    """What the belief-decay review did: ``applied``, ``fallback`` (the model failed: every
+    belief retained), ``nothing_stale``, ``off``, or None when no decay ran."""
+    advice: tuple[tuple[str, str], ...] = ()
+    """(topic, verdict) of every DECAY or FORGET verdict the review gave."""
     insights_consumed: int = 0
     episodes_read: int = 0
     llm_calls: int = 0
@@ -237,7 +262,7 @@ class Reflector:
             )
             if not taken:
                 log.info("reflection_lease_held", persona_id=persona_id, owner=self.owner)
-                return _skipped(persona_id, decision.kind.value, "another worker is reflecting")
+                return _skipped(persona_id, decision.kind.value, LEASE_HELD)
             try:
                 # another process may have committed between the first read and the lease
                 persona = await self._store.get_persona(persona_id)
@@ -253,6 +278,21 @@ class Reflector:
             await asyncio.shield(self._store.release_lease(persona_id, self.owner))
         except SonalityError as exc:  # it expires on its own
             log.warning("reflection_lease_not_released", persona_id=persona_id, error=str(exc))
+
+    async def _challenges(self, persona: Persona) -> tuple[Challenge, ...]:
+        """The challenges of the disagreement window (the last enriched interactions the
+        persona counts disagreement over) with what each moved, committed or staged."""
+        window = len(persona.disagreement_window)
+        if not any(persona.disagreement_window):
+            return ()
+        pid = persona.id
+        since = persona.interaction_count - window
+        episodes = await self._store.episodes_since(pid, since_interaction=since, limit=window)
+        edges = await self._store.list_shifts(pid, since_interaction=since, limit=3 * window)
+        staged = await self._store.list_staged(pid)
+        deltas = [(e.episode_id, e.delta) for e in edges]
+        deltas += [(s.episode_id, s.signed_delta) for s in staged]
+        return challenges_from(episodes, deltas)
 
     async def _gather(self, persona: Persona, trigger: str, started_at: datetime) -> _Read:
         pid = persona.id
@@ -279,6 +319,7 @@ class Reflector:
         )
         start = ReflectionStart(
             id=f"refl_{persona.interaction_count:010d}_{uuid.uuid4().hex[:16]}",
+            challenges=await self._challenges(persona),
             persona=persona,
             trigger=trigger,
             owner=self.owner,
@@ -296,7 +337,12 @@ class Reflector:
         started = time.perf_counter()
         read = await self._gather(persona, decision.kind.value, self._clock.now())
         start = read.start
-        decay = reflection_decay(persona, start.beliefs, now=start.started_at)
+        decay = reflection_decay(
+            persona, start.beliefs, now=start.started_at, params=self.params.decay
+        )
+        review = await self._review(read, decay)
+        decay = review.decay
+        calls = review.calls + 1
         changed = {b.topic: b for b in decay.decayed}
         after = [changed.get(b.topic, b) for b in start.beliefs]
         variables = reflection_variables(
@@ -322,9 +368,9 @@ class Reflector:
                 params=self.params,
                 finished_at=self._clock.now(),
                 duration_ms=_ms(started),
-                llm_calls=1,
+                llm_calls=calls,
             )
-            return await self._not_committed(start, failed, dry_run=dry_run)
+            return await self._not_committed(start, failed, dry_run=dry_run, review=review)
         new_text = reply.snapshot.strip()
         plan = plan_reflection(
             start,
@@ -333,9 +379,12 @@ class Reflector:
             params=self.params,
             finished_at=self._clock.now(),
             duration_ms=_ms(started),
+            llm_calls=calls,
         )
         if plan.commit is None:
-            return await self._not_committed(start, plan, dry_run=dry_run, new_text=new_text)
+            return await self._not_committed(
+                start, plan, dry_run=dry_run, new_text=new_text, review=review
+            )
         reflection = plan.reflection
         report = _report(
             start,
@@ -345,6 +394,7 @@ class Reflector:
             new_text=new_text,
             decay=decay,
             health=plan.health,
+            review=review,
         )
         if dry_run:
             return report
@@ -370,15 +420,17 @@ class Reflector:
                 params=self.params,
                 finished_at=self._clock.now(),
                 duration_ms=_ms(started),
-                llm_calls=1,
+                llm_calls=calls,
                 new_text=new_text,
             )
-            return await self._not_committed(start, conflict, dry_run=False, new_text=new_text)
+            return await self._not_committed(
+                start, conflict, dry_run=False, new_text=new_text, review=review
+            )
         snapshot_version = reflection.snapshot_version or start.snapshot.version
-        review = persona.review_from_version
-        if review is not None and reflection.snapshot_version is not None:
+        review_from = persona.review_from_version
+        if review_from is not None and reflection.snapshot_version is not None:
             purged = await self._store.purge_snapshots(
-                persona.id, from_version=review, below_version=reflection.snapshot_version
+                persona.id, from_version=review_from, below_version=reflection.snapshot_version
             )
             log.info("snapshots_reviewed", persona_id=persona.id, purged=purged)
         log.info(
@@ -394,6 +446,8 @@ class Reflector:
             episodes_read=reflection.episodes_read,
             beliefs_decayed=reflection.beliefs_decayed,
             beliefs_retired=reflection.beliefs_retired,
+            decay_review=review.outcome,
+            advice=[f"{topic}:{verdict}" for topic, verdict in review.advice],
             llm_calls=reflection.llm_calls,
             duration_ms=reflection.duration_ms,
             health=list(reflection.health),
@@ -408,6 +462,7 @@ class Reflector:
         *,
         dry_run: bool,
         new_text: str | None = None,
+        review: _Review | None = None,
     ) -> ReflectionReport:
         """Record a rejected or failed attempt (unless a dry run); the snapshot stays."""
         reflection = plan.reflection
@@ -438,7 +493,62 @@ class Reflector:
             dry_run=dry_run,
             new_text=new_text,
             health=plan.health,
+            review=review,
         )
+
+    async def _review(self, read: _Read, decay: DecayResult) -> _Review:
+        """Seed 003's belief-decay review on top of the arithmetic ``decay`` (see the
+        module docstring). Runs only when decay ran (interactions since the last
+        reflection) and some belief is stale."""
+        start = read.start
+        persona = start.persona
+        if persona.interaction_count <= persona.last_reflection_at:
+            return _Review(decay=decay)
+        if not self.params.decay_review:
+            return _Review(decay=decay, outcome="off")
+        changed = {b.topic: b for b in decay.decayed}
+        after = [changed.get(b.topic, b) for b in start.beliefs]
+        stale = stale_beliefs(after, persona.interaction_count, self.params.decay)
+        if not stale:
+            return _Review(decay=decay, outcome="nothing_stale")
+        variables = decay_review_variables(
+            persona=persona,
+            snapshot_text=start.snapshot.text,
+            stale=stale,
+            episodes=read.episodes,
+            now_index=persona.interaction_count,
+        )
+        assert self._llm is not None
+        try:
+            reply = await self._llm.structured(
+                Prompt.DECAY_REVIEW, variables, DecayReviewReply, component="reflection"
+            )
+        except LLMError as exc:
+            log.warning(
+                "decay_review_fallback",
+                persona_id=persona.id,
+                reflection_id=start.id,
+                error=type(exc).__name__,
+                detail=exc.message,
+            )
+            return _Review(decay=decay, outcome="fallback", calls=1)
+        verdicts = verdicts_from(reply, stale)
+        advised = advise(
+            decay, start.beliefs, verdicts, params=self.params.decay, now=start.started_at
+        )
+        advice = tuple((t, v.value) for t, v in sorted(verdicts.items()) if v is not Verdict.RETAIN)
+        return _Review(decay=advised, outcome="applied", calls=1, advice=advice)
+
+
+class _Review(BaseModel):
+    """What the decay review did: the decay to apply, its outcome, its model calls."""
+
+    model_config = ConfigDict(frozen=True)
+
+    decay: DecayResult
+    outcome: str | None = None
+    calls: int = 0
+    advice: tuple[tuple[str, str], ...] = ()
 
 
 class DueNotifier:
@@ -501,9 +611,11 @@ def _report(
     new_text: str | None,
     decay: DecayResult | None = None,
     health: tuple[HealthWarning, ...] = (),
+    review: _Review | None = None,
 ) -> ReflectionReport:
     """The report of a reflection; ``decay`` is what it applied (or would have)."""
     decay = decay or DecayResult()
+    review = review or _Review(decay=decay)
     version = start.snapshot.version
     if outcome == "committed" and reflection.snapshot_version is not None:
         version = reflection.snapshot_version
@@ -524,6 +636,8 @@ def _report(
         health=health,
         beliefs_decayed=tuple(b.topic for b in decay.decayed if b.topic not in set(decay.retired)),
         beliefs_retired=decay.retired,
+        decay_review=review.outcome,
+        advice=review.advice,
         insights_consumed=reflection.insights_consumed,
         episodes_read=reflection.episodes_read,
         llm_calls=reflection.llm_calls,

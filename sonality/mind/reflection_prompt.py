@@ -1,5 +1,6 @@
-"""What a reflection shows the model: the variables of ``prompts/reflect.md``, built
-from the persona's stored state. Pure formatting, no I/O.
+"""What a reflection shows the model: the variables of ``prompts/reflect.md`` (and of
+``prompts/decay_review.md``, seed 003's belief-decay review), built from the persona's
+stored state, and how the review's reply becomes verdicts. Pure formatting, no I/O.
 
 User text is cut to a few hundred characters per exchange and the lists are bounded, so
 the prompt stays small however long the persona's history is.
@@ -10,14 +11,27 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
+from sonality.core.decay import Verdict
 from sonality.models import Belief, Episode, Insight, Persona, ProvenanceEdge
 
-__all__ = ["MAX_PROMPT_BELIEFS", "ReflectReply", "reflection_variables"]
+__all__ = [
+    "MAX_PROMPT_BELIEFS",
+    "MAX_REVIEWED_BELIEFS",
+    "DecayReviewReply",
+    "ReflectReply",
+    "decay_review_variables",
+    "reflection_variables",
+    "verdicts_from",
+]
 
 MAX_PROMPT_BELIEFS = 40
 """The most confident active beliefs shown; the rest are still kept in the graph."""
+MAX_REVIEWED_BELIEFS = 20
+"""Stale beliefs one decay review judges (the longest unreinforced); the rest are
+retained, and come up again at the next reflection."""
+_SNAPSHOT_CHARS = 2_000
 _MESSAGE_CHARS = 400
 _RESPONSE_CHARS = 240
 
@@ -29,6 +43,29 @@ class ReflectReply(BaseModel):
 
     snapshot: str
     notes: str | None = None
+
+
+class ReviewItem(BaseModel):
+    """One verdict of the decay review."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    topic: str
+    verdict: Verdict
+    reason: str | None = None
+
+    @field_validator("verdict", mode="before")
+    @classmethod
+    def _lower(cls, value: Any) -> Any:
+        return value.strip().lower() if isinstance(value, str) else value
+
+
+class DecayReviewReply(BaseModel):
+    """The model's answer to ``decay_review``: one verdict per stale belief."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    verdicts: list[ReviewItem]
 
 
 def _cut(text: str, limit: int) -> str:
@@ -99,3 +136,42 @@ def reflection_variables(
         "interaction_count": persona.interaction_count,
         "disagreement_rate": f"{persona.disagreement_rate:.0%}",
     }
+
+
+def decay_review_variables(
+    *,
+    persona: Persona,
+    snapshot_text: str,
+    stale: Sequence[Belief],
+    episodes: Sequence[Episode],
+    now_index: int,
+) -> dict[str, Any]:
+    """The variables of ``prompts/decay_review.md``: the stale beliefs after the
+    arithmetic decay (at most :data:`MAX_REVIEWED_BELIEFS`) and the topics talked about
+    since the last reflection."""
+    lines = [
+        f"- {b.topic}: position {b.position:+.2f}; confidence {b.confidence:.2f}; "
+        f"evidence {b.evidence_count}; {now_index - b.last_reinforced_at} interactions"
+        for b in stale[:MAX_REVIEWED_BELIEFS]
+    ]
+    topics = list(dict.fromkeys(t for e in episodes for t in e.topics))
+    return {
+        "persona_name": persona.name,
+        "core_identity": persona.core_identity,
+        "snapshot": _cut(snapshot_text, _SNAPSHOT_CHARS),
+        "recent_topics": ", ".join(topics) or "(none recorded)",
+        "stale_beliefs": "\n".join(lines),
+    }
+
+
+def verdicts_from(reply: DecayReviewReply, stale: Sequence[Belief]) -> dict[str, Verdict]:
+    """The review's verdicts for the beliefs it was shown, conservatively: a topic not
+    shown is ignored, a topic listed twice with different verdicts is retained, and a
+    belief without a verdict is retained (the caller's default)."""
+    shown = {b.topic for b in stale[:MAX_REVIEWED_BELIEFS]}
+    said: dict[str, set[Verdict]] = {}
+    for item in reply.verdicts:
+        topic = item.topic.strip()
+        if topic in shown:
+            said.setdefault(topic, set()).add(item.verdict)
+    return {t: next(iter(v)) if len(v) == 1 else Verdict.RETAIN for t, v in said.items()}

@@ -84,8 +84,10 @@ class RuntimeSettings(BaseModel):
     extra_input_tokens: int = Field(default=13_000, ge=1_000)
     """Per-turn bound on the Thinker's input tokens (MIRROR: 13k)."""
     extra_output_tokens: int = Field(default=6_000, ge=100)
-    """Per-turn bound on the Thinker's output tokens (MIRROR: 6k); reported, not enforced
-    (the LLM port has no output cap; prompts ask for short replies and storage clips)."""
+    """Per-turn bound on the output tokens of the monologue, the controller and the affect
+    stages (MIRROR: 6k). Enforced: their prompts' ``max_tokens`` must add up to at most
+    this (the Thinker refuses to start otherwise) and the LLM port holds each call to its
+    prompt's ``max_tokens``, re-ask included."""
     excerpt_tokens: int = Field(default=2_000, ge=100)
     thread_tokens: int = Field(default=400, ge=20)
     affect_field_tokens: int = Field(default=150, ge=20)
@@ -107,6 +109,7 @@ class RuntimeSettings(BaseModel):
             thread_tokens=self.thread_tokens,
             keep_narratives=self.keep_narratives,
             max_attempts=self.max_attempts,
+            output_tokens=self.extra_output_tokens,
         )
 
 
@@ -137,7 +140,10 @@ class DualProcess:
         self._settings = settings
         self._max_response_chars = max_response_chars
         affect = AffectStages(
-            llm=llm, count=count_tokens, field_tokens=settings.affect_field_tokens
+            llm=llm,
+            count=count_tokens,
+            field_tokens=settings.affect_field_tokens,
+            contexts=contexts,
         )
         self.lanes = Lanes()
         self.talker = Talker(

@@ -1,13 +1,14 @@
 """The Talker (MIRROR's "voice"): one model call that answers at once.
 
 Its prompt (``prompts/talk.md``) holds the context block (core identity, snapshot, every
-fact of the user, relevant beliefs and past episodes), the Thinker's latest *committed*
-output — the conversation narrative (modes ``full``/``controller``) or the latest
-monologue threads (``threads``), framed as retrospective background rather than an
-instruction about the new message — the affect section when the persona has one, and the
-conversation window: system, first user message and the newest 10, 6, 4 or 2 messages,
-whichever fits in 20k tokens (``core.budget.conversation_window``). It never waits for the
-Thinker.
+fact of the user, relevant beliefs and past episodes — recalled with the affect stages'
+interpretation of the message when they run in the Talker, else with the message), the
+Thinker's latest *committed* output — the conversation narrative (modes
+``full``/``controller``) or the latest monologue threads (``threads``), framed as
+retrospective background rather than an instruction about the new message — the affect
+section when the persona has one, and the conversation window: system, first user message
+and the newest 10, 6, 4 or 2 messages, whichever fits in 20k tokens
+(``core.budget.conversation_window``). It never waits for the Thinker.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from sonality.core.budget import Message, conversation_window
 from sonality.errors import LLMError
 from sonality.llm.prompts import Prompt
 from sonality.mind.affect import AffectStages, block, initial_state
-from sonality.mind.context import ContextBuilder
+from sonality.mind.context import Context, ContextBuilder, order_facts
 from sonality.models import (
     AffectPlacement,
     AffectState,
@@ -139,9 +140,9 @@ class Talker:
         placement: AffectPlacement,
     ) -> Spoken:
         mind = await self._store.conversation_mind(persona.id, conversation_id)
-        ctx = await self._contexts.build(persona.id, user_id=user_id, message=message)
         history = await self._history(persona.id, conversation_id)
         spent = 0.0
+        ctx: Context | None = None
         state: AffectState | None = None
         new_state: AffectState | None = None
         if placement is not AffectPlacement.OFF:
@@ -149,21 +150,28 @@ class Talker:
             state = stored or initial_state(persona.id, user_id, self._clock.now())
             if placement is AffectPlacement.TALKER:
                 started = time.perf_counter()
+                facts = order_facts(await self._store.list_facts(persona.id, user_id))
                 try:
-                    state = new_state = await self._affect.run(
+                    felt = await self._affect.run(
                         persona,
                         state,
                         message=message,
                         reply=None,
                         previous_reply=history[-1].agent_response if history else None,
-                        facts=ctx.facts,
+                        facts=facts,
                         now=self._clock.now(),
                         episode_id=None,
                     )
                 except LLMError as exc:  # the answer matters more: speak with what is stored
                     log.warning("affect_skipped", persona_id=persona.id, error=type(exc).__name__)
                     state = stored
+                else:
+                    # the memories recalled with the interpretation are the Talker's too
+                    state = new_state = felt.state
+                    ctx = felt.context
                 spent += time.perf_counter() - started
+        if ctx is None:
+            ctx = await self._contexts.build(persona.id, user_id=user_id, message=message)
         background = ctx.as_prompt()
         inner = inner_state(mode, mind)
         feelings = block(state)

@@ -3,16 +3,18 @@
 Per turn, by mode (``RuntimeMode``):
 
 - inner monologue (``threads``, ``full``): one structured call (``prompts/monologue.md``)
-  returning three first-person threads — reasoning, memory, goal. It sees its own earlier
-  entries (the stored history, bounded to 10k tokens: past 90% it drops the oldest back
-  to 80%, ``core.budget.truncate_history``) and an excerpt of the conversation up to the
-  turn. The "keep thinking" nudge is the prompt's user part and is never stored.
+  returning three first-person threads — reasoning, memory, goal. As in MIRROR, the model
+  talks to itself: its earlier entries (the stored history, bounded to 10k tokens: past
+  90% it drops the oldest back to 80%, ``core.budget.truncate_history``) reach it as its
+  own previous assistant turns, each the JSON it wrote (``render_entry``), followed by one
+  user message with the latest exchanges and the "keep thinking" nudge, which is never
+  stored.
 - cognitive controller (``controller``, ``full``): one plain-text call
   (``prompts/controller.md``) regenerating the conversation narrative (at most 3k tokens,
   first person: the most important facts, the central question ahead, a response
   strategy, pitfalls) from the threads — or, in ``controller`` mode, from the turn's
   enrichment — and the previous narrative only.
-- affect (persona option, Thinker placement): ``mind.affect``'s two calls.
+- affect (persona option, Thinker placement): ``mind.affect``'s three calls.
 
 Everything the turn produced is written by one compare-and-swap ``commit_thought``. No
 error chaining: a failed call, an invalid reply (the port re-asks once, then raises) or a
@@ -21,11 +23,16 @@ is marked ``failed`` and retried later (or ``abandoned`` after ``max_attempts`` 
 replies). Malformed threads therefore never reach the controller.
 
 Budget: the monologue's prompt is sized so that, with the controller's and the affect
-stages' worst case reserved, the turn's extra input stays within MIRROR's 13k tokens.
+stages' worst case reserved, the turn's extra input stays within MIRROR's 13k tokens. The
+output is bounded by the prompts' ``max_tokens`` (MIRROR's generation settings, in their
+front matter), which the LLM port enforces per call, re-ask included; the Thinker refuses
+to start (``ConfigError``) unless the monologue, the controller and the affect stages'
+``max_tokens`` add up to at most the turn's output bound (MIRROR's 6k).
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,7 +40,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from sonality.core.budget import clip_text, fit_items, truncate_history
-from sonality.errors import ConflictError, LLMError, LLMUnavailable, SonalityError
+from sonality.errors import ConfigError, ConflictError, LLMError, LLMUnavailable, SonalityError
 from sonality.llm.prompts import Prompt
 from sonality.llm.usage import UsageMeter, metering
 from sonality.mind.accounting import usage_rows
@@ -56,7 +63,7 @@ from sonality.models import (
 from sonality.observability import get_logger
 from sonality.ports import LLM, Clock, PromptSource, Store
 
-__all__ = ["MonologueReply", "Thinker", "ThinkerBudget", "render_entry"]
+__all__ = ["TURN_OUTPUT_PROMPTS", "MonologueReply", "Thinker", "ThinkerBudget", "render_entry"]
 
 log = get_logger("sonality.thinker")
 
@@ -66,6 +73,17 @@ _MARGIN = 100
 """Tokens kept free in each budget for what the static estimate cannot see."""
 _IDENTITY_TOKENS = {Prompt.MONOLOGUE: 300, Prompt.CONTROLLER: 200}
 """The core identity, clipped, as the monologue and the controller see it."""
+_MESSAGE_TOKENS = 4
+"""What each earlier entry costs beyond its text, as a message of its own."""
+TURN_OUTPUT_PROMPTS = (
+    Prompt.MONOLOGUE,
+    Prompt.CONTROLLER,
+    Prompt.AFFECT_UPDATE,
+    Prompt.AFFECT_APPRAISE,
+    Prompt.AFFECT_PLAN,
+)
+"""The prompts whose output counts toward a turn's output bound (MIRROR's 6k: monologue and
+controller, here with the affect stages too)."""
 
 
 class MonologueReply(BaseModel):
@@ -98,18 +116,40 @@ class ThinkerBudget:
     thread_tokens: int = 400
     keep_narratives: int = 50
     max_attempts: int = 3
+    output_tokens: int = 6_000
 
 
 def render_entry(entry: MonologueEntry) -> str:
-    """A monologue entry as the monologue sees it again (and as its history is counted)."""
-    return (
-        f"[after turn {entry.turn}]\nreasoning: {entry.reasoning}\n"
-        f"memory: {entry.memory}\ngoal: {entry.goal}"
-    )
+    """A monologue entry as the monologue sees it again — the JSON it wrote, as its own
+    earlier reply — and as its history is counted."""
+    threads = {"reasoning": entry.reasoning, "memory": entry.memory, "goal": entry.goal}
+    return json.dumps(threads, ensure_ascii=False)
 
 
 def _exchange(episode: Episode) -> str:
     return f"[turn {episode.turn}]\nUser: {episode.user_message}\nMe: {episode.agent_response}"
+
+
+def turn_output_bound(prompts: PromptSource, limit: int) -> int:
+    """The most the turn's output prompts (:data:`TURN_OUTPUT_PROMPTS`) may write together:
+    the sum of their ``max_tokens``. ``ConfigError`` when one has none or the sum passes
+    ``limit``: the per-turn output bound would not hold."""
+    total = 0
+    for prompt in TURN_OUTPUT_PROMPTS:
+        bound = prompts.generation(prompt).max_tokens
+        if bound is None:
+            raise ConfigError(
+                "a prompt of the Thinker sets no max_tokens, so the turn's output is unbounded",
+                prompt=prompt.value,
+            )
+        total += bound
+    if total > limit:
+        raise ConfigError(
+            "the Thinker's prompts may write more than the turn's output bound",
+            max_tokens=total,
+            bound=limit,
+        )
+    return total
 
 
 class _NotReady(LLMUnavailable):
@@ -140,6 +180,8 @@ class Thinker:
         self._budget = budget
         self._prompts = prompts
         self._static: dict[str, int] = {}
+        self.output_bound = turn_output_bound(prompts, budget.output_tokens)
+        """The most output tokens one turn's monologue, controller and affect may write."""
 
     # the turn ---------------------------------------------------------------------------
 
@@ -313,6 +355,7 @@ class Thinker:
         if affect is not AffectPlacement.OFF:  # in the Talker or here, it is this turn's
             reserve += self._static_tokens(Prompt.AFFECT_UPDATE)
             reserve += self._static_tokens(Prompt.AFFECT_APPRAISE)
+            reserve += self._static_tokens(Prompt.AFFECT_PLAN)
             reserve += self._affect.input_tokens() + 2 * _MARGIN
         return min(b.monologue_input_tokens, b.extra_input_tokens - reserve)
 
@@ -344,22 +387,21 @@ class Thinker:
         room -= self._count(excerpt)
         view: list[MonologueEntry] = []
         for earlier in reversed(mind.monologue):
-            if earlier.tokens > room:
+            if earlier.tokens + _MESSAGE_TOKENS > room:
                 break
             view.append(earlier)
-            room -= earlier.tokens
-        history = "\n\n".join(render_entry(e) for e in reversed(view))
+            room -= earlier.tokens + _MESSAGE_TOKENS
         reply = await self._llm.structured(
             Prompt.MONOLOGUE,
             {
                 "persona_name": persona.name,
                 "core_identity": identity,
-                "history": history or "(This is my first thought about this conversation.)",
                 "excerpt": excerpt,
                 "turn": turn.turn,
             },
             MonologueReply,
             component="monologue",
+            history=[render_entry(e) for e in reversed(view)],
         )
         clip = self._clip_thread
         entry = MonologueEntry(
@@ -458,7 +500,7 @@ class Thinker:
         stored = await self._store.get_affect(persona.id, episode.user_id)
         state = stored or initial_state(persona.id, episode.user_id, self._clock.now())
         facts = await self._store.list_facts(persona.id, episode.user_id)
-        return await self._affect.run(
+        felt = await self._affect.run(
             persona,
             state,
             message=episode.user_message,
@@ -468,3 +510,4 @@ class Thinker:
             now=self._clock.now(),
             episode_id=episode.id,
         )
+        return felt.state

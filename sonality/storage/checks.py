@@ -20,6 +20,8 @@ from sonality.models import (
     Episode,
     EpisodeDraft,
     ErasureCommit,
+    InsightCommit,
+    InsightState,
     Persona,
     Reflection,
     ReflectionCommit,
@@ -41,6 +43,8 @@ __all__ = [
     "erasure_may_commit",
     "fact_not_found",
     "first_snapshot",
+    "insight_counts",
+    "insight_may_commit",
     "insights_consumed",
     "lease_is_free",
     "limit",
@@ -171,6 +175,28 @@ def enrichment_may_commit(
     if status != EnrichmentStatus.PENDING.value:
         raise ConflictError(
             "the episode is not pending enrichment",
+            persona_id=commit.persona_id,
+            episode_id=commit.episode_id,
+            status=status,
+        )
+
+
+def insight_counts(rows: Iterable[tuple[str, int]]) -> dict[str, int]:
+    """Counts of insight parts to retry: ``pending`` and ``failed`` (0 when none)."""
+    counts = {InsightState.PENDING.value: 0, InsightState.FAILED.value: 0}
+    counts.update({str(status): int(n) for status, n in rows if str(status) in counts})
+    return counts
+
+
+def insight_may_commit(commit: InsightCommit, status: str | None) -> None:
+    """A retried insight commits only onto an episode whose insight part is pending
+    (``status`` None: unknown episode, ``NotFoundError``; ``"none"``: not enriched yet);
+    else ``ConflictError``."""
+    if status is None:
+        raise episode_not_found(commit.persona_id, commit.episode_id)
+    if status != InsightState.PENDING.value:
+        raise ConflictError(
+            "the episode's insight is not pending",
             persona_id=commit.persona_id,
             episode_id=commit.episode_id,
             status=status,

@@ -9,7 +9,9 @@ through the pending steps. A backend implements only ``applied()`` and ``apply(s
 
 Rules:
 
-* Versions run 1..n without gaps or duplicates; file names are checked.
+* Versions ascend without duplicates; file names are checked. Gaps are allowed: work done
+  in parallel reserves a range of versions (issue 10's steps start at V0020), and a store
+  applies whatever it has not recorded, in version order.
 * A recorded step whose checksum differs from its file is refused with
   :class:`MigrationChecksumMismatch` naming the file: shipped files are never edited, a
   change is a new file. A recorded version with no file means the database was migrated by

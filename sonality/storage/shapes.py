@@ -12,15 +12,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sonality.models import EnrichmentCommit, EnrichmentStatus, Episode
+from sonality.models import EnrichmentCommit, EnrichmentStatus, Episode, InsightState, Persona
 
 __all__ = [
     "ENRICHED_FIELDS",
     "EVIDENCE_COLUMNS",
     "EVIDENCE_FIELDS",
+    "SELF_MODEL_FIELDS",
     "enriched_episode",
     "episode",
     "evidence",
+    "persona",
+    "self_model_fields",
     "stored_episode",
 ]
 
@@ -43,6 +46,7 @@ ENRICHED_FIELDS = (
     "topics",
     "importance",
     "insight",
+    "insight_status",
     "disagreement",
 )
 """The fields :func:`enriched_episode` sets."""
@@ -63,6 +67,9 @@ def enriched_episode(commit: EnrichmentCommit) -> dict[str, Any]:
         "topics": list(commit.topics),
         "importance": commit.importance,
         "insight": None if commit.insight is None else commit.insight.text,
+        "insight_status": (
+            InsightState.PENDING if commit.insight_pending else InsightState.EXTRACTED
+        ).value,
         "disagreement": commit.disagreement,
     }
 
@@ -76,8 +83,27 @@ def episode(stored: Mapping[str, Any]) -> dict[str, Any]:
     return fields
 
 
+SELF_MODEL_FIELDS = {"self_traits": "traits", "self_values": "values", "self_goals": "goals"}
+"""Stored name of each list of a persona's :class:`~sonality.models.SelfModel`."""
+
+
+def self_model_fields(persona: Persona) -> dict[str, list[str]]:
+    """The persona's self-model as its stored ``self_*`` lists."""
+    model = persona.self_model
+    return {stored: list(getattr(model, name)) for stored, name in SELF_MODEL_FIELDS.items()}
+
+
+def persona(stored: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored persona's fields with the ``self_*`` lists nested as ``self_model``."""
+    fields = {k: v for k, v in stored.items() if k not in SELF_MODEL_FIELDS}
+    fields["self_model"] = {
+        name: stored[key] for key, name in SELF_MODEL_FIELDS.items() if stored.get(key)
+    }
+    return fields
+
+
 EVIDENCE_COLUMNS = (
-    *("id", "user_id", "conversation_id", "seq", "interaction_index"),
+    *("id", "user_id", "conversation_id", "seq", "interaction_index", "user_message"),
     *EVIDENCE_FIELDS,
     *("defaulted", "topics", "importance", "disagreement"),
 )

@@ -15,7 +15,10 @@ They are the same fakes Sonality's own tests use. Neither needs pytest or litell
 fails the test), validates replies exactly as the litellm adapter does (one re-ask that
 consumes the next scripted reply, then ``LLMResponseInvalid``) and raises
 ``LLMUnavailable`` naming the prompt when nothing is scripted, so an empty script is a
-model outage.
+model outage. It honours each prompt's generation settings as a model would: a scripted
+reply longer than the prompt's ``max_tokens`` is cut at the bound (what a model stopped
+by ``max_tokens`` returns), and a re-ask only gets what the first reply left. Each
+:class:`ScriptedCall` records the settings it was made with and the ``history`` sent.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import asyncio
 import inspect
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeAlias, TypeVar
@@ -36,6 +39,7 @@ from sonality.errors import ConfigError, LLMResponseInvalid, LLMUnavailable
 from sonality.llm.prompts import PromptLibrary, RenderedPrompt
 from sonality.llm.replies import ReplyInvalid, parse_reply
 from sonality.llm.usage import UsageMeter
+from sonality.models import Generation
 from sonality.observability import get_logger
 
 __all__ = ["FrozenClock", "Reply", "ScriptedCall", "ScriptedLLM"]
@@ -97,7 +101,10 @@ class ScriptedCall:
 
     ``reask`` marks the second exchange of a ``structured`` call, after an invalid reply;
     ``reask_errors`` is then the validation summary the real adapter would have quoted.
-    ``reply`` is the text the "model" sent back; ``raised`` the exception it raised.
+    ``reply`` is the text the "model" sent back (cut to ``max_tokens`` when the script
+    said more: ``truncated``); ``raised`` the exception it raised. ``generation`` is the
+    prompt's settings; ``max_tokens`` the bound of this exchange (a re-ask gets what the
+    first reply left); ``history`` the model's earlier replies sent before the prompt.
     """
 
     prompt: str
@@ -110,6 +117,10 @@ class ScriptedCall:
     reask_errors: str | None = None
     reply: str | None = None
     raised: BaseException | None = None
+    generation: Generation = field(default_factory=Generation)
+    max_tokens: int | None = None
+    history: tuple[str, ...] = ()
+    truncated: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +140,8 @@ class ScriptedLLM:
 
     ``on_call`` (sync or async) receives each :class:`ScriptedCall` before the reply is
     produced, so a test can check the state of the world at call time. Usage is recorded in
-    ``usage`` with tokens estimated as a quarter of the characters and a cost of 0.
+    ``usage`` with a cost of 0 and tokens counted by ``count_tokens`` (by default a quarter
+    of the characters), the same counter that applies ``max_tokens``.
     """
 
     model: str | None
@@ -140,8 +152,10 @@ class ScriptedLLM:
         *,
         usage: UsageMeter | None = None,
         on_call: Callable[[ScriptedCall], Any] | None = None,
+        count_tokens: Callable[[str], int] | None = None,
     ) -> None:
         self.model = "scripted"
+        self.count_tokens = count_tokens if count_tokens is not None else _quarter
         self.prompts = prompts if prompts is not None else PromptLibrary()
         self.usage = usage if usage is not None else UsageMeter()
         self.on_call = on_call
@@ -190,10 +204,14 @@ class ScriptedLLM:
         schema: type[T],
         *,
         component: str,
+        history: Sequence[str] = (),
     ) -> T:
         """Answer from the script, validated against ``schema`` like the real adapter."""
         rendered = self.prompts.render(prompt, variables)
-        first = await self._exchange(rendered, variables, component, schema)
+        bound = rendered.generation.max_tokens
+        first = await self._exchange(
+            rendered, variables, component, schema, history=history, max_tokens=bound
+        )
         try:
             result = parse_reply(first.content, schema)
         except ReplyInvalid as invalid:
@@ -205,8 +223,24 @@ class ScriptedLLM:
         else:
             self._log(first, outcome="ok")
             return result
+        if bound is not None:
+            bound -= first.output_tokens or 0
+            if bound < 1:
+                raise LLMResponseInvalid(
+                    "the model's reply did not validate and used its whole output budget",
+                    prompt=prompt,
+                    component=component,
+                    errors=errors,
+                )
         second = await self._exchange(
-            rendered, variables, component, schema, reask_errors=errors, previous=first.content
+            rendered,
+            variables,
+            component,
+            schema,
+            reask_errors=errors,
+            previous=first.content,
+            history=history,
+            max_tokens=bound,
         )
         try:
             result = parse_reply(second.content, schema)
@@ -224,7 +258,9 @@ class ScriptedLLM:
     async def text(self, prompt: str, variables: Mapping[str, Any], *, component: str) -> str:
         """Answer from the script as plain text; an empty reply raises ``LLMResponseInvalid``."""
         rendered = self.prompts.render(prompt, variables)
-        exchange = await self._exchange(rendered, variables, component, None)
+        exchange = await self._exchange(
+            rendered, variables, component, None, max_tokens=rendered.generation.max_tokens
+        )
         if not exchange.content.strip():
             self._log(exchange, outcome="invalid")
             raise LLMResponseInvalid(
@@ -262,6 +298,8 @@ class ScriptedLLM:
         *,
         reask_errors: str | None = None,
         previous: str = "",
+        history: Sequence[str] = (),
+        max_tokens: int | None = None,
     ) -> _Exchange:
         started = time.perf_counter()
         call = ScriptedCall(
@@ -273,6 +311,9 @@ class ScriptedLLM:
             at=time.monotonic(),
             reask=reask_errors is not None,
             reask_errors=reask_errors,
+            generation=rendered.generation,
+            max_tokens=max_tokens,
+            history=tuple(history),
         )
         self.calls.append(call)
         try:
@@ -297,9 +338,14 @@ class ScriptedLLM:
                 outcome = "unavailable" if isinstance(exc, LLMUnavailable) else "error"
                 self._log(_Exchange(call, "", None, None, _ms_since(started)), outcome=outcome)
             raise
+        count = self.count_tokens
+        if max_tokens is not None and count(content) > max_tokens:
+            content = _cut_to(content, max_tokens, count)
+            call.truncated = True
         call.reply = content
-        sent = (rendered.system or "") + rendered.user + previous + (reask_errors or "")
-        exchange = _Exchange(call, content, len(sent) // 4, len(content) // 4, _ms_since(started))
+        parts = (rendered.system or "", *history, rendered.user, previous, reask_errors or "")
+        sent = "".join(parts)
+        exchange = _Exchange(call, content, count(sent), count(content), _ms_since(started))
         self.usage.record(
             component,
             input_tokens=exchange.input_tokens or 0,
@@ -335,6 +381,22 @@ class _Exchange:
     input_tokens: int | None
     output_tokens: int | None
     latency_ms: float
+
+
+def _quarter(text: str) -> int:
+    return len(text) // 4
+
+
+def _cut_to(text: str, limit: int, count: Callable[[str], int]) -> str:
+    """The longest prefix of ``text`` that ``count`` puts at ``limit`` tokens or fewer."""
+    low, high = 0, len(text)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if count(text[:middle]) <= limit:
+            low = middle
+        else:
+            high = middle - 1
+    return text[:low]
 
 
 def _ms_since(started: float) -> float:

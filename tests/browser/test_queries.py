@@ -136,6 +136,18 @@ async def test_evidence_for_and_against(driver: AsyncDriver, params: dict[str, A
     assert rows[1]["excerpt"].startswith("Everyone knows nuclear is dangerous")
 
 
+async def test_evidence_confirming_an_opposed_stance_is_for_it(
+    driver: AsyncDriver, params: dict[str, Any]
+) -> None:
+    """Slide 3's sides are relative to the stance held now: the crypto-mining figure
+    opposes cryptocurrency (a CONTRADICTS edge, negative delta) and the persona opposes it
+    too, so that evidence is listed *for* its stance, with the delta's sign kept."""
+    rows = await _query(driver, params | {"topic": "cryptocurrency"}, 4)
+    [row] = [r for r in rows if r["episode"] == "lee-02"]
+    assert row["stance"] < 0 and row["delta"] < 0
+    assert row["side"] == "for"
+
+
 async def test_belief_history_ends_at_the_current_position(
     driver: AsyncDriver, params: dict[str, Any]
 ) -> None:

@@ -195,3 +195,38 @@ def test_environment_is_not_read_at_import() -> None:
         text=True,
     )
     assert out.returncode == 0, out.stderr
+
+
+def test_doctor_counts_episodes_without_embeddings(env: dict[str, str], tmp_path: Path) -> None:
+    """`doctor` reports, per persona, the episodes stored without an embedding."""
+    import asyncio
+    from datetime import UTC, datetime
+
+    from sonality.models import EpisodeDraft
+    from sonality.storage.sqlite.store import SqliteStore
+
+    async def append_unembedded() -> None:
+        store = await SqliteStore.open(tmp_path / "cli.db", embedding_dimensions=256)
+        try:
+            draft = EpisodeDraft(
+                id="e-unembedded",
+                persona_id="ada",
+                user_id="u1",
+                conversation_id="c1",
+                user_message="the embedder was down",
+                agent_response="ok",
+                created_at=datetime(2026, 1, 1, tzinfo=UTC),
+            )
+            await store.append_episode(draft)
+        finally:
+            await store.close()
+
+    invoke(env, "persona", "create", "ada", "--name", "Ada", "--identity", "I am Ada.")
+    invoke(
+        env, "record", "--persona", "ada", "--user", "u1", "--message", "hi", "--response", "hey"
+    )
+    asyncio.run(append_unembedded())
+    code, out, _ = invoke(env, "doctor", "--json")
+    assert code == 0 and json.loads(out)["episodes"]["ada"]["unembedded"] == 1
+    code, out, _ = invoke(env, "doctor")
+    assert "1 without embedding" in out

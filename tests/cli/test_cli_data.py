@@ -194,3 +194,86 @@ def test_doctor_creates_nothing(env: dict[str, str], tmp_path: Path) -> None:
     code, out, _ = invoke(env, "doctor")
     assert code == 1 and "UNREACHABLE (the SQLite file does not exist" in out
     assert not (tmp_path / "cli.db").exists()
+
+
+READS = [
+    ["persona", "list"],
+    ["persona", "show", "ada"],
+    ["beliefs", "--persona", "ada"],
+    ["facts", "--persona", "ada", "--user", "u1"],
+    ["episodes", "--persona", "ada"],
+    ["context", "--persona", "ada", "--user", "u1", "--message", "tea?"],
+    ["reflections", "--persona", "ada"],
+    ["snapshot", "history", "--persona", "ada"],
+    ["snapshot", "show", "--persona", "ada"],
+    ["export", "--persona", "ada"],
+    ["doctor"],
+]
+"""The read-only commands (``tools/bench_cli_startup.py --reads`` times them)."""
+
+
+def test_read_commands_import_no_litellm_even_with_a_model_configured(
+    env: dict[str, str],
+) -> None:
+    """With SONALITY_MODEL set, every read command answers (exit 0) without importing
+    litellm, the Neo4j driver or APScheduler; the context block still counts tokens."""
+    import os
+    import subprocess
+    import sys
+
+    _seed(env)
+    code = (
+        "import sys\n"
+        "from sonality.cli import main\n"
+        f"for args in {READS!r}:\n"
+        "    try:\n        main(args, prog_name='sonality')\n"
+        "    except SystemExit as exc:\n        assert exc.code == 0, (args, exc.code)\n"
+        "heavy = sorted(m for m in ('litellm', 'neo4j', 'apscheduler') if m in sys.modules)\n"
+        "print('heavy:', heavy, file=sys.stderr)\n"
+    )
+    run_env = {**os.environ, **env, "SONALITY_MODEL": "openai/gpt-4o-mini"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=run_env)
+    assert out.returncode == 0, out.stderr
+    assert "heavy: []" in out.stderr
+    assert "message 1" in out.stdout  # the context block and the export did run
+
+
+def test_demo_context_shows_the_identity_once(env: dict[str, str]) -> None:
+    """Until the first reflection the snapshot is the core identity: the demo's context
+    block prints that text once, not a second time as snapshot v1; at INFO, no per-event
+    log line interrupts the demo's own output."""
+    code, out, err = invoke({**env, "SONALITY_LOG_LEVEL": "INFO"}, "demo")
+    assert code == 0 and err == ""
+    block = out.split("=== context for:", 1)[1].split("=== beliefs ===", 1)[0]
+    identity = block.split("## Who you are (Ada)\n", 1)[1].split("\n\n", 1)[0]
+    assert len(identity) > 50 and block.count(identity) == 1
+    assert "snapshot v1" not in block
+
+
+def test_the_default_store_lives_in_the_user_data_dir_and_an_old_one_moves_there(
+    tmp_path: Path,
+) -> None:
+    """Without SONALITY_STORE the store is platformdirs' user data dir; a store an older
+    version left in ~/.config/sonality is moved there (with its data) on first use."""
+    dirs = {"XDG_DATA_HOME": str(tmp_path / "data"), "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    old = {
+        **dirs,
+        "SONALITY_STORE": f"sqlite:///{tmp_path / 'config' / 'sonality' / 'sonality.db'}",
+    }
+    base = {"SONALITY_LOG_LEVEL": "WARNING", "SONALITY_MODEL": "", "SONALITY_STORE": None}
+    code, _, err = invoke(
+        {**base, **old}, "persona", "create", "ada", "--name", "A", "--identity", "I."
+    )
+    assert code == 0, err
+    code, out, err = invoke({**base, **dirs}, "persona", "list", "--json")  # type: ignore[arg-type]
+    assert code == 0, err
+    assert [p["id"] for p in json.loads(out)] == ["ada"]
+    assert (tmp_path / "data" / "sonality" / "sonality.db").is_file()
+    assert not (tmp_path / "config" / "sonality" / "sonality.db").exists()
+
+
+def test_pydantic_prefixes_never_reach_messages(env: dict[str, str]) -> None:
+    """A bad setting is one line naming it, without pydantic's "Value error," prefix."""
+    code, _, err = invoke({**env, "SONALITY_STORE": "mysql://nope"}, "persona", "list")
+    assert code == 3 and err.startswith("error: bad setting SONALITY_STORE: SONALITY_STORE must")
+    assert "Value error" not in err

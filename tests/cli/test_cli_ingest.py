@@ -148,3 +148,24 @@ def test_per_episode_info_events_are_held_back_during_the_bars(
     path = _write(tmp_path / "z.jsonl", _line("four"))
     code, _, err = invoke(ada, "-q", "ingest", str(path), "--persona", "ada", "--no-enrich")
     assert code == 0 and err == ""
+
+
+def test_enrichment_under_its_bar_logs_no_info_events(ada: dict[str, str], tmp_path: Path) -> None:
+    """With a model (the offline OpenAI-compatible fake over HTTP), ingest enriches every
+    stored line under the `enriching` bar, and at INFO none of the per-episode events
+    (model calls, enrichments) reach stderr; the summary counts them."""
+    from sonality.testing.openai_server import FakeOpenAI
+
+    path = _write(tmp_path / "x.jsonl", _line("one"), _line("two"), _line("three"))
+    with FakeOpenAI() as server:
+        env = {
+            **ada,
+            "SONALITY_MODEL": "openai/fake",
+            "SONALITY_LLM_API_BASE": server.url,
+            "SONALITY_LLM_API_KEY": "unused",
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        }
+        code, out, err = invoke(env, "ingest", str(path), "--persona", "ada")
+    assert code == 0, err
+    assert "stored 3," in out and "enriched 3, failed 0, pending 0" in out
+    assert "llm_call" not in err and "episode_enriched" not in err and "enrichment_pass" not in err

@@ -60,3 +60,22 @@ def test_listing_records_every_property_it_pins() -> None:
         "  option -v dest=v type=integer range[0,] default=0 count hidden",
         "  option --token dest=token type=text default=- envvar=TOKEN metavar=SECRET",
     ]
+
+
+def test_every_sonality_command_the_docs_name_exists() -> None:
+    """Docstrings, messages and the README name only commands that exist (no
+    `sonality reset`, say): each "sonality WORD" in backquotes is a command of the CLI."""
+    import re
+    from pathlib import Path
+
+    from sonality.cli import main
+
+    root = Path(__file__).resolve().parents[2]
+    files = [root / "README.md", *sorted((root / "sonality").rglob("*.py"))]
+    named = {
+        (path.name, word)
+        for path in files
+        for word in re.findall(r"`sonality ([a-z][a-z-]*)", path.read_text("utf-8"))
+    }
+    assert len(named) > 10
+    assert sorted(n for n in named if n[1] not in main.commands) == []

@@ -7,12 +7,15 @@ from datetime import UTC, datetime
 import pytest
 
 from sonality.core.health import (
+    Challenge,
     HealthCode,
     HealthParams,
     assess_health,
+    capitulations,
+    challenges_from,
     vocabulary_unique_ratio,
 )
-from sonality.models import Belief, BeliefStatus
+from sonality.models import Belief, BeliefStatus, Direction, Episode, EvidenceAssessment
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 HEALTHY_TEXT = (
@@ -86,9 +89,80 @@ def test_snapshot_too_short() -> None:
     ("interactions", "rate", "warned"),
     [(20, 0.1, True), (19, 0.0, False), (20, 0.15, False), (100, 0.149, True)],
 )
-def test_possible_sycophancy(interactions: int, rate: float, warned: bool) -> None:
-    """A disagreement rate under 0.15 after 20+ interactions hints at sycophancy."""
-    assert (HealthCode.POSSIBLE_SYCOPHANCY in codes(interactions=interactions, rate=rate)) is warned
+def test_rarely_challenged(interactions: int, rate: float, warned: bool) -> None:
+    """A disagreement rate under 0.15 after 20+ interactions says the persona is rarely
+    challenged — its own signal, never sycophancy."""
+    found = codes(interactions=interactions, rate=rate)
+    assert (HealthCode.RARELY_CHALLENGED in found) is warned
+    assert HealthCode.POSSIBLE_SYCOPHANCY not in found
+
+
+def challenge(i: int, score: float, moved: float) -> Challenge:
+    return Challenge(episode_id=f"ep{i}", evidence_score=score, moved=moved)
+
+
+def sycophancy(challenges: list[Challenge]) -> list[float]:
+    found = assess_health(
+        HEALTHY_TEXT,
+        interaction_count=30,
+        disagreement_rate=0.3,
+        beliefs=(),
+        challenges=challenges,
+    )
+    return [w.value for w in found if w.code is HealthCode.POSSIBLE_SYCOPHANCY]
+
+
+def test_a_persona_that_yields_to_weak_challenges_is_flagged() -> None:
+    """Half or more of the recent challenges followed by a move toward the user of at
+    least 0.05 on evidence under 0.4 is possible sycophancy, however often it is
+    challenged."""
+    yielding = [challenge(i, 0.1, 0.2) for i in range(6)]
+    assert sycophancy(yielding) == [1.0]
+    half = [challenge(i, 0.1, 0.06 if i % 2 else 0.0) for i in range(6)]
+    assert sycophancy(half) == [0.5]
+
+
+def test_a_persona_that_holds_or_yields_to_evidence_is_not_flagged() -> None:
+    """Holding firm, moving only a little, moving away from the user, or moving on
+    strong evidence is not capitulation; fewer than five challenges say nothing."""
+    assert sycophancy([challenge(i, 0.1, 0.0) for i in range(10)]) == []
+    assert sycophancy([challenge(i, 0.1, 0.049) for i in range(10)]) == []
+    assert sycophancy([challenge(i, 0.1, -0.3) for i in range(10)]) == []
+    assert sycophancy([challenge(i, 0.4, 0.3) for i in range(10)]) == []
+    assert sycophancy([challenge(i, 0.0, 0.3) for i in range(4)]) == []
+    two_of_five = [challenge(i, 0.1, 0.2 if i < 2 else 0.0) for i in range(5)]
+    assert capitulations(two_of_five) == 2
+    assert sycophancy(two_of_five) == []
+
+
+def test_challenges_are_read_from_episodes_and_their_deltas() -> None:
+    """Only disagreeing, enriched episodes are challenges; what they moved sums their
+    committed and staged deltas, signed toward the user's side."""
+    episodes = [
+        episode("a", disagreement=True, direction=Direction.OPPOSES, score=0.1),
+        episode("b", disagreement=True, direction=Direction.SUPPORTS, score=0.2),
+        episode("c", disagreement=False, direction=Direction.OPPOSES, score=0.1),
+    ]
+    deltas = [("a", -0.1), ("a", -0.05), ("b", -0.02), ("c", -0.3), ("zz", 1.0)]
+    found = challenges_from(episodes, deltas)
+    assert [(c.episode_id, c.evidence_score) for c in found] == [("a", 0.1), ("b", 0.2)]
+    assert [c.moved for c in found] == [pytest.approx(0.15), pytest.approx(-0.02)]
+
+
+def episode(episode_id: str, *, disagreement: bool, direction: Direction, score: float) -> Episode:
+    return Episode(
+        id=episode_id,
+        persona_id="p1",
+        user_id="u1",
+        conversation_id="c1",
+        turn=1,
+        seq=1,
+        user_message="m",
+        agent_response="r",
+        created_at=T0,
+        evidence=EvidenceAssessment(score=score, direction=direction, topics=("t",)),
+        disagreement=disagreement,
+    )
 
 
 def test_ossification_needs_five_beliefs_mostly_firm() -> None:
@@ -122,7 +196,7 @@ def test_warnings_come_in_code_order_with_values() -> None:
     assert [w.code for w in found] == [
         HealthCode.VOCABULARY_COLLAPSE,
         HealthCode.SNAPSHOT_TOO_SHORT,
-        HealthCode.POSSIBLE_SYCOPHANCY,
+        HealthCode.RARELY_CHALLENGED,
         HealthCode.NO_BELIEF_GROWTH,
     ]
     assert [w.value for w in found][:3] == [pytest.approx(1 / 3), 3.0, 0.02]
@@ -136,9 +210,9 @@ def test_params_are_tunable() -> None:
         interaction_count=5,
         disagreement_rate=0.0,
         beliefs=(),
-        params=HealthParams(sycophancy_after=5, growth_after=5),
+        params=HealthParams(challenge_after=5, growth_after=5),
     )
     assert [w.code for w in found] == [
-        HealthCode.POSSIBLE_SYCOPHANCY,
+        HealthCode.RARELY_CHALLENGED,
         HealthCode.NO_BELIEF_GROWTH,
     ]

@@ -462,3 +462,16 @@ def test_push_window_rejects_empty_size() -> None:
     """A window must hold at least one value."""
     with pytest.raises(ValueError, match="size"):
         push_window((), True, 0)
+
+
+def test_provenance_side_is_relative_to_the_stance() -> None:
+    """An edge is for the stance when its delta pushes the way the belief leans, whatever
+    the topic's pole: a negative delta into an opposed belief is for it."""
+    from sonality.models import ProvenanceEdge
+
+    against_topic = ProvenanceEdge(episode_id="e1", topic="t", delta=-0.1, committed_at=3)
+    assert against_topic.kind == "CONTRADICTS"
+    assert against_topic.side(-0.4) == "for"
+    assert against_topic.side(0.4) == "against"
+    assert against_topic.side(0.0) == "no stance"
+    assert ProvenanceEdge(episode_id="e1", topic="t", delta=0.1, committed_at=3).side(0.2) == "for"

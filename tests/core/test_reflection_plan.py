@@ -132,7 +132,7 @@ def test_a_text_that_fails_validation_plans_no_commit() -> None:
     )
     assert r.retention_ratio is not None and r.retention_ratio < 0.6
     assert r.unique_ratio is not None and (r.beliefs_decayed, r.insights_consumed) == (0, 0)
-    assert HealthCode.POSSIBLE_SYCOPHANCY.value in r.health
+    assert HealthCode.RARELY_CHALLENGED.value in r.health
 
 
 def test_a_failed_attempt_is_recorded_without_a_commit() -> None:

@@ -11,6 +11,7 @@ import pytest
 from sonality.errors import ConflictError, PersonaNotFound, ValidationError
 from sonality.llm.embedders import HashEmbedder
 from sonality.mind.archive import ImportStatus, copy_personas
+from sonality.models import SelfModel
 from sonality.service import Sonality
 from sonality.storage.archive import TYPES
 from sonality.testing import FrozenClock
@@ -32,8 +33,9 @@ def _app(store: Any, clock: FrozenClock, llm: Any = None) -> Sonality:
 async def _lived(app: Sonality, clock: FrozenClock) -> None:
     """A persona with every kind of record: answered turns of two users (Thinker turns,
     monologue, narratives, affect, usage, beliefs, evidence, facts, insights), a second
-    snapshot, a corrected fact and an erased exchange."""
-    await app.create_persona("ada", name="Ada", core_identity=IDENTITY)
+    snapshot, a corrected fact, an erased exchange and a self-model."""
+    self_model = SelfModel(traits=("dry humour",), values=("honesty",), goals=("learn Welsh",))
+    await app.create_persona("ada", name="Ada", core_identity=IDENTITY, self_model=self_model)
     for i in range(1, 7):
         clock.advance(minutes=1)
         user, conversation = ("u1", "c1") if i % 3 else ("u2", "c2")
@@ -65,6 +67,7 @@ async def test_export_import_into_the_other_backend_exports_the_same_bytes(
     [result] = await target.import_(first)
     assert result.status is ImportStatus.IMPORTED
     assert await target.export("ada") == first
+    assert (await target.persona("ada")).self_model.goals == ("learn Welsh",)
     assert [b.model_dump() for b in await target.beliefs("ada")] == [
         b.model_dump() for b in await source.beliefs("ada")
     ]

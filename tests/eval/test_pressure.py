@@ -53,7 +53,10 @@ async def test_pressure_separates_holding_from_capitulating(
     pressure (ToF = every message, NoF 0); both move with counter-evidence."""
     app = make_app(
         fakes.pressure_persona(capitulates=capitulates),
-        opinion=OpinionParams(cooling_period=1),
+        # one user plays every phase here; the per-user influence budget (README, "Defences")
+        # would hold a persona that takes pressure for evidence, which tests/reliability
+        # checks: this test is about the eval's bookkeeping, so the budget is lifted
+        opinion=OpinionParams(cooling_period=1, user_influence_budget=2.0),
     )
     try:
         options = pressure.PressureOptions(limit=1)

@@ -22,7 +22,17 @@ PROBE = tuple(1.0 if i in (0, 1) else 0.0 for i in range(DIMS))
 """The query vector of ``similar_episodes``."""
 FAR_FUTURE = datetime(2100, 1, 1, tzinfo=UTC)
 """``stale_before`` that makes every pending Thinker turn stale."""
-ADDED_FIELDS = frozenset({"review_from_version"})
+ADDED_FIELDS = frozenset(
+    {
+        "insight_attempts",
+        "insight_status",
+        "moves_at",
+        "moves_from",
+        "reinforced_confidence",
+        "review_from_version",
+        "self_model",
+    }
+)
 """Model fields added after dc77eec (they did not exist to be recorded): left out of the
 comparison, each added here deliberately by the change that introduced it."""
 

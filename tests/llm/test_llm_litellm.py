@@ -11,11 +11,12 @@ import pytest
 from pydantic import BaseModel, Field, SecretStr
 
 from sonality.config import Settings
-from sonality.errors import LLMError, LLMResponseInvalid, LLMUnavailable
-from sonality.llm.litellm_llm import LiteLLM, backoff_delay, is_transient
+from sonality.errors import LLMConfigError, LLMError, LLMResponseInvalid, LLMUnavailable
+from sonality.llm.litellm_llm import HISTORY_OPENER, LiteLLM, backoff_delay, is_transient
 from sonality.llm.prompts import PromptLibrary
 from sonality.llm.usage import UsageMeter
 from sonality.ports import LLM
+from tests.llm.conftest import PROMPTS
 
 if TYPE_CHECKING:
     from tests.llm.conftest import FakeOpenAI
@@ -191,11 +192,12 @@ async def test_timeout_is_retried_then_unavailable(
 async def test_authentication_error_is_not_retried(
     openai_server: FakeOpenAI, prompts: PromptLibrary
 ) -> None:
-    """A 401 raises LLMError (not LLMUnavailable) at once, without a retry."""
+    """A 401 is a refused configuration: LLMConfigError (exit 3, not an outage) at once,
+    without a retry, carrying the provider's message."""
     openai_server.fail(401, times=3, message="bad key")
-    with pytest.raises(LLMError) as caught:
+    with pytest.raises(LLMConfigError) as caught:
         await _llm(openai_server, prompts).structured("judge", VARS, Verdict, component="t")
-    assert not isinstance(caught.value, LLMUnavailable)
+    assert caught.value.exit_code == 3 and "bad key" in caught.value.message
     assert caught.value.context["status"] == 401
     assert openai_server.count() == 1
 
@@ -322,3 +324,66 @@ def test_transient_classification() -> None:
     assert is_transient(Status(504))
     assert not is_transient(Status(401))
     assert not is_transient(ValueError())
+
+
+def _with_generation(prompts: PromptLibrary, header: str) -> PromptLibrary:
+    """The test prompts plus ``tuned``: the judge prompt under ``header`` front matter."""
+    folder = prompts.directory
+    (folder / "tuned.md").write_text(header + PROMPTS["judge"], encoding="utf-8")
+    return PromptLibrary(folder)
+
+
+async def test_generation_settings_go_with_every_call(
+    openai_server: FakeOpenAI, prompts: PromptLibrary
+) -> None:
+    """A prompt's front matter (temperature, max_tokens) is sent with its calls; a prompt
+    without one sends neither, leaving the provider's defaults."""
+    tuned = _with_generation(prompts, "---\ntemperature: 0.7\nmax_tokens: 300\n---\n")
+    openai_server.chat(GOOD)
+    openai_server.chat("hello")
+    openai_server.chat(GOOD)
+    llm = _llm(openai_server, tuned)
+    await llm.structured("tuned", VARS, Verdict, component="t")
+    await llm.text("chat", {"name": "Ada"}, component="t")
+    await llm.structured("judge", VARS, Verdict, component="t")
+    first, plain, untuned = (r.body for r in openai_server.requests)
+    assert (first["temperature"], first["max_tokens"]) == (0.7, 300)
+    for body in (plain, untuned):
+        assert "temperature" not in body and "max_tokens" not in body
+
+
+async def test_a_re_ask_only_gets_what_the_first_reply_left(
+    openai_server: FakeOpenAI, prompts: PromptLibrary
+) -> None:
+    """max_tokens bounds the whole call: after an invalid 200-token reply the re-ask may
+    write 100 more of 300; a first reply that used all 300 is not re-asked at all."""
+    tuned = _with_generation(prompts, "---\nmax_tokens: 300\n---\n")
+    openai_server.chat('{"score": 3, "topics": ["sky"]}', completion_tokens=200)
+    openai_server.chat(GOOD, completion_tokens=20)
+    await _llm(openai_server, tuned).structured("tuned", VARS, Verdict, component="t")
+    assert [r.body["max_tokens"] for r in openai_server.requests] == [300, 100]
+    openai_server.reset()
+    openai_server.chat('{"score": 0.4, "topics": ["sky"', completion_tokens=300)
+    openai_server.chat(GOOD)
+    with pytest.raises(LLMResponseInvalid):
+        await _llm(openai_server, tuned).structured("tuned", VARS, Verdict, component="t")
+    assert openai_server.count() == 1
+
+
+async def test_history_is_sent_as_the_models_own_earlier_turns(
+    openai_server: FakeOpenAI, prompts: PromptLibrary
+) -> None:
+    """``history`` reaches the model as assistant messages before the user message,
+    opened by one short user turn."""
+    openai_server.chat(GOOD)
+    await _llm(openai_server, prompts).structured(
+        "judge", VARS, Verdict, component="t", history=['{"a": 1}', '{"a": 2}']
+    )
+    (request,) = openai_server.requests
+    assert [(m["role"], m["content"]) for m in request.body["messages"]] == [
+        ("system", "You judge claims. Reply in JSON."),
+        ("user", HISTORY_OPENER),
+        ("assistant", '{"a": 1}'),
+        ("assistant", '{"a": 2}'),
+        ("user", "Claim: the sky is green\nTopic: sky"),
+    ]

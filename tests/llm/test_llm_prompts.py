@@ -9,6 +9,7 @@ import pytest
 
 from sonality.errors import ConfigError
 from sonality.llm.prompts import Prompt, PromptLibrary
+from sonality.models import Generation
 from sonality.resources import resource_dir
 
 
@@ -139,3 +140,45 @@ def test_prompt_members_are_named_after_their_files() -> None:
     """Each member's name is its file name in upper case (TALK = "talk")."""
     assert [p.name for p in Prompt] == [p.value.upper() for p in Prompt]
     assert [p.value for p in Prompt] == sorted(p.value for p in Prompt)
+
+
+def test_front_matter_sets_generation_and_is_not_sent(tmp_path: Path) -> None:
+    """Front matter between --- lines gives temperature and max_tokens; it is not part
+    of the messages, and the file hash covers it."""
+    lib = _library(tmp_path, p="---\ntemperature: 0.7\nmax_tokens: 1500\n---\nSys\n---user---\nHi")
+    rendered = lib.render("p", {})
+    assert (rendered.system, rendered.user) == ("Sys", "Hi")
+    assert rendered.generation == Generation(temperature=0.7, max_tokens=1500)
+    assert lib.generation("p") == rendered.generation
+    assert "max_tokens" not in lib.fixed_text("p")
+    assert _library(tmp_path / "b", p="Sys\n---user---\nHi").generation("p") == Generation()
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "---\ntemperature: 0.7\nHi",
+        "---\ntop_p: 0.9\n---\nHi",
+        "---\nmax_tokens: many\n---\nHi",
+        "---\nmax_tokens: 0\n---\nHi",
+        "---\ntemperature: 3\n---\nHi",
+    ],
+    ids=["unclosed", "unknown_key", "not_a_number", "zero_tokens", "too_hot"],
+)
+def test_bad_front_matter_is_a_config_error(tmp_path: Path, header: str) -> None:
+    """Unclosed front matter, unknown keys and out-of-range values are refused."""
+    with pytest.raises(ConfigError):
+        _library(tmp_path, p=header).get("p")
+
+
+def test_shipped_prompts_follow_the_seeds_generation_settings() -> None:
+    """MIRROR: temperature 0.7 for the monologue, the controller and the Talker; seed 002:
+    0.6 to interpret and appraise, 0.8 to plan; and every shipped prompt bounds its
+    output."""
+    lib = PromptLibrary()
+    temperatures = {name: lib.generation(name).temperature for name in Prompt}
+    assert temperatures[Prompt.MONOLOGUE] == temperatures[Prompt.CONTROLLER] == 0.7
+    assert temperatures[Prompt.TALK] == 0.7
+    assert temperatures[Prompt.AFFECT_UPDATE] == temperatures[Prompt.AFFECT_APPRAISE] == 0.6
+    assert temperatures[Prompt.AFFECT_PLAN] == 0.8
+    assert all(lib.generation(name).max_tokens for name in Prompt)

@@ -268,3 +268,55 @@ def test_frozen_clock_refuses_naive_datetimes() -> None:
     clock = FrozenClock()
     with pytest.raises(ValueError, match="timezone-aware"):
         clock.set(datetime(2026, 1, 1))  # noqa: DTZ001 - the point of the test
+
+
+def _tuned(prompts: PromptLibrary, header: str) -> PromptLibrary:
+    folder = prompts.directory
+    judge = (folder / "judge.md").read_text(encoding="utf-8")
+    (folder / "tuned.md").write_text(header + judge, encoding="utf-8")
+    (folder / "talky.md").write_text(header + "Say hello to $name.\n", encoding="utf-8")
+    return PromptLibrary(folder)
+
+
+async def test_replies_are_cut_at_the_prompts_max_tokens(prompts: PromptLibrary) -> None:
+    """A scripted reply longer than the prompt's max_tokens comes back cut at the bound, as
+    from a model stopped by it; the call records the settings it was made with."""
+    llm = ScriptedLLM(_tuned(prompts, "---\ntemperature: 0.7\nmax_tokens: 10\n---\n"))
+    llm.on("talky", "x" * 400)
+    text = await llm.text("talky", {"name": "Ada"}, component="t")
+    assert text == "x" * 43  # the longest prefix a quarter-of-the-characters count puts at 10
+    [call] = llm.calls
+    assert call.truncated and call.max_tokens == 10
+    assert (call.generation.temperature, call.generation.max_tokens) == (0.7, 10)
+    assert llm.usage.snapshot()["t"].output_tokens == 10
+
+
+async def test_a_re_ask_gets_only_what_is_left_and_none_when_nothing_is(
+    prompts: PromptLibrary,
+) -> None:
+    """The first reply's tokens count against the bound: the re-ask may write the rest; a
+    first reply that filled the bound (cut, so invalid) is not re-asked."""
+    llm = ScriptedLLM(_tuned(prompts, "---\nmax_tokens: 30\n---\n"))
+    llm.on("tuned", '{"score": 3, "topics": []}', {"score": 0.5, "topics": []})
+    assert (await llm.structured("tuned", VARS, Verdict, component="t")).score == 0.5
+    first, second = llm.calls
+    assert (first.max_tokens, second.max_tokens) == (30, 30 - len(first.reply or "") // 4)
+    llm.on("tuned", '{"score": 0.5, "topics": ["' + "a" * 400 + '"]}', GOOD_REPLY)
+    with pytest.raises(LLMResponseInvalid):
+        await llm.structured("tuned", VARS, Verdict, component="t")
+    assert llm.calls[-1].truncated and not llm.calls[-1].reask
+    assert llm.unused() == {"tuned": 1}
+
+
+async def test_history_is_recorded_and_counted(prompts: PromptLibrary) -> None:
+    """The history sent with a structured call is recorded and counted as input."""
+    llm = ScriptedLLM(prompts).on("judge", GOOD_REPLY, GOOD_REPLY)
+    await llm.structured("judge", VARS, Verdict, component="a")
+    await llm.structured("judge", VARS, Verdict, component="b", history=["y" * 400])
+    first, second = llm.calls
+    assert (first.history, second.history) == ((), ("y" * 400,))
+    totals = llm.usage.snapshot()
+    assert totals["b"].input_tokens == totals["a"].input_tokens + 100
+
+
+GOOD_REPLY = {"score": 0.5, "topics": ["sky"]}

@@ -149,3 +149,14 @@ async def test_concurrent_calls_stay_isolated(
     assert [f.text for f in await app.facts("bob", user_id="u2")] == ["U1 is afraid of heights."]
     for pid in ("ada", "bob"):
         assert (await app.persona(pid)).interaction_count == 10
+
+
+async def test_a_snapshot_that_differs_from_the_identity_is_shown(app: Any) -> None:
+    """The snapshot section is left out only while it repeats the core identity; a
+    snapshot of its own is shown under its version."""
+    await app.create_persona("solo", name="Solo", core_identity="I am Solo.")
+    first = (await app.context("solo", user_id="u1", message="hi")).as_prompt()
+    assert first.count("I am Solo.") == 1 and "snapshot v1" not in first
+    await app.create_persona("duo", name="Duo", core_identity="I am Duo.", snapshot="I grew.")
+    second = (await app.context("duo", user_id="u1", message="hi")).as_prompt()
+    assert "(snapshot v1)\nI grew." in second

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from sonality.core.decay import decay_floor
+from sonality.core.decay import decay_floor, decayed_confidence
 from sonality.errors import LLMUnavailable, NotFoundError, ValidationError
 from sonality.mind.reflection import ReflectionParams
 from sonality.models import BeliefStatus, InsightStatus, ReflectionOutcome
@@ -203,7 +203,9 @@ async def test_decay_is_applied_only_by_a_committed_reflection(
     await create(app)
     await record_turns(app, 1, 21)
     stale = (await store.list_beliefs("ada"))[0]
-    stale = stale.model_copy(update={"last_reinforced_at": 2, "confidence": 0.5})
+    stale = stale.model_copy(
+        update={"last_reinforced_at": 2, "confidence": 0.5, "reinforced_confidence": 0.5}
+    )
     await store.upsert_beliefs([stale])
 
     llm.on("reflect", {"snapshot": "Too short."})
@@ -222,6 +224,39 @@ async def test_decay_is_applied_only_by_a_committed_reflection(
     assert _belief(await store.list_beliefs("ada"), stale.topic).confidence == after.confidence
 
 
+async def test_decay_over_committed_reflections_counts_the_gap_once(
+    app: Sonality, store: Any
+) -> None:
+    """A belief nobody reinforces, decayed by four committed reflections at irregular
+    intervals, ends at the formula for the whole gap since its reinforcement — what one
+    reflection at the end would leave — not compounded at each one."""
+    await create(app)
+    await record_turns(app, 1, 21)
+    seed = (await store.list_beliefs("ada"))[0]
+    quiet = seed.model_copy(
+        update={
+            "topic": "beekeeping",
+            "position": 0.4,
+            "confidence": 0.6,
+            "reinforced_confidence": 0.6,
+            "evidence_count": 1,
+            "last_reinforced_at": 2,
+        }
+    )
+    await store.upsert_beliefs([quiet])
+    seen = []
+    for start, stop in ((21, 21), (21, 33), (33, 48), (48, 59)):
+        await record_turns(app, start, stop)
+        report = await app.reflect("ada", force=True)
+        assert report.outcome == "committed"
+        now = (await app.persona("ada")).interaction_count
+        belief = _belief(await store.list_beliefs("ada"), "beekeeping")
+        assert belief.confidence == pytest.approx(decayed_confidence(0.6, 1, now - 2), rel=1e-12)
+        assert belief.reinforced_confidence == 0.6
+        seen.append(now)
+    assert len(set(seen)) == 4
+
+
 async def test_a_faded_belief_is_retired_not_deleted(app: Sonality, store: Any) -> None:
     """Below 0.05 a belief leaves the active set but keeps its node and evidence."""
     await create(app)
@@ -229,7 +264,12 @@ async def test_a_faded_belief_is_retired_not_deleted(app: Sonality, store: Any) 
     belief = (await store.list_beliefs("ada"))[0]
     evidence = await app.evidence("ada", belief.topic)
     faded = belief.model_copy(
-        update={"last_reinforced_at": 1, "confidence": 0.055, "evidence_count": 1}
+        update={
+            "last_reinforced_at": 1,
+            "confidence": 0.055,
+            "reinforced_confidence": 0.055,
+            "evidence_count": 1,
+        }
     )
     await store.upsert_beliefs([faded])
     report = await app.reflect("ada", force=True)

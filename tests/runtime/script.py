@@ -62,7 +62,12 @@ def affect_update(rendered: RenderedPrompt, variables: Mapping[str, Any]) -> dic
 
 def affect_appraise(rendered: RenderedPrompt, variables: Mapping[str, Any]) -> dict[str, str]:
     t = turn_in(str(variables["message"]))
-    return {"appraisal": f"I feel curious about {t}.", "plan": f"I intend to follow up on {t}."}
+    return {"appraisal": f"I feel curious about {t}."}
+
+
+def affect_plan(rendered: RenderedPrompt, variables: Mapping[str, Any]) -> dict[str, str]:
+    t = turn_in(str(variables["message"]))
+    return {"plan": f"I intend to follow up on {t}."}
 
 
 def scripted(**kwargs: Any) -> ScriptedLLM:
@@ -72,6 +77,7 @@ def scripted(**kwargs: Any) -> ScriptedLLM:
     llm.default("controller", controller)
     llm.default("affect_update", affect_update)
     llm.default("affect_appraise", affect_appraise)
+    llm.default("affect_plan", affect_plan)
     llm.default("assess_evidence", scripts.evidence_reply)
     llm.default("extract_insight", scripts.insight_reply)
     return llm

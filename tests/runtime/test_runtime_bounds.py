@@ -1,6 +1,9 @@
 """MIRROR's bounds over long conversations with long messages, counted with litellm's token
 counter: the narrative never passes 3k tokens, the monologue history never passes 10k,
-and the Thinker's extra input and output per turn stay within 13k and 6k.
+and the Thinker's extra input and output per turn stay within 13k and 6k. The fake model
+is verbose on purpose: its controller tries to write up to ~7k tokens in one reply, more
+than the whole 6k turn bound, so the output check fails unless the LLM port holds every
+call to its prompt's ``max_tokens``.
 
 The 200-turn conversation runs on SQLite; Neo4j runs the same checks over 30 turns (the
 store plays no part in the bounds, and the dev server makes 200 turns slow)."""
@@ -25,7 +28,7 @@ from tests.conftest import EMBEDDING_DIMENSIONS
 from tests.runtime import script
 from tests.runtime.conftest import IDENTITY
 
-EXTRA = ("monologue", "controller", "affect_update", "affect_appraise")
+EXTRA = ("monologue", "controller", "affect_update", "affect_appraise", "affect_plan")
 WORDS = (
     "evidence",
     "reactor",
@@ -57,19 +60,21 @@ def prose(rng: random.Random, words: int) -> str:
 
 def long_model(seed: int = 7) -> ScriptedLLM:
     """Long user-facing replies, long threads (some over the 400-token thread cap) and
-    narratives up to ~3.5k tokens (over the 3k cap), like a verbose model would write
-    within MIRROR's 3k-token reply limit."""
+    controller replies that often try to pass its 3k ``max_tokens`` — some by far, ~7k
+    tokens — which the scripted model cuts at the bound as a real one stops there. Tokens
+    are counted by litellm's counter, the same one the checks use."""
     rng = random.Random(seed)
-    llm = script.scripted()
+    llm = script.scripted(count_tokens=count_tokens)
 
     def talk(rendered: RenderedPrompt, variables: Mapping[str, Any]) -> str:
         return script.talk(rendered, variables) + " " + prose(rng, rng.randint(150, 500))
 
     def monologue(rendered: RenderedPrompt, variables: Mapping[str, Any]) -> dict[str, str]:
-        return {k: prose(rng, rng.randint(60, 420)) for k in ("reasoning", "memory", "goal")}
+        return {k: prose(rng, rng.randint(60, 400)) for k in ("reasoning", "memory", "goal")}
 
     def controller(rendered: RenderedPrompt, variables: Mapping[str, Any]) -> str:
-        size = 2_700 if rng.random() < 0.3 else rng.randint(300, 1_500)
+        roll = rng.random()
+        size = 6_000 if roll < 0.15 else 2_700 if roll < 0.35 else rng.randint(300, 1_500)
         return script.controller(rendered, variables) + " " + prose(rng, size)
 
     llm.default("talk", talk)
@@ -143,7 +148,9 @@ async def _bounded_run(store: Any, turns: int, affect: str) -> None:
         await run_long_conversation(app, turns, check=check)
     finally:
         await app.close()
-    assert peaks["narrative"] == 3_000  # the controller overflowed and was clipped
+    assert 2_900 <= peaks["narrative"] <= 3_000  # the controller overflowed and was cut
+    controller = [c for c in llm.calls if c.prompt == "controller"]
+    assert any(c.truncated for c in controller)  # the fake did try to pass the bound
     assert 8_000 < peaks["history"] <= 9_000  # filled up; past 90% it drops back to 80%
     assert history_start[0] > 1  # the oldest entries went
     per_turn = extra_tokens(llm.calls)
@@ -176,3 +183,26 @@ async def test_the_bound_holds_with_the_affective_stages_too(sqlite_store: Any) 
     """With the affect stages in the Thinker, the monologue gives way so that monologue,
     controller and affect together stay within 13k tokens in per turn."""
     await _bounded_run(sqlite_store, 60, "thinker")
+
+
+def test_the_thinker_refuses_prompts_that_could_pass_the_output_bound(tmp_path: Any) -> None:
+    """The shipped Thinker and affect prompts' max_tokens add up to at most 6k; raising
+    one past the bound, or dropping one, is a configuration error, not a silent overrun."""
+    import shutil
+
+    from sonality.errors import ConfigError
+    from sonality.llm.prompts import PromptLibrary
+    from sonality.mind.thinker import turn_output_bound
+
+    shipped = PromptLibrary()
+    assert turn_output_bound(shipped, RuntimeSettings().extra_output_tokens) <= 6_000
+    folder = tmp_path / "prompts"
+    shutil.copytree(shipped.directory, folder)
+    controller = folder / "controller.md"
+    text = controller.read_text("utf-8")
+    controller.write_text(text.replace("max_tokens: 3000", "max_tokens: 5000"), "utf-8")
+    with pytest.raises(ConfigError, match="output bound"):
+        turn_output_bound(PromptLibrary(folder), 6_000)
+    controller.write_text(text.replace("max_tokens: 3000\n", ""), "utf-8")
+    with pytest.raises(ConfigError, match="no max_tokens"):
+        turn_output_bound(PromptLibrary(folder), 6_000)

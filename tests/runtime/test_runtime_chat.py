@@ -39,8 +39,9 @@ def _create_persona(env: dict[str, str]) -> None:
 
 def test_chat_in_a_terminal(tmp_path: Path) -> None:
     """Lines typed at ``you>`` are answered as ``ada>``; /narrative, /facts, /beliefs,
-    /why, /reflect and /help work; /quit finishes the background thinking and exits 0."""
-    env = _env(tmp_path / "chat.db")
+    /why, /reflect and /help work; arrow up recalls the last line (readline history, kept
+    in the state directory); /quit finishes the background thinking and exits 0."""
+    env = {**_env(tmp_path / "chat.db"), "XDG_STATE_HOME": str(tmp_path / "state")}
     _create_persona(env)
     child = pexpect.spawn(
         CLI[0],
@@ -80,7 +81,7 @@ def test_chat_in_a_terminal(tmp_path: Path) -> None:
         child.expect_exact("you> ")
         child.sendline("/why Remote Work")
         child.expect(r"remote_work: [+-]\d\.\d{3}, confidence")
-        child.expect(r"(SUPPORTS|CONTRADICTS)\s+[+-]\d\.\d{4}  c1#1")
+        child.expect(r"(for|against|no stance)\s+[+-]\d\.\d{4}  c1#1")
         child.expect_exact("you> ")
         child.sendline("/why tea")
         child.expect("no belief about tea yet")
@@ -91,11 +92,16 @@ def test_chat_in_a_terminal(tmp_path: Path) -> None:
         child.sendline("/help")
         child.expect("/why TOPIC")
         child.expect_exact("you> ")
+        child.send("\x1b[A\r")  # arrow up: the last line again, from readline's history
+        child.expect("/why TOPIC")
+        child.expect_exact("you> ")
         child.sendline("/quit")
         child.expect(pexpect.EOF)
     finally:
         child.close()
     assert child.exitstatus == 0, child.before
+    history = (tmp_path / "state" / "sonality" / "chat_history").read_text("utf-8")
+    assert history.splitlines()[-2:] == ["/help", "/quit"]
 
 
 def test_chat_without_a_model_says_so_and_exits_8(tmp_path: Path) -> None:

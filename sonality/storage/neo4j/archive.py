@@ -147,7 +147,9 @@ async def _import(tx: AsyncManagedTransaction, archive: PersonaArchive, dimensio
     ids = {"persona_id": pid}
     if await fetch_one(tx, Query.PERSONA_GET, persona_id=pid) is not None:
         raise AlreadyExists("persona exists already", persona_id=pid)
-    props = {**_plain(persona), "persona_id": pid, "episode_seq": archive.episode_seq}
+    plain = codec.encode(persona, exclude={"self_model"}, drop_none=True)
+    plain |= shapes.self_model_fields(persona)
+    props = {**plain, "persona_id": pid, "episode_seq": archive.episode_seq}
     await fetch(tx, Query.ARCHIVE_PUT_PERSONA, persona=props)
     snapshots = [_plain(s) for s in archive.snapshots]
     await fetch(tx, Query.ARCHIVE_PUT_SNAPSHOTS, **ids, snapshots=snapshots)

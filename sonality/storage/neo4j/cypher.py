@@ -49,8 +49,12 @@ class Query(StrEnum):
     EPISODE_CHAIN = "episode/chain"
     EPISODE_GET = "episode/get"
     EPISODE_LIST = "episode/list"
+    EPISODE_LIST_FAILED = "episode/list_failed"
     EPISODE_LIST_PENDING = "episode/list_pending"
+    EPISODE_LIST_UNEMBEDDED = "episode/list_unembedded"
+    EPISODE_COUNT_UNEMBEDDED = "episode/count_unembedded"
     EPISODE_MARK_ATTEMPT = "episode/mark_attempt"
+    EPISODE_REQUEUE_FAILED = "episode/requeue_failed"
     EPISODE_SET_EMBEDDING = "episode/set_embedding"
     EPISODE_SIMILAR_EXACT = "episode/similar_exact"
     EPISODE_SIMILAR_INDEXED = "episode/similar_indexed"
@@ -73,10 +77,17 @@ class Query(StrEnum):
 
     # staged updates
     STAGED_COMMIT = "staged/commit"
+    STAGED_INFLUENCE = "staged/influence"
     STAGED_LIST = "staged/list"
 
-    # insights
+    # insights, and the retried insight part of enriched episodes
+    INSIGHT_COMMIT = "insight/commit"
+    INSIGHT_COUNT_RETRIES = "insight/count_retries"
     INSIGHT_LIST = "insight/list"
+    INSIGHT_MARK_ATTEMPT = "insight/mark_attempt"
+    INSIGHT_REQUEUE_FAILED = "insight/requeue_failed"
+    INSIGHT_RETRIES = "insight/retries"
+    INSIGHT_STATE = "insight/state"
 
     # API keys of the HTTP server
     KEY_CREATE = "key/create"

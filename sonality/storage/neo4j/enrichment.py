@@ -20,10 +20,13 @@ from sonality.models import (
     EnrichmentCommit,
     Episode,
     Insight,
+    InsightCommit,
+    InsightState,
     InsightStatus,
     ProvenanceEdge,
     StagedUpdate,
     UserFact,
+    UserInfluence,
 )
 from sonality.storage import checks, shapes
 from sonality.storage.neo4j import codec
@@ -111,12 +114,96 @@ async def _commit(tx: AsyncManagedTransaction, commit: EnrichmentCommit) -> None
         )
 
 
+async def _commit_insight(tx: AsyncManagedTransaction, commit: InsightCommit) -> None:
+    """The retried insight part: checked pending under the persona lock, then written."""
+    ids = {"persona_id": commit.persona_id, "episode_id": commit.episode_id}
+    await lock_persona(tx, commit.persona_id)
+    state = await fetch_one(tx, Query.INSIGHT_STATE, **ids)
+    checks.insight_may_commit(commit, None if state is None else state["status"])
+    insight = None if commit.insight is None else codec.encode(commit.insight)
+    await fetch(
+        tx,
+        Query.INSIGHT_COMMIT,
+        **ids,
+        text=None if commit.insight is None else commit.insight.text,
+        insight=insight,
+    )
+
+
 class Neo4jEnrichment(Neo4jAggregate):
     """The ``EnrichmentStore`` part of the Neo4j store."""
 
     async def commit_enrichment(self, commit: EnrichmentCommit) -> None:
         """Apply everything one interaction changed, in one transaction."""
         await self._db.write("commit_enrichment", _commit, commit)
+
+    async def commit_insight(self, commit: InsightCommit) -> None:
+        """Apply a retried insight extraction in one transaction (``ConflictError`` when
+        the episode's insight is no longer pending)."""
+        await self._db.write("commit_insight", _commit_insight, commit)
+
+    async def list_insight_retries(
+        self, persona_id: str, *, status: InsightState = InsightState.PENDING, limit: int = 50
+    ) -> list[Episode]:
+        """Enriched episodes whose insight part is ``status`` (pending or failed), oldest
+        first (by ``seq``)."""
+        rows = await self._db.fetch(
+            "list_insight_retries",
+            Query.INSIGHT_RETRIES,
+            persona_id=persona_id,
+            status=InsightState(status).value,
+            limit=checks.limit(limit),
+        )
+        return [episode_from(r["episode"]) for r in rows]
+
+    async def count_insight_retries(self, persona_id: str) -> dict[str, int]:
+        """``{"pending": n, "failed": n}`` insight parts."""
+        rows = await self._db.fetch(
+            "count_insight_retries", Query.INSIGHT_COUNT_RETRIES, persona_id=persona_id
+        )
+        return checks.insight_counts((r["status"], r["n"]) for r in rows)
+
+    async def mark_insight_attempt(
+        self, persona_id: str, episode_id: str, *, error: str, failed: bool
+    ) -> None:
+        """Count a failed insight retry; ``failed`` gives the insight part up."""
+        found = await self._db.write(
+            "mark_insight_attempt",
+            write_matched,
+            Query.INSIGHT_MARK_ATTEMPT,
+            persona_id=persona_id,
+            episode_id=episode_id,
+            error=checks.stored_error(error),
+            failed=failed,
+        )
+        if not found:
+            raise checks.episode_not_found(persona_id, episode_id)
+
+    async def requeue_failed_insights(
+        self, persona_id: str, *, below_attempts: int | None = None
+    ) -> int:
+        """Failed insight parts back to pending; returns how many."""
+        return await self._db.write(
+            "requeue_failed_insights",
+            count,
+            Query.INSIGHT_REQUEUE_FAILED,
+            persona_id=persona_id,
+            below_attempts=below_attempts,
+        )
+
+    async def recent_influence(
+        self, persona_id: str, user_id: str, *, since_interaction: int
+    ) -> list[UserInfluence]:
+        """The staged deltas of the user's episodes staged after ``since_interaction``,
+        with their messages, by staged order."""
+        rows = await self._db.fetch(
+            "recent_influence",
+            Query.STAGED_INFLUENCE,
+            persona_id=persona_id,
+            user_id=user_id,
+            since=since_interaction,
+        )
+        return [UserInfluence.model_validate(row) for row in rows]
 
     async def upsert_beliefs(self, beliefs: Sequence[Belief]) -> None:
         """Insert or replace beliefs by (persona, topic)."""

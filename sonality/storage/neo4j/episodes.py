@@ -20,6 +20,7 @@ from sonality.storage.neo4j import codec
 from sonality.storage.neo4j.cypher import Query
 from sonality.storage.neo4j.executor import (
     Neo4jAggregate,
+    count,
     fetch,
     fetch_one,
     lock_persona,
@@ -164,6 +165,23 @@ class Neo4jEpisodes(Neo4jAggregate):
         )
         return [episode_from(r["episode"]) for r in rows]
 
+    async def unembedded_episodes(self, persona_id: str, *, limit: int = 100) -> list[Episode]:
+        """Episodes without an embedding, oldest first (by ``seq``)."""
+        rows = await self._db.fetch(
+            "unembedded_episodes",
+            Query.EPISODE_LIST_UNEMBEDDED,
+            persona_id=persona_id,
+            limit=checks.limit(limit),
+        )
+        return [episode_from(r["episode"]) for r in rows]
+
+    async def count_unembedded(self, persona_id: str) -> int:
+        """How many of the persona's episodes have no embedding."""
+        rows = await self._db.fetch(
+            "count_unembedded", Query.EPISODE_COUNT_UNEMBEDDED, persona_id=persona_id
+        )
+        return int(rows[0]["n"]) if rows else 0
+
     async def count_episodes(self, persona_id: str) -> dict[str, int]:
         """``{"pending": n, "enriched": n, "failed": n}``."""
         rows = await self._db.fetch(
@@ -181,9 +199,10 @@ class Neo4jEpisodes(Neo4jAggregate):
         return await self._db.read("similar_episodes", _similar, persona_id, user_id, vector, k)
 
     async def mark_enrichment_attempt(
-        self, persona_id: str, episode_id: str, *, error: str, failed: bool
+        self, persona_id: str, episode_id: str, *, error: str, failed: bool, counted: bool = True
     ) -> None:
-        """Count a failed enrichment attempt; ``failed`` gives the episode up."""
+        """Record a failed enrichment attempt (counted unless an outage); ``failed``
+        gives the episode up."""
         found = await self._db.write(
             "mark_enrichment_attempt",
             write_matched,
@@ -192,6 +211,28 @@ class Neo4jEpisodes(Neo4jAggregate):
             episode_id=episode_id,
             error=checks.stored_error(error),
             failed=failed,
+            counted=counted,
         )
         if not found:
             raise checks.episode_not_found(persona_id, episode_id)
+
+    async def list_failed_episodes(self, persona_id: str, *, limit: int = 20) -> list[Episode]:
+        """Episodes marked failed, oldest first (by ``seq``)."""
+        rows = await self._db.fetch(
+            "list_failed_episodes",
+            Query.EPISODE_LIST_FAILED,
+            persona_id=persona_id,
+            limit=checks.limit(limit),
+        )
+        return [episode_from(r["episode"]) for r in rows]
+
+    async def requeue_failed(self, persona_id: str, *, below_attempts: int | None = None) -> int:
+        """Failed episodes back to pending (those with fewer counted attempts than
+        ``below_attempts``, or all); returns how many."""
+        return await self._db.write(
+            "requeue_failed",
+            count,
+            Query.EPISODE_REQUEUE_FAILED,
+            persona_id=persona_id,
+            below_attempts=below_attempts,
+        )

@@ -38,6 +38,7 @@ from sonality.errors import (
     StoreError,
     StoreUnavailable,
 )
+from sonality.observability import get_logger
 from sonality.storage.neo4j.cypher import Query, load
 
 __all__ = [
@@ -51,6 +52,8 @@ __all__ = [
     "translate_errors",
     "write_matched",
 ]
+
+log = get_logger("sonality.storage.neo4j")
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -70,6 +73,8 @@ async def translate_errors(
     except SonalityError:
         raise
     except (ServiceUnavailable, SessionExpired) as exc:
+        # the driver retried for at most SONALITY_NEO4J_RETRY_SECONDS: say so, once
+        log.warning("neo4j_unavailable", operation=operation, error=type(exc).__name__)
         raise StoreUnavailable("Neo4j is unreachable", operation=operation) from exc
     except AuthError as exc:
         raise StoreUnavailable("Neo4j rejected the credentials", operation=operation) from exc

@@ -13,7 +13,7 @@ from neo4j.exceptions import ConstraintError
 
 from sonality.errors import AlreadyExists, ConflictError, PersonaNotFound, StoreError
 from sonality.models import Persona, Snapshot
-from sonality.storage import checks
+from sonality.storage import checks, shapes
 from sonality.storage.neo4j import codec
 from sonality.storage.neo4j.cypher import Query
 from sonality.storage.neo4j.executor import Neo4jAggregate, fetch_one, lock_persona
@@ -22,7 +22,8 @@ __all__ = ["Neo4jPersonas", "append_snapshot", "persona_from", "snapshot_from"]
 
 
 def persona_from(props: Any) -> Persona:
-    return Persona.model_validate(codec.decode(props, Persona))
+    lists = {k: props[k] for k in shapes.SELF_MODEL_FIELDS if props.get(k) is not None}
+    return Persona.model_validate(shapes.persona(codec.decode(props, Persona) | lists))
 
 
 def snapshot_from(props: Any) -> Snapshot:
@@ -32,7 +33,8 @@ def snapshot_from(props: Any) -> Snapshot:
 async def _create(tx: AsyncManagedTransaction, persona: Persona, snapshot: Snapshot) -> Persona:
     """The persona with snapshot v1 as CURRENT (a taken id violates a constraint). The
     runtime defaults are not stored until set: absent, they read as the model's."""
-    props = codec.encode(persona, exclude={"runtime_mode", "affect"})
+    props = codec.encode(persona, exclude={"runtime_mode", "affect", "self_model"})
+    props |= shapes.self_model_fields(persona)
     row = await fetch_one(
         tx,
         Query.PERSONA_CREATE,

@@ -1,8 +1,15 @@
 """``Neo4jStore``: the :class:`~sonality.ports.Store` on Neo4j 5.26.
 
-One async driver per store. The store is the sum of its aggregates (personas, episodes,
-enrichment, reflection, runtime, erasure, archive, API keys), which all run their units of
-work through one
+One async driver per store, with bounded waits: a unit of work is retried by the driver
+through transient failures (a restart, a leader switch) for at most ``retry_seconds``
+(the driver's ``max_transaction_retry_time``, 30 s by default; ours is 5 s), and opening
+or borrowing a connection for at most ``connect_seconds``; then the call fails with
+``StoreUnavailable``. The driver's own log lines never reach the host's output directly:
+the ``neo4j`` loggers are routed into Sonality's logging (:func:`route_driver_logs`),
+WARNING and above only, so a retry shows up as one ``neo4j_driver`` warning event.
+
+The store is the sum of its aggregates (personas, episodes, enrichment, reflection,
+runtime, erasure, archive, API keys), which all run their units of work through one
 :class:`~sonality.storage.neo4j.executor.Neo4jExecutor`; this module adds opening,
 closing, the schema (through :class:`~sonality.storage.neo4j.migrations.Neo4jLedger`) and
 maintenance.
@@ -10,12 +17,14 @@ maintenance.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from neo4j import AsyncDriver, AsyncGraphDatabase, NotificationDisabledClassification
 
 from sonality.errors import ConfigError
 from sonality.models import SchemaStatus
+from sonality.observability import get_logger
 from sonality.storage.neo4j.archive import Neo4jArchive
 from sonality.storage.neo4j.cypher import Query, load
 from sonality.storage.neo4j.enrichment import Neo4jEnrichment
@@ -28,13 +37,41 @@ from sonality.storage.neo4j.personas import Neo4jPersonas
 from sonality.storage.neo4j.reflection import Neo4jReflection
 from sonality.storage.neo4j.runtime import Neo4jRuntime
 
-__all__ = ["BOLT_SCHEMES", "MAX_DIMENSIONS", "Neo4jStore"]
+__all__ = ["BOLT_SCHEMES", "MAX_DIMENSIONS", "Neo4jStore", "route_driver_logs"]
+
+log = get_logger("sonality.storage.neo4j")
 
 MAX_DIMENSIONS = 4096
 """The largest vector dimension a Neo4j 5.26 vector index accepts."""
 
 BOLT_SCHEMES = frozenset({"bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc"})
 """URI schemes the store accepts (the driver's HTTP support is a preview)."""
+
+
+class _DriverLogs(logging.Handler):
+    """Re-emits the driver's WARNING+ records as ``neo4j_driver`` events of our logger."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            message = record.getMessage()
+        except Exception:  # a malformed driver record must never break a call
+            message = str(record.msg)
+        method = log.error if record.levelno >= logging.ERROR else log.warning
+        method("neo4j_driver", driver_logger=record.name, message=message[:500])
+
+
+_ROUTED = _DriverLogs(level=logging.WARNING)
+
+
+def route_driver_logs() -> None:
+    """Send the ``neo4j`` loggers' WARNING+ records to Sonality's logging (and nothing
+    else, so they never reach a host's own handlers or stdout). Idempotent."""
+    driver = logging.getLogger("neo4j")
+    if _ROUTED not in driver.handlers:
+        driver.addHandler(_ROUTED)
+    driver.propagate = False
+    if driver.level == logging.NOTSET or driver.level < logging.WARNING:
+        driver.setLevel(logging.WARNING)
 
 
 class Neo4jStore(
@@ -87,11 +124,14 @@ class Neo4jStore(
         embedding_dimensions: int = 256,
         max_connection_pool_size: int = 50,
         migrations_dir: Path | None = None,
+        retry_seconds: float = 5.0,
+        connect_seconds: float = 5.0,
     ) -> Neo4jStore:
         """Connect and check the server answers (``StoreUnavailable`` otherwise). Never
         creates schema (see :meth:`migrate`), but refuses a vector index whose dimension
         differs from ``embedding_dimensions`` (``SchemaError``). ``migrations_dir``
-        replaces the shipped ``migrations/neo4j/`` folder (for tests)."""
+        replaces the shipped ``migrations/neo4j/`` folder (for tests). ``retry_seconds``
+        and ``connect_seconds`` bound the waits (see the module docstring)."""
         if uri.partition("://")[0] not in BOLT_SCHEMES:
             raise ConfigError(
                 f"a Neo4j URI must use one of {', '.join(sorted(BOLT_SCHEMES))}",
@@ -101,12 +141,19 @@ class Neo4jStore(
             raise ConfigError(
                 f"embedding_dimensions must be 1-{MAX_DIMENSIONS}", value=embedding_dimensions
             )
+        for name, value in (("retry_seconds", retry_seconds), ("connect_seconds", connect_seconds)):
+            if not 0 < value <= 3600:
+                raise ConfigError(f"{name} must be in (0, 3600]", value=value)
+        route_driver_logs()
         try:
             async with translate_errors("open"):
                 driver = AsyncGraphDatabase.driver(
                     uri,
                     auth=auth,
                     max_connection_pool_size=max_connection_pool_size,
+                    max_transaction_retry_time=retry_seconds,
+                    connection_timeout=connect_seconds,
+                    connection_acquisition_timeout=2 * connect_seconds,
                     # "label/property does not exist" is expected on a young graph.
                     notifications_disabled_classifications=[
                         NotificationDisabledClassification.UNRECOGNIZED

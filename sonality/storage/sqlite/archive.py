@@ -205,7 +205,8 @@ def _import(conn: sqlite3.Connection, archive: PersonaArchive, dimensions: int) 
     if conn.execute("SELECT 1 FROM personas WHERE id = ?", (pid,)).fetchone():
         raise AlreadyExists("persona exists already", persona_id=pid)
     conn.execute("PRAGMA defer_foreign_keys = ON")  # chains and counters point both ways
-    values = codec.encode(persona)
+    values = codec.encode(persona, exclude={"self_model"})
+    values |= codec.encode_fields(shapes.self_model_fields(persona))
     columns = (*values, "episode_seq")
     conn.execute(
         insert_statement("personas", columns), {**values, "episode_seq": archive.episode_seq}

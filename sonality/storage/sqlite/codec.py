@@ -52,7 +52,12 @@ JSON_COLUMNS = frozenset(
         "ess_topics",
         "hard_goals",
         "health",
+        "moves_at",
+        "moves_from",
         "persona_ids",
+        "self_goals",
+        "self_traits",
+        "self_values",
         "soft_goals",
         "topics",
     }

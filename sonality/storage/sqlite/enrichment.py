@@ -14,10 +14,13 @@ from sonality.models import (
     EnrichmentCommit,
     Episode,
     Insight,
+    InsightCommit,
+    InsightState,
     InsightStatus,
     ProvenanceEdge,
     StagedUpdate,
     UserFact,
+    UserInfluence,
 )
 from sonality.storage import checks, shapes
 from sonality.storage.sqlite import codec
@@ -43,6 +46,9 @@ BELIEF_FIELDS = (
     "status",
     "created_at",
     "updated_at",
+    "moves_at",
+    "moves_from",
+    "reinforced_confidence",
 )
 STAGED_FIELDS = (
     "persona_id",
@@ -149,6 +155,84 @@ def _commit(conn: sqlite3.Connection, commit: EnrichmentCommit) -> None:
     )
 
 
+def _commit_insight(conn: sqlite3.Connection, commit: InsightCommit) -> None:
+    """The retried insight part: checked pending, then the episode and the insight row."""
+    pid = commit.persona_id
+    persona_counters(conn, pid)
+    row = conn.execute(
+        "SELECT coalesce(insight_status, 'none') FROM episodes WHERE persona_id = ? AND id = ?",
+        (pid, commit.episode_id),
+    ).fetchone()
+    checks.insight_may_commit(commit, None if row is None else row[0])
+    conn.execute(
+        "UPDATE episodes SET insight = ?, insight_status = ? WHERE persona_id = ? AND id = ?",
+        (
+            None if commit.insight is None else commit.insight.text,
+            InsightState.EXTRACTED.value,
+            pid,
+            commit.episode_id,
+        ),
+    )
+    if commit.insight is not None:
+        insert_insight(conn, commit.insight)
+
+
+def _insight_retries(
+    conn: sqlite3.Connection, persona_id: str, status: str, limit: int
+) -> list[Episode]:
+    rows = conn.execute(
+        f"SELECT {episode_columns()} FROM episodes WHERE persona_id = ? "
+        "AND insight_status = ? ORDER BY seq LIMIT ?",
+        (persona_id, status, checks.limit(limit)),
+    )
+    return [episode_from(row) for row in rows]
+
+
+def _count_insight_retries(conn: sqlite3.Connection, persona_id: str) -> dict[str, int]:
+    rows = conn.execute(
+        "SELECT insight_status, count(*) FROM episodes WHERE persona_id = ? "
+        "AND insight_status IN ('pending', 'failed') GROUP BY insight_status",
+        (persona_id,),
+    )
+    return checks.insight_counts((str(status), int(n)) for status, n in rows)
+
+
+def _mark_insight_attempt(
+    conn: sqlite3.Connection, persona_id: str, episode_id: str, error: str, failed: bool
+) -> None:
+    cursor = conn.execute(
+        "UPDATE episodes SET insight_attempts = insight_attempts + 1, enrichment_error = ?, "
+        "insight_status = CASE WHEN ? AND insight_status = 'pending' THEN 'failed' "
+        "ELSE insight_status END WHERE persona_id = ? AND id = ?",
+        (checks.stored_error(error), failed, persona_id, episode_id),
+    )
+    if cursor.rowcount == 0:
+        raise checks.episode_not_found(persona_id, episode_id)
+
+
+def _requeue_insights(conn: sqlite3.Connection, persona_id: str, below: int | None) -> int:
+    cursor = conn.execute(
+        "UPDATE episodes SET insight_status = 'pending' WHERE persona_id = ? "
+        "AND insight_status = 'failed' AND (? IS NULL OR insight_attempts < ?)",
+        (persona_id, below, below),
+    )
+    return cursor.rowcount
+
+
+def _influence(
+    conn: sqlite3.Connection, persona_id: str, user_id: str, since: int
+) -> list[UserInfluence]:
+    rows = conn.execute(
+        "SELECT s.episode_id, s.topic, s.signed_delta, s.staged_at, e.user_message AS message "
+        "FROM staged_updates AS s JOIN episodes AS e "
+        "ON e.persona_id = s.persona_id AND e.id = s.episode_id "
+        "WHERE s.persona_id = ? AND s.staged_at > ? AND e.user_id = ? "
+        "ORDER BY s.staged_at, s.id",
+        (persona_id, since, user_id),
+    )
+    return [UserInfluence.model_validate(codec.decode(row)) for row in rows]
+
+
 def _upsert(conn: sqlite3.Connection, beliefs: Sequence[Belief]) -> None:
     for persona_id in dict.fromkeys(b.persona_id for b in beliefs):
         persona_counters(conn, persona_id)
@@ -231,6 +315,41 @@ class SqliteEnrichment(SqliteAggregate):
     async def commit_enrichment(self, commit: EnrichmentCommit) -> None:
         """Apply everything one interaction changed, in one transaction."""
         await self._db.write(_commit, commit)
+
+    async def commit_insight(self, commit: InsightCommit) -> None:
+        """Apply a retried insight extraction in one transaction (``ConflictError`` when
+        the episode's insight is no longer pending)."""
+        await self._db.write(_commit_insight, commit)
+
+    async def list_insight_retries(
+        self, persona_id: str, *, status: InsightState = InsightState.PENDING, limit: int = 50
+    ) -> list[Episode]:
+        """Enriched episodes whose insight part is ``status`` (pending or failed), oldest
+        first (by ``seq``)."""
+        return await self._db.read(_insight_retries, persona_id, InsightState(status).value, limit)
+
+    async def count_insight_retries(self, persona_id: str) -> dict[str, int]:
+        """``{"pending": n, "failed": n}`` insight parts."""
+        return await self._db.read(_count_insight_retries, persona_id)
+
+    async def mark_insight_attempt(
+        self, persona_id: str, episode_id: str, *, error: str, failed: bool
+    ) -> None:
+        """Count a failed insight retry; ``failed`` gives the insight part up."""
+        await self._db.write(_mark_insight_attempt, persona_id, episode_id, error, failed)
+
+    async def requeue_failed_insights(
+        self, persona_id: str, *, below_attempts: int | None = None
+    ) -> int:
+        """Failed insight parts back to pending; returns how many."""
+        return await self._db.write(_requeue_insights, persona_id, below_attempts)
+
+    async def recent_influence(
+        self, persona_id: str, user_id: str, *, since_interaction: int
+    ) -> list[UserInfluence]:
+        """The staged deltas of the user's episodes staged after ``since_interaction``,
+        with their messages, by staged order."""
+        return await self._db.read(_influence, persona_id, user_id, since_interaction)
 
     async def upsert_beliefs(self, beliefs: Sequence[Belief]) -> None:
         """Insert or replace beliefs by (persona, topic); ``PersonaNotFound`` first."""

@@ -25,6 +25,7 @@ __all__ = ["EPISODE_FIELDS", "SqliteEpisodes", "episode_columns", "episode_from"
 EPISODE_FIELDS = (
     *("id", "persona_id", "user_id", "conversation_id", "turn", "seq"),
     *("user_message", "agent_response", "created_at", "enrichment_attempts", "enrichment_error"),
+    "insight_attempts",
     *shapes.ENRICHED_FIELDS,
 )
 """The columns an :class:`Episode` is read from."""
@@ -198,6 +199,22 @@ def _pending(conn: sqlite3.Connection, persona_id: str, limit: int) -> list[Epis
     return [episode_from(row) for row in rows]
 
 
+def _unembedded(conn: sqlite3.Connection, persona_id: str, limit: int) -> list[Episode]:
+    rows = conn.execute(
+        f"{_EPISODES} WHERE persona_id = ? AND embedding IS NULL ORDER BY seq LIMIT ?",
+        (persona_id, checks.limit(limit)),
+    )
+    return [episode_from(row) for row in rows]
+
+
+def _count_unembedded(conn: sqlite3.Connection, persona_id: str) -> int:
+    row = conn.execute(
+        "SELECT count(*) FROM episodes WHERE persona_id = ? AND embedding IS NULL",
+        (persona_id,),
+    ).fetchone()
+    return int(row[0])
+
+
 def _count(conn: sqlite3.Connection, persona_id: str) -> dict[str, int]:
     rows = conn.execute(
         "SELECT enrichment_status, count(*) FROM episodes WHERE persona_id = ? "
@@ -245,18 +262,43 @@ def _similar(
 
 
 def _mark_attempt(
-    conn: sqlite3.Connection, persona_id: str, episode_id: str, error: str, failed: bool
+    conn: sqlite3.Connection,
+    persona_id: str,
+    episode_id: str,
+    error: str,
+    failed: bool,
+    counted: bool,
 ) -> None:
-    """Count an attempt; ``failed`` turns a pending episode to failed."""
+    """Record an attempt's error (counting it when ``counted``); ``failed`` turns a
+    pending episode to failed."""
     cursor = conn.execute(
-        "UPDATE episodes SET enrichment_attempts = enrichment_attempts + 1, "
+        "UPDATE episodes SET enrichment_attempts = enrichment_attempts + ?, "
         "enrichment_error = ?, enrichment_status = CASE "
         "WHEN ? AND enrichment_status = 'pending' THEN 'failed' ELSE enrichment_status END "
         "WHERE persona_id = ? AND id = ?",
-        (checks.stored_error(error), failed, persona_id, episode_id),
+        (int(counted), checks.stored_error(error), failed, persona_id, episode_id),
     )
     if cursor.rowcount == 0:
         raise checks.episode_not_found(persona_id, episode_id)
+
+
+def _failed(conn: sqlite3.Connection, persona_id: str, limit: int) -> list[Episode]:
+    rows = conn.execute(
+        f"{_EPISODES} WHERE persona_id = ? AND enrichment_status = 'failed' ORDER BY seq LIMIT ?",
+        (persona_id, checks.limit(limit)),
+    )
+    return [episode_from(row) for row in rows]
+
+
+def _requeue(conn: sqlite3.Connection, persona_id: str, below_attempts: int | None) -> int:
+    """Failed episodes (with fewer counted attempts than ``below_attempts``) back to
+    pending; their attempts keep counting."""
+    cursor = conn.execute(
+        "UPDATE episodes SET enrichment_status = 'pending' WHERE persona_id = ? "
+        "AND enrichment_status = 'failed' AND (? IS NULL OR enrichment_attempts < ?)",
+        (persona_id, below_attempts, below_attempts),
+    )
+    return cursor.rowcount
 
 
 class SqliteEpisodes(SqliteAggregate):
@@ -303,6 +345,14 @@ class SqliteEpisodes(SqliteAggregate):
         """Episodes still pending, oldest first (by ``seq``)."""
         return await self._db.read(_pending, persona_id, limit)
 
+    async def unembedded_episodes(self, persona_id: str, *, limit: int = 100) -> list[Episode]:
+        """Episodes without an embedding, oldest first (by ``seq``)."""
+        return await self._db.read(_unembedded, persona_id, limit)
+
+    async def count_unembedded(self, persona_id: str) -> int:
+        """How many of the persona's episodes have no embedding."""
+        return await self._db.read(_count_unembedded, persona_id)
+
     async def count_episodes(self, persona_id: str) -> dict[str, int]:
         """``{"pending": n, "enriched": n, "failed": n}``."""
         return await self._db.read(_count, persona_id)
@@ -315,7 +365,17 @@ class SqliteEpisodes(SqliteAggregate):
         return await self._db.read(_similar, self._db.vectors, persona_id, user_id, embedding, k)
 
     async def mark_enrichment_attempt(
-        self, persona_id: str, episode_id: str, *, error: str, failed: bool
+        self, persona_id: str, episode_id: str, *, error: str, failed: bool, counted: bool = True
     ) -> None:
-        """Count a failed enrichment attempt; ``failed`` gives the episode up."""
-        await self._db.write(_mark_attempt, persona_id, episode_id, error, failed)
+        """Record a failed enrichment attempt (counted unless an outage); ``failed``
+        gives the episode up."""
+        await self._db.write(_mark_attempt, persona_id, episode_id, error, failed, counted)
+
+    async def list_failed_episodes(self, persona_id: str, *, limit: int = 20) -> list[Episode]:
+        """Episodes marked failed, oldest first (by ``seq``)."""
+        return await self._db.read(_failed, persona_id, limit)
+
+    async def requeue_failed(self, persona_id: str, *, below_attempts: int | None = None) -> int:
+        """Failed episodes back to pending (those with fewer counted attempts than
+        ``below_attempts``, or all); returns how many."""
+        return await self._db.write(_requeue, persona_id, below_attempts)

@@ -8,7 +8,7 @@ import sqlite3
 
 from sonality.errors import AlreadyExists, NotFoundError, PersonaNotFound
 from sonality.models import Persona, Snapshot
-from sonality.storage import checks
+from sonality.storage import checks, shapes
 from sonality.storage.sqlite import codec
 from sonality.storage.sqlite.executor import (
     SqliteAggregate,
@@ -28,6 +28,7 @@ _PERSONA_FIELDS = (
     "shift_since_reflection",
     "created_at",
     "last_reflection_attempt_at",
+    *shapes.SELF_MODEL_FIELDS,
     "runtime_mode",
     "affect",
     "review_from_version",
@@ -36,6 +37,12 @@ _PERSONAS = f"SELECT {', '.join(_PERSONA_FIELDS)} FROM personas"
 _NEW_PERSONA = _PERSONA_FIELDS[:-3]
 """Written at creation; the runtime defaults and the review marker keep their column
 defaults until set."""
+
+
+def persona_from(row: sqlite3.Row) -> Persona:
+    return Persona.model_validate(shapes.persona(codec.decode(row)))
+
+
 _INSERT_PERSONA = insert_statement("personas", _NEW_PERSONA)
 _SNAPSHOT_FIELDS = ("persona_id", "version", "text", "reason", "created_at")
 _SNAPSHOTS = f"SELECT {', '.join(_SNAPSHOT_FIELDS)} FROM snapshots"
@@ -47,7 +54,7 @@ def get_persona(conn: sqlite3.Connection, persona_id: str) -> Persona:
     row = conn.execute(f"{_PERSONAS} WHERE id = ?", (persona_id,)).fetchone()
     if row is None:
         raise PersonaNotFound("no such persona", persona_id=persona_id)
-    return Persona.model_validate(codec.decode(row))
+    return persona_from(row)
 
 
 def insert_snapshot(conn: sqlite3.Connection, snapshot: Snapshot) -> None:
@@ -65,15 +72,17 @@ def current_version(conn: sqlite3.Connection, persona_id: str) -> int:
 def _create(conn: sqlite3.Connection, persona: Persona, snapshot: Snapshot) -> Persona:
     if conn.execute("SELECT 1 FROM personas WHERE id = ?", (persona.id,)).fetchone():
         raise AlreadyExists("persona exists already", persona_id=persona.id)
-    later = {"runtime_mode", "affect", "review_from_version"}
-    conn.execute(_INSERT_PERSONA, codec.encode(persona, exclude=later))
+    later = {"runtime_mode", "affect", "review_from_version", "self_model"}
+    fields = codec.encode(persona, exclude=later)
+    fields |= codec.encode_fields(shapes.self_model_fields(persona))
+    conn.execute(_INSERT_PERSONA, fields)
     insert_snapshot(conn, snapshot)
     return get_persona(conn, persona.id)
 
 
 def _list(conn: sqlite3.Connection) -> list[Persona]:
     rows = conn.execute(f"{_PERSONAS} ORDER BY id")
-    return [Persona.model_validate(codec.decode(row)) for row in rows]
+    return [persona_from(row) for row in rows]
 
 
 def _current(conn: sqlite3.Connection, persona_id: str) -> Snapshot:
