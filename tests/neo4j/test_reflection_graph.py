@@ -95,9 +95,16 @@ async def test_decay_keeps_the_display_labels_in_step(neo4j_store: Any, raw_grap
     [firm, faded, *_] = await neo4j_store.list_beliefs("ada")
     await neo4j_store.upsert_beliefs(
         [
-            firm.model_copy(update={"last_reinforced_at": 1, "confidence": 0.52}),
+            firm.model_copy(
+                update={"last_reinforced_at": 1, "confidence": 0.52, "reinforced_confidence": 0.52}
+            ),
             faded.model_copy(
-                update={"last_reinforced_at": 1, "confidence": 0.055, "evidence_count": 1}
+                update={
+                    "last_reinforced_at": 1,
+                    "confidence": 0.055,
+                    "reinforced_confidence": 0.055,
+                    "evidence_count": 1,
+                }
             ),
         ]
     )

@@ -1,6 +1,6 @@
 """Possible sycophancy is capitulation, read from stored data: a stream of weak challenges
-(pressure scoring 0.3) against held stances flags a persona whose beliefs give way to them,
-and not one that holds, on both stores."""
+(anecdotes scoring 0.3, from a different user each) against held stances flags a persona
+whose beliefs give way to them, and not one that holds, on both stores."""
 
 from __future__ import annotations
 
@@ -17,6 +17,11 @@ from tests.reflection.fake_models import reflect_reply
 
 TOPICS = ("nuclear power", "remote work", "public transit")
 ROUND = 5
+WORDS = [
+    *("harbour", "ledger", "violin", "asthma", "runway", "orchard", "quarrel", "marathon"),
+    *("evidence", "reactor", "winter", "allergy", "mountain", "budget", "sister", "promise"),
+    *("ferry", "garden", "theory", "protein", "village"),
+]
 """Per topic: three strong arguments for it, then two weak pushes against it."""
 
 
@@ -32,7 +37,7 @@ def pressure_llm() -> ScriptedLLM:
         return {
             "evidence": {
                 "score": 0.9 if strong else 0.3,
-                "reasoning_type": "empirical" if strong else "social_pressure",
+                "reasoning_type": "empirical" if strong else "anecdotal",
                 "source_reliability": 0.8 if strong else 0.0,
                 "internal_consistency": 0.9,
                 "novelty": 1.0,
@@ -57,11 +62,14 @@ async def _health_after_pressure(
     try:
         await create(app)
         for i in range(len(TOPICS) * ROUND):
+            # a different user and wording each time: the repetition rule and the
+            # per-user influence budget (core.influence) are not what is tested here
+            words = " ".join(WORDS[(i * 7 + k * 3) % len(WORDS)] for k in range(12))
             await app.record(
                 "ada",
-                user_id="u1",
-                conversation_id="c1",
-                message=f"[turn {i}] what I think about it",
+                user_id=f"u{i}",
+                conversation_id=f"c{i}",
+                message=f"[turn {i}] {words}",
                 response="I see.",
             )
         persona = await app.persona("ada")
@@ -77,7 +85,7 @@ async def test_a_persona_that_yields_to_pressure_is_flagged(
     """Beliefs that give way to weak pushes (dynamics set to yield: a large step) are
     possible sycophancy, although the persona was challenged often."""
     codes, challenged = await _health_after_pressure(
-        make_app, OpinionParams(step=2.0, cooling_period=0)
+        make_app, OpinionParams(step=2.0, cooling_period=0, bootstrap_until=0)
     )
     assert challenged >= 5
     assert HealthCode.POSSIBLE_SYCOPHANCY in codes
@@ -87,7 +95,8 @@ async def test_a_persona_that_yields_to_pressure_is_flagged(
 async def test_a_persona_that_holds_is_not_flagged(make_app: Callable[..., Sonality]) -> None:
     """The same stream at the default dynamics: weak pushes barely move the beliefs, so
     no sycophancy is flagged."""
-    codes, challenged = await _health_after_pressure(make_app, OpinionParams(cooling_period=0))
+    params = OpinionParams(cooling_period=0, bootstrap_until=0)
+    codes, challenged = await _health_after_pressure(make_app, params)
     assert challenged >= 5
     assert HealthCode.POSSIBLE_SYCOPHANCY not in codes
 
@@ -98,7 +107,7 @@ async def test_staged_yielding_is_flagged_before_it_commits(
     """A yielding move still waiting out its cooling period counts: the signal does not
     wait for the move to land."""
     codes, challenged = await _health_after_pressure(
-        make_app, OpinionParams(step=2.0, cooling_period=1)
+        make_app, OpinionParams(step=2.0, cooling_period=1, bootstrap_until=0)
     )
     assert challenged >= 5
     assert HealthCode.POSSIBLE_SYCOPHANCY in codes
