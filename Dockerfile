@@ -1,5 +1,5 @@
 # syntax=docker/dockerfile:1
-# The Sonality worker and CLI. Build: docker build -t sonality .   (docker-compose.yml builds it
+# The Sonality worker, HTTP server and CLI. Build: docker build -t sonality .   (docker-compose.yml builds it
 # once as sonality-app:local for both the migrate and worker services.)
 #
 # Layers: the third-party dependencies are resolved from pyproject.toml alone, so editing the
@@ -11,8 +11,9 @@ FROM python:3.11-slim AS deps
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /build
 COPY pyproject.toml ./
-# Wheels of every runtime dependency, listed by pyproject.toml (no Sonality source needed yet).
-RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" \
+# Wheels of every runtime dependency and of the server extra (`sonality serve`), listed by
+# pyproject.toml (no Sonality source needed yet).
+RUN python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; print('\n'.join(p['dependencies'] + p['optional-dependencies']['server']))" \
         > requirements.txt \
     && pip wheel --no-cache-dir --wheel-dir /wheels -r requirements.txt
 

@@ -14,7 +14,7 @@ NEO4J_DATA_DIR ?= .neo4j-data$(if $(filter 2026,$(NEO4J_VERSION)),-2026)
 BROWSE_PORT ?= 8765
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: help install demo devserver neo4j neo4j-stop browse browser-assets chromium browser-test lint typecheck pytest wheel-check test bench clean
+.PHONY: help install demo devserver neo4j neo4j-stop browse browser-assets chromium browser-test lint typecheck pytest wheel-check test bench bench-server openapi clean
 
 help:
 	@echo "make demo        set up and run the main job on the embedded SQLite store"
@@ -25,6 +25,7 @@ help:
 	@echo "make browse      serve the Neo4j Browser style, guide and saved queries on :$(BROWSE_PORT)"
 	@echo "make browser-test  run the Neo4j Browser test in headless Chromium"
 	@echo "make bench       run the benchmarks (prints tables)"
+	@echo "make openapi     regenerate docs/openapi.json from the server's routes"
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -92,6 +93,9 @@ pytest: install devserver chromium
 	@rc=0; $(BIN)/pytest -q --durations=15 || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: that is a failure here" >&2; exit 1; fi; \
 	exit $$rc
+
+openapi: install
+	$(BIN)/python -m sonality.server.openapi > docs/openapi.json
 
 wheel-check: install
 	$(BIN)/python tools/check_wheel.py

@@ -28,6 +28,7 @@ __all__ = [
     "ID_PATTERN",
     "AffectPlacement",
     "AffectState",
+    "ApiKey",
     "AppliedMigration",
     "ArchivedConversation",
     "ArchivedEpisode",
@@ -56,6 +57,7 @@ __all__ = [
     "InsightCommit",
     "InsightState",
     "InsightStatus",
+    "KeyScope",
     "MonologueEntry",
     "Narrative",
     "Persona",
@@ -821,6 +823,46 @@ class TurnUsage(Frozen):
     output_tokens: int = Field(default=0, ge=0)
     cost_usd: float = Field(default=0.0, ge=0)
     unpriced_calls: int = Field(default=0, ge=0)
+
+
+class KeyScope(StrEnum):
+    """What an API key may do, each scope including the ones before it: ``read`` the
+    persona's memory, ``write`` to it (record, respond, reflect, facts), ``admin`` manage
+    personas and keys."""
+
+    READ = "read"
+    WRITE = "write"
+    ADMIN = "admin"
+
+    def allows(self, needed: KeyScope) -> bool:
+        order = (KeyScope.READ, KeyScope.WRITE, KeyScope.ADMIN)
+        return order.index(self) >= order.index(needed)
+
+
+class ApiKey(Frozen):
+    """An API key as stored: its public id and the SHA-256 of its secret, never the
+    secret. ``persona_ids`` are the personas it sees; empty means every persona, which
+    only an admin key may have."""
+
+    id: Identifier
+    secret_hash: str = Field(pattern=r"^[0-9a-f]{64}$")
+    scope: KeyScope
+    persona_ids: tuple[Identifier, ...] = ()
+    name: str = ""
+    created_at: datetime
+    revoked_at: datetime | None = None
+
+    @model_validator(mode="after")
+    def _only_admin_is_global(self) -> Self:
+        if not self.persona_ids and self.scope is not KeyScope.ADMIN:
+            raise errors.ValidationError(
+                "a read or write key names its personas", scope=self.scope.value
+            )
+        return self
+
+    def sees(self, persona_id: str) -> bool:
+        """Whether the key may touch ``persona_id`` at all."""
+        return not self.persona_ids or persona_id in self.persona_ids
 
 
 # erasure: forgetting a user or an exchange, and undoing its effect ------------------------

@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from sonality.models import (
     AffectPlacement,
     AffectState,
+    ApiKey,
     Belief,
     ConversationMind,
     EnrichmentCommit,
@@ -53,6 +54,7 @@ __all__ = [
     "EnrichmentStore",
     "EpisodeStore",
     "ErasureStore",
+    "KeyStore",
     "PersonaStore",
     "PromptSource",
     "ReflectionStore",
@@ -485,6 +487,26 @@ class RuntimeStore(Protocol):
 
 
 @runtime_checkable
+class KeyStore(Protocol):
+    """API keys of the HTTP server, stored hashed (never the secret)."""
+
+    async def create_key(self, key: ApiKey) -> ApiKey:
+        """Store a new key (``AlreadyExists`` if its id is taken)."""
+        ...
+
+    async def get_key(self, key_id: str) -> ApiKey:
+        """``NotFoundError`` when unknown (revoked keys are returned, with ``revoked_at``)."""
+        ...
+
+    async def list_keys(self) -> list[ApiKey]:
+        """Every key, revoked ones too, by creation time."""
+        ...
+
+    async def revoke_key(self, key_id: str, at: datetime) -> ApiKey:
+        """Mark the key revoked at ``at`` (idempotent: the first time stays);
+        ``NotFoundError`` when unknown."""
+
+
 class ErasureStore(Protocol):
     """Forgetting and correcting: erasures with their replayed opinions, snapshot review,
     fact corrections, persona deletion, and the audit records (``mind/erasure.py``)."""
@@ -554,6 +576,7 @@ class Store(
     EnrichmentStore,
     ReflectionStore,
     RuntimeStore,
+    KeyStore,
     ErasureStore,
     ArchiveStore,
     Protocol,

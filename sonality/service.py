@@ -54,6 +54,7 @@ from sonality.mind.talker import Reply
 from sonality.models import (
     AffectPlacement,
     AffectState,
+    ApiKey,
     Belief,
     EnrichmentStatus,
     Episode,
@@ -62,12 +63,14 @@ from sonality.models import (
     HardGoal,
     Insight,
     InsightStatus,
+    KeyScope,
     MonologueEntry,
     Narrative,
     Persona,
     ProvenanceEdge,
     Reflection,
     RuntimeMode,
+    ScoredEpisode,
     SelfModel,
     Snapshot,
     SoftGoal,
@@ -280,6 +283,54 @@ class Sonality:
     async def personas(self) -> list[Persona]:
         return await self.store.list_personas()
 
+    # API keys (the HTTP server's) ------------------------------------------------------
+    async def create_key(
+        self,
+        *,
+        scope: KeyScope | str,
+        persona_ids: Sequence[str] = (),
+        name: str = "",
+    ) -> tuple[ApiKey, str]:
+        """Make an API key; returns the stored key and the token, which is shown once
+        (only its hash is stored). A read or write key names its personas; an admin key
+        without personas sees every persona. The personas must exist."""
+        from sonality.core.keys import hash_secret, mint
+
+        try:
+            level = KeyScope(scope)
+        except ValueError:
+            raise ValidationError("scope must be read, write or admin", field="scope") from None
+        ids = tuple(dict.fromkeys(check_id(p, "persona_id") for p in persona_ids))
+        check_text(name, field="name", limit=self.limits.max_name_chars, allow_empty=True)
+        for persona_id in ids:
+            await self.store.get_persona(persona_id)
+        key_id, secret, token = mint()
+        key = ApiKey(
+            id=key_id,
+            secret_hash=hash_secret(secret),
+            scope=level,
+            persona_ids=ids,
+            name=name,
+            created_at=self.clock.now(),
+        )
+        created = await self.store.create_key(key)
+        log.info("api_key_created", key_id=key_id, scope=level.value, personas=len(ids))
+        return created, token
+
+    async def key(self, key_id: str) -> ApiKey:
+        """The stored key (``NotFoundError`` when unknown)."""
+        return await self.store.get_key(check_id(key_id, "key_id"))
+
+    async def keys(self) -> list[ApiKey]:
+        """Every API key, revoked ones too (hashes only, never secrets)."""
+        return await self.store.list_keys()
+
+    async def revoke_key(self, key_id: str) -> ApiKey:
+        """Revoke a key now; it stops working at once in every server process."""
+        revoked = await self.store.revoke_key(check_id(key_id, "key_id"), self.clock.now())
+        log.info("api_key_revoked", key_id=key_id)
+        return revoked
+
     # the interaction pipeline ----------------------------------------------------------
     async def record(
         self,
@@ -486,6 +537,22 @@ class Sonality:
             narrative=narrative,
             token_budget=token_budget,
         )
+
+    async def search(
+        self, persona_id: str, *, user_id: str, query: str, limit: int = 10
+    ) -> list[ScoredEpisode]:
+        """The user's episodes most like ``query``, scored by similarity, recency and
+        importance as the context ranks them, best first."""
+        from sonality.core.retrieval import rank_episodes
+
+        check_id(persona_id, "persona_id")
+        check_id(user_id, "user_id")
+        check_text(query, field="query", limit=self.limits.max_message_chars)
+        check_int(limit, field="limit", low=1, high=100)
+        await self.store.get_persona(persona_id)
+        [vector] = await self.embedder.embed([query])
+        similar = await self.store.similar_episodes(persona_id, user_id, vector, k=limit)
+        return rank_episodes(similar, self.clock.now(), limit)
 
     # reads ----------------------------------------------------------------------------
     async def _known(self, persona_id: str) -> str:

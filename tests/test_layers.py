@@ -19,8 +19,10 @@ and never a higher layer):
 10. ``service`` — the facade, ``Sonality(**parts)``
 11. ``sonality`` itself — the public namespace (re-exports the facade)
 12. ``scheduler``, ``browser_assets`` — the worker and the Browser asset server
-13. ``eval/`` — the evaluation suite (over the facade; the CLI mounts its commands)
-14. ``cli/``, ``server/`` — entry points (siblings)
+13. ``eval/``, ``server/`` — the evaluation suite and the HTTP server (the only package
+    with the web stack), both over the facade; the CLI mounts the one's commands and
+    starts the other (``sonality serve``, ``sonality mcp``)
+14. ``cli/`` — the entry point
 15. ``__main__``
 
 Only the entry points (layer 14) may import ``testing/``: production code never runs on
@@ -54,8 +56,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("sync",),
     (ROOT,),
     ("scheduler", "browser"),
-    ("eval",),
-    ("cli", "server"),
+    ("eval", "server"),
+    ("cli",),
     ("__main__",),
 )
 ENTRY_POINTS = LAYERS[-2]

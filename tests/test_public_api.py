@@ -53,6 +53,24 @@ SONALITY_METHODS: dict[str, tuple[str, bool, list[tuple[str, str, object]]]] = {
     "affect_state": ("method", True, [("persona_id", _P, _REQUIRED), ("user_id", _K, _REQUIRED)]),
     "beliefs": ("method", True, [("persona_id", _P, _REQUIRED), ("include_retired", _K, False)]),
     "close": ("method", True, []),
+    "create_key": (
+        "method",
+        True,
+        [("scope", _K, _REQUIRED), ("persona_ids", _K, ()), ("name", _K, "")],
+    ),
+    "key": ("method", True, [("key_id", _P, _REQUIRED)]),
+    "keys": ("method", True, []),
+    "revoke_key": ("method", True, [("key_id", _P, _REQUIRED)]),
+    "search": (
+        "method",
+        True,
+        [
+            ("persona_id", _P, _REQUIRED),
+            ("user_id", _K, _REQUIRED),
+            ("query", _K, _REQUIRED),
+            ("limit", _K, 10),
+        ],
+    ),
     "context": (
         "method",
         True,

@@ -45,30 +45,33 @@ def test_compose_file_only_uses_known_settings() -> None:
     the README names are there with the pieces they need."""
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
     services = compose["services"]
-    assert {"neo4j", "migrate", "worker"} <= set(services)
+    assert {"neo4j", "migrate", "worker", "api"} <= set(services)
     assert services["neo4j"]["image"].startswith("neo4j:5.26")
     assert "healthcheck" in services["neo4j"]
     assert {"7474:7474", "7687:7687"} <= set(services["neo4j"]["ports"])
     fields = set(Settings.model_fields)
-    for name in ("migrate", "worker"):
+    for name in ("migrate", "worker", "api"):
         env = services[name]["environment"]
         keys = [k for k in env if k.startswith("SONALITY_")]
         assert keys
         for key in keys:
             assert key.removeprefix("SONALITY_").lower() in fields, key
     assert services["worker"]["command"][0] == "worker"
+    assert services["api"]["command"][0] == "serve"
+    assert "/readyz" in " ".join(services["api"]["healthcheck"]["test"])
     assert set(compose["volumes"]) == {"neo4j-data", "neo4j-logs"}
 
 
 def test_compose_builds_the_sonality_image_once() -> None:
-    """One service builds the Sonality image under a name; migrate and worker both run that
+    """One service builds the Sonality image under a name; migrate, worker and api run that
     image, and the one that does not build it never tries to pull it from a registry."""
     services = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]
     builders = [name for name, svc in services.items() if "build" in svc]
     assert len(builders) == 1
     image = services[builders[0]]["image"]
     assert services["migrate"]["image"] == services["worker"]["image"] == image
-    for name in ("migrate", "worker"):
+    assert services["api"]["image"] == image
+    for name in ("migrate", "worker", "api"):
         if name not in builders:
             assert services[name]["pull_policy"] == "never"
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import click
 
 from sonality import __version__
-from sonality.cli import browse, chat, data, demo, memory, reflection, schema
+from sonality.cli import browse, chat, data, demo, memory, reflection, schema, serve
 from sonality.cli import eval as evaluation
 from sonality.cli.shell import CliState, SonalityGroup
 
@@ -63,6 +63,10 @@ for command in (
     reflection.reflections,
     reflection.snapshot,
     reflection.worker,
+    # the HTTP server and its keys
+    serve.serve,
+    serve.mcp,
+    serve.key,
     # full agent, sample, Neo4j Browser
     chat.chat,
     demo.demo,

@@ -8,7 +8,7 @@
       migrations.py   the migration runner: discover, checksum, compare, apply in order
       neo4j/          the Neo4j store: store, executor, codec, cypher, migrations and one
                       module per aggregate (personas, episodes, enrichment, reflection,
-                      runtime); the only package that imports the driver
+                      runtime, keys); the only package that imports the driver
       sqlite/         the SQLite store: the same modules, plus vectors (similarity search)
 
 Importing this package loads no database driver.

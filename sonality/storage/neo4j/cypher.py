@@ -87,6 +87,12 @@ class Query(StrEnum):
     INSIGHT_RETRIES = "insight/retries"
     INSIGHT_STATE = "insight/state"
 
+    # API keys of the HTTP server
+    KEY_CREATE = "key/create"
+    KEY_GET = "key/get"
+    KEY_LIST = "key/list"
+    KEY_REVOKE = "key/revoke"
+
     # user facts
     FACT_CORRECT = "fact/correct"
     FACT_GET = "fact/get"

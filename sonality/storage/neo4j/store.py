@@ -9,7 +9,7 @@ the ``neo4j`` loggers are routed into Sonality's logging (:func:`route_driver_lo
 WARNING and above only, so a retry shows up as one ``neo4j_driver`` warning event.
 
 The store is the sum of its aggregates (personas, episodes, enrichment, reflection,
-runtime, erasure, archive), which all run their units of work through one
+runtime, erasure, archive, API keys), which all run their units of work through one
 :class:`~sonality.storage.neo4j.executor.Neo4jExecutor`; this module adds opening,
 closing, the schema (through :class:`~sonality.storage.neo4j.migrations.Neo4jLedger`) and
 maintenance.
@@ -31,6 +31,7 @@ from sonality.storage.neo4j.enrichment import Neo4jEnrichment
 from sonality.storage.neo4j.episodes import Neo4jEpisodes
 from sonality.storage.neo4j.erasure import Neo4jErasure
 from sonality.storage.neo4j.executor import Neo4jExecutor, TransactionStats, translate_errors
+from sonality.storage.neo4j.keys import Neo4jKeys
 from sonality.storage.neo4j.migrations import Neo4jLedger
 from sonality.storage.neo4j.personas import Neo4jPersonas
 from sonality.storage.neo4j.reflection import Neo4jReflection
@@ -81,6 +82,7 @@ class Neo4jStore(
     Neo4jRuntime,
     Neo4jErasure,
     Neo4jArchive,
+    Neo4jKeys,
 ):
     """Sonality's persistence on a Neo4j 5.26 database (see ``DESIGN.md`` §3)."""
 

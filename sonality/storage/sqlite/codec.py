@@ -33,7 +33,15 @@ __all__ = [
 ]
 
 TIME_COLUMNS = frozenset(
-    {"created_at", "updated_at", "started_at", "finished_at", "expires_at", "applied_at"}
+    {
+        "created_at",
+        "updated_at",
+        "started_at",
+        "finished_at",
+        "expires_at",
+        "applied_at",
+        "revoked_at",
+    }
 )
 """Columns holding times as text (``*_at`` columns not named here are interaction indexes)."""
 
@@ -46,6 +54,7 @@ JSON_COLUMNS = frozenset(
         "health",
         "moves_at",
         "moves_from",
+        "persona_ids",
         "self_goals",
         "self_traits",
         "self_values",

@@ -50,10 +50,11 @@ _UPSERT_BELIEF = (
 _DELETE_PERSONA = {
     table: f"DELETE FROM {table} WHERE {'id' if table == 'personas' else 'persona_id'} = ?"
     for table in DATA_TABLES
-    if table != "erasures"
+    if table not in ("erasures", "api_keys")
 }
 """Constant statements over the constant table list: everything of one persona but its
-erasure records."""
+erasure records (API keys belong to no one persona; the server revokes a deleted
+persona's keys)."""
 
 _BY_EPISODE = (
     "insights",

@@ -42,6 +42,7 @@ __all__ = [
 log = get_logger(__name__)
 
 DATA_TABLES: tuple[str, ...] = (
+    "api_keys",
     "turn_usage",
     "thinker_turns",
     "monologue_entries",

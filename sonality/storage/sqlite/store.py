@@ -2,7 +2,7 @@
 default.
 
 The store is the sum of its aggregates (personas, episodes, enrichment, reflection,
-runtime, erasure, archive), which all run their units of work through one
+runtime, API keys, erasure, archive), which all run their units of work through one
 :class:`~sonality.storage.sqlite.executor.SqliteExecutor`; this module adds opening,
 closing, the schema (through :class:`~sonality.storage.sqlite.migrations.SqliteLedger`)
 and maintenance. Opening never creates schema; :meth:`SqliteStore.migrate` does, and data
@@ -25,6 +25,7 @@ from sonality.storage.sqlite.enrichment import SqliteEnrichment
 from sonality.storage.sqlite.episodes import SqliteEpisodes
 from sonality.storage.sqlite.erasure import SqliteErasure
 from sonality.storage.sqlite.executor import SqliteExecutor, connect
+from sonality.storage.sqlite.keys import SqliteKeys
 from sonality.storage.sqlite.migrations import DATA_TABLES, SqliteLedger
 from sonality.storage.sqlite.personas import SqlitePersonas
 from sonality.storage.sqlite.reflection import SqliteReflection
@@ -53,6 +54,7 @@ class SqliteStore(
     SqliteRuntime,
     SqliteErasure,
     SqliteArchive,
+    SqliteKeys,
 ):
     """Sonality's persistence on one SQLite file (see the module docstring)."""
 

@@ -1,0 +1,3 @@
+CREATE (k:ApiKey)
+SET k = $key
+RETURN properties(k) AS key

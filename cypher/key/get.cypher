@@ -1,0 +1,2 @@
+MATCH (k:ApiKey {id: $key_id})
+RETURN properties(k) AS key

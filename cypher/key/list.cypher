@@ -1,0 +1,3 @@
+MATCH (k:ApiKey)
+RETURN properties(k) AS key
+ORDER BY k.created_at, k.id

@@ -1,0 +1,122 @@
+"""Bearer API keys: which key is calling, what it may touch, and how many of its
+requests may run at once.
+
+A request names its key as ``Authorization: Bearer son_<id>_<secret>``. The key is read
+from the store by its id and the secret checked against the stored hash; a verified key is
+remembered for ``cache_seconds`` (so a revocation reaches every server process within
+that time). A key sees only its personas: another persona answers exactly as an unknown
+one does (404), so a probe learns nothing about what exists. ``--no-auth`` (loopback only)
+makes every caller an admin of every persona.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+
+from sonality.core.keys import hash_secret, parse_token, secret_matches
+from sonality.errors import NotFoundError, PersonaNotFound, ValidationError
+from sonality.models import ApiKey, KeyScope, validate_identifier
+from sonality.server.errors import HttpError
+
+__all__ = ["NO_AUTH", "Caller", "KeyCheck", "Limiter"]
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is calling: a verified key, or nobody when auth is off (then anything goes)."""
+
+    key: ApiKey | None
+
+    @property
+    def key_id(self) -> str:
+        return self.key.id if self.key is not None else "-"
+
+    def sees(self, persona_id: str) -> bool:
+        return self.key is None or self.key.sees(persona_id)
+
+    def require(self, persona_id: str, scope: KeyScope) -> None:
+        """Raise unless the caller may act on ``persona_id`` with ``scope``: an unseen
+        persona is "no such persona" (404, the same body as an unknown one), a missing
+        scope is 403. A malformed id is a ``ValidationError`` (400) first, whoever asks."""
+        try:
+            validate_identifier(persona_id, kind="persona_id")
+        except ValueError as exc:
+            raise ValidationError(str(exc), field="persona_id") from None
+        if not self.sees(persona_id):
+            raise PersonaNotFound("no such persona", persona_id=persona_id)
+        self.require_scope(scope)
+
+    def require_scope(self, scope: KeyScope) -> None:
+        if self.key is not None and not self.key.scope.allows(scope):
+            raise HttpError(
+                403,
+                "forbidden",
+                f"this key has scope {self.key.scope.value}; {scope.value} is needed",
+                needed=scope.value,
+            )
+
+    def visible(self, persona_ids: Iterable[str]) -> list[str]:
+        return [p for p in persona_ids if self.sees(p)]
+
+
+NO_AUTH = Caller(key=None)
+
+
+@dataclass
+class KeyCheck:
+    """Verifies Bearer tokens against the store (``lookup`` is the facade's ``key``)."""
+
+    lookup: Callable[[str], Awaitable[ApiKey]]
+    cache_seconds: float = 5.0
+    _verified: dict[str, tuple[ApiKey, float]] = field(default_factory=dict)
+
+    async def caller(self, authorization: str | None) -> Caller:
+        """The caller an ``Authorization`` header names (401 when it names none)."""
+        scheme, _, token = (authorization or "").partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise HttpError(401, "unauthorized", "an API key is needed: Authorization: Bearer")
+        token = token.strip()
+        now = time.monotonic()
+        digest = hash_secret(token) if token.isascii() else ""
+        cached = self._verified.get(digest)
+        if cached is not None and cached[1] > now:
+            return Caller(key=cached[0])
+        parsed = parse_token(token)
+        if parsed is None:
+            raise HttpError(401, "unauthorized", "not a Sonality API key")
+        key_id, secret = parsed
+        try:
+            key = await self.lookup(key_id)
+        except NotFoundError:
+            raise HttpError(401, "unauthorized", "unknown or revoked API key") from None
+        if key.revoked_at is not None or not secret_matches(secret, key.secret_hash):
+            raise HttpError(401, "unauthorized", "unknown or revoked API key")
+        if len(self._verified) > 10_000:
+            self._verified.clear()
+        self._verified[digest] = (key, now + self.cache_seconds)
+        return Caller(key=key)
+
+
+@dataclass
+class Limiter:
+    """At most ``per_key`` requests of one key in flight at once; past that, 429."""
+
+    per_key: int
+    _running: dict[str, int] = field(default_factory=dict)
+
+    def enter(self, key_id: str) -> None:
+        running = self._running.get(key_id, 0)
+        if running >= self.per_key:
+            raise HttpError(
+                429, "busy", "too many requests of this key at once", limit=self.per_key
+            )
+        self._running[key_id] = running + 1
+
+    def leave(self, key_id: str) -> None:
+        left = self._running.get(key_id, 1) - 1
+        if left:
+            self._running[key_id] = left
+        else:
+            self._running.pop(key_id, None)

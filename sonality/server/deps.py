@@ -1,0 +1,97 @@
+"""What every route depends on: the server's config and state, the facade
+(:func:`sonality_of`) and the verified caller (:func:`caller_of`, which also holds the
+key's concurrency slot while the request runs)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from sonality.server.auth import NO_AUTH, Caller, KeyCheck, Limiter
+from sonality.server.errors import HttpError
+from sonality.server.metrics import Metrics
+from sonality.service import Sonality
+
+__all__ = [
+    "CallerDep",
+    "ServerConfig",
+    "ServerState",
+    "SonalityDep",
+    "caller_of",
+    "server_state",
+    "sonality_of",
+]
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """The server's own knobs (the facade's come from ``Settings``)."""
+
+    auth: bool = True
+    """False only for ``--no-auth`` on loopback: every caller is an admin."""
+    max_body_bytes: int = 1_048_576
+    key_concurrency: int = 16
+    """Requests of one key in flight at once; more get 429."""
+    key_cache_seconds: float = 5.0
+    cors_origins: tuple[str, ...] = ()
+    """Origins allowed by CORS; empty (the default) sends no CORS headers at all."""
+    model_prefix: str = "sonality/"
+    """``/v1/chat/completions`` names a persona as ``<prefix><persona_id>`` (or bare)."""
+
+
+@dataclass
+class ServerState:
+    config: ServerConfig
+    open_sonality: Callable[[], Awaitable[Sonality]]
+    metrics: Metrics = field(default_factory=Metrics)
+    sonality: Sonality | None = None
+    keys: KeyCheck | None = None
+    limiter: Limiter | None = None
+
+
+def server_state(request: Request) -> ServerState:
+    state: ServerState = request.app.state.sonality_server
+    return state
+
+
+def sonality_of(request: Request) -> Sonality:
+    """The facade the lifespan opened."""
+    app = server_state(request).sonality
+    if app is None:  # only before startup finished or after shutdown began
+        raise HttpError(503, "starting", "the server is not ready")
+    return app
+
+
+_bearer = HTTPBearer(auto_error=False, description="An API key: son_<id>_<secret>")
+
+
+async def caller_of(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> AsyncIterator[Caller]:
+    """The verified caller (401 without a valid key), counted against its key's
+    concurrency limit while the request runs."""
+    state = server_state(request)
+    if not state.config.auth:
+        caller = NO_AUTH
+    else:
+        assert state.keys is not None
+        header = (
+            f"{credentials.scheme} {credentials.credentials}" if credentials is not None else None
+        )
+        caller = await state.keys.caller(header)
+    request.state.key_id = caller.key_id
+    assert state.limiter is not None
+    state.limiter.enter(caller.key_id)
+    try:
+        yield caller
+    finally:
+        state.limiter.leave(caller.key_id)
+
+
+SonalityDep = Annotated[Sonality, Depends(sonality_of)]
+CallerDep = Annotated[Caller, Depends(caller_of)]

@@ -1,0 +1,82 @@
+"""Sonality's error kinds as HTTP statuses, and the one error body every failure has:
+``{"error": message, "kind": kind, "detail": {...}}`` — never a stack trace.
+
+============================  ======  =================
+error                         status  kind
+============================  ======  =================
+``ValidationError``           400     ``validation``
+(no or unknown API key)       401     ``unauthorized``
+(key lacks the scope)         403     ``forbidden``
+``NotFoundError``             404     ``not_found``
+``ConflictError``             409     ``conflict``
+(body over the limit)         413     ``too_large``
+(malformed body or query)     422     ``request_invalid``
+(key over its concurrency)    429     ``busy``
+``ConfigError``               500     ``config``
+``SchemaError``               503     ``schema``
+``StoreError``                503     ``store``
+``LLMError``                  503     ``model``
+(anything else: a bug)        500     ``internal``
+============================  ======  =================
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sonality.errors import (
+    ConfigError,
+    ConflictError,
+    LLMError,
+    NotFoundError,
+    SchemaError,
+    SonalityError,
+    StoreError,
+    ValidationError,
+)
+
+__all__ = ["HttpError", "body", "status_and_kind"]
+
+_BRANCHES: tuple[tuple[type[SonalityError], int, str], ...] = (
+    (ValidationError, 400, "validation"),
+    (NotFoundError, 404, "not_found"),
+    (ConflictError, 409, "conflict"),
+    (ConfigError, 500, "config"),
+    (SchemaError, 503, "schema"),
+    (StoreError, 503, "store"),
+    (LLMError, 503, "model"),
+)
+
+
+class HttpError(Exception):
+    """A failure the server itself decides (auth, limits): its status, kind and message."""
+
+    def __init__(self, status: int, kind: str, message: str, **detail: Any) -> None:
+        super().__init__(message)
+        self.status = status
+        self.kind = kind
+        self.message = message
+        self.detail = detail
+
+
+def status_and_kind(error: SonalityError) -> tuple[int, str]:
+    """The status and kind of a Sonality error (its branch decides; subclasses follow)."""
+    for branch, status, kind in _BRANCHES:
+        if isinstance(error, branch):
+            return status, kind
+    return 500, "internal"
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return str(value)
+
+
+def body(message: str, kind: str, detail: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The JSON error body."""
+    return {"error": message, "kind": kind, "detail": _plain(detail or {})}

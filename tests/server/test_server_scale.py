@@ -1,0 +1,143 @@
+"""Two server processes on one store behave like one: a client alternating between them
+sees one memory, and a conversation's Thinker thinks about its turns in order and never
+overwrites a newer narrative, whichever process answered; a turn left half-thought by a
+killed process is thought about by the other. Both stores (two processes on one SQLite
+file too)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.server.conftest import _WIPE, Served, cli, start, store_env
+
+
+@pytest.fixture(scope="module", params=["sqlite", pytest.param("neo4j", marks=pytest.mark.neo4j)])
+def pair(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Served, Served]]:
+    """Two ``sonality serve`` processes on one store, with persona ``duo``."""
+    folder = tmp_path_factory.mktemp(f"pair-{request.param}")
+    if request.param == "sqlite":
+        url = f"sqlite:///{folder / 'sonality.db'}"
+    else:
+        request.getfixturevalue("neo4j_session_store")
+        url = request.getfixturevalue("neo4j_uri")
+        wipe = subprocess.run(
+            [sys.executable, "-c", _WIPE, url], env=store_env(url), capture_output=True, text=True
+        )
+        assert wipe.returncode == 0, wipe.stderr
+    env = store_env(url)
+    admin = cli(env, "key", "create", "--scope", "admin")["token"]
+    cli(env, "persona", "create", "duo", "--name", "Duo", "--identity", "Duo thinks twice.")
+    first = start(env, folder / "a.log")
+    second = start(env, folder / "b.log")
+    first.admin = second.admin = admin
+    try:
+        yield first, second
+    finally:
+        first.stop()
+        second.stop()
+
+
+def _drain(servers: tuple[Served, ...], conversation: str) -> None:
+    for server in servers:
+        with server.client() as c:
+            r = c.post(
+                "/v1/personas/duo/drain", json={"conversation_id": conversation, "max_seconds": 60}
+            )
+            assert r.json() == {"drained": True}
+
+
+def _thinking_in_order(server: Served, conversation: str, turns: int) -> None:
+    """Every turn done; one narrative per turn, versions and turns rising together."""
+    with server.client() as c:
+        states = c.get(f"/v1/personas/duo/conversations/{conversation}/turns").json()
+        history = c.get(f"/v1/personas/duo/conversations/{conversation}/narratives").json()
+    assert [(t["turn"], t["status"]) for t in states] == [(i, "done") for i in range(1, turns + 1)]
+    oldest_first = list(reversed(history))
+    assert [n["version"] for n in oldest_first] == list(range(1, turns + 1))
+    assert [n["turn"] for n in oldest_first] == list(range(1, turns + 1))
+    assert "turn " + str(turns) in history[0]["text"]
+
+
+def test_alternating_respond_thinks_in_order(pair: tuple[Served, Served]) -> None:
+    """Turns answered alternately by two processes are each thought about once, in order:
+    narrative version n is the one written after turn n, whichever process wrote it."""
+    turns = 6
+    for i in range(1, turns + 1):
+        with pair[i % 2].client() as c:
+            r = c.post(
+                "/v1/personas/duo/respond",
+                json={"user_id": "ann", "conversation_id": "alt", "message": f"Point {i}"},
+            )
+        assert r.status_code == 200, r.text
+        assert r.json()["turn"] == i
+    _drain(pair, "alt")
+    _thinking_in_order(pair[0], "alt", turns)
+
+
+def test_alternating_record_and_context_share_one_memory(pair: tuple[Served, Served]) -> None:
+    """Exchanges recorded alternately through both processes number one conversation's
+    turns 1..n without gaps or repeats, and each process's context sees all of them."""
+    for i in range(1, 9):
+        with pair[i % 2].client() as c:
+            r = c.post(
+                "/v1/personas/duo/record",
+                json={
+                    "user_id": "rec",
+                    "conversation_id": "r-alt",
+                    "message": f"I said {i}",
+                    "response": "ok",
+                },
+            )
+            assert r.status_code == 200, r.text
+    for server in pair:
+        with server.client() as c:
+            episodes = c.get(
+                "/v1/personas/duo/episodes", params={"conversation_id": "r-alt", "limit": 50}
+            ).json()
+            found = c.post(
+                "/v1/personas/duo/search", json={"user_id": "rec", "query": "I said", "limit": 20}
+            ).json()
+        assert sorted(e["turn"] for e in episodes) == list(range(1, 9))
+        assert len(found) == 8
+
+
+def test_a_killed_process_leaves_its_turn_to_the_other(
+    pair: tuple[Served, Served], tmp_path: Path
+) -> None:
+    """A process killed while thinking about a turn leaves it pending in the store; the
+    next turn, answered by another process, thinks about both in order."""
+    env = {**pair[0].env, "SONALITY_TEST_SLOW_THINKER": "1"}
+    slow = start(env, tmp_path / "slow.log")
+    try:
+        with slow.client(pair[0].admin) as c:
+            r = c.post(
+                "/v1/personas/duo/respond",
+                json={"user_id": "kim", "conversation_id": "killed", "message": "First"},
+            )
+        assert r.status_code == 200, r.text
+        time.sleep(0.5)  # the slow Thinker is now inside its monologue call
+    finally:
+        slow.process.kill()  # SIGKILL: no shutdown, no draining
+        slow.process.wait()
+    with pytest.raises(httpx.TransportError):
+        httpx.get(f"{slow.url}/healthz", timeout=2)
+    survivor = pair[1]
+    with survivor.client() as c:
+        pending = c.get("/v1/personas/duo/conversations/killed/turns").json()
+        r = c.post(
+            "/v1/personas/duo/respond",
+            json={"user_id": "kim", "conversation_id": "killed", "message": "Second"},
+        )
+    assert [t["status"] for t in pending] == ["pending"]
+    assert r.status_code == 200 and r.json()["turn"] == 2
+    _drain((survivor,), "killed")
+    _thinking_in_order(survivor, "killed", 2)
