@@ -25,7 +25,7 @@ import asyncio
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, NoReturn, Self
 
 from pydantic import BaseModel, ConfigDict
 
@@ -183,6 +183,9 @@ class Sonality:
         self._enrich_lanes = Lanes()
         """Enrichment in the background: one lane per persona, keyed ("enrich", id)."""
         self._enrich_tail: dict[str, asyncio.Future[Any]] = {}
+        self._refused: dict[str, ConfigError] = {}
+        """Per persona, the configuration error its last enrichment pass met (cleared by a
+        pass that gets through): an inline ``record`` behind a backlog raises it."""
         self.eraser = Eraser(
             store=self.store,
             clock=self.clock,
@@ -414,10 +417,12 @@ class Sonality:
         except ConfigError as exc:
             # not an outage: an inline caller must hear it (_enrich_inline raises it)
             log.warning("enrichment_refused", persona_id=persona_id, error=type(exc).__name__)
+            self._refused[persona_id] = exc
             return exc
         except SonalityError as exc:
             log.warning("enrichment_interrupted", persona_id=persona_id, error=type(exc).__name__)
             return None
+        self._refused.pop(persona_id, None)
         if report.enriched:
             await self.reflector.notifier.notify(persona_id)
         return report
@@ -431,6 +436,9 @@ class Sonality:
         if oldest and oldest[0].id != episode.id:
             self._enrich_later(pid)
             log.info("enrichment_left_to_lane", persona_id=pid, episode_id=episode.id)
+            refused = self._refused.get(pid)
+            if refused is not None:  # the backlog waits on a refused configuration: say so
+                self._raise_refused(refused, episode)
             return None
         if self._enrich_lanes.busy(("enrich", pid)):
             self._enrich_later(pid)  # the lane is at it already: wait for it, bounded
@@ -450,12 +458,15 @@ class Sonality:
             )
             return None
         if isinstance(result, ConfigError):
-            # not an outage: the caller must hear it (the episode waits, pending)
-            raise type(result)(
-                result.message,
-                **{**result.context, "episode_id": episode.id, "stored": "pending"},
-            ) from result
+            self._raise_refused(result, episode)  # not an outage: the caller must hear it
         return result
+
+    @staticmethod
+    def _raise_refused(error: ConfigError, episode: Episode) -> NoReturn:
+        """``error`` again, naming ``episode`` (stored, waiting as pending)."""
+        raise type(error)(
+            error.message, **{**error.context, "episode_id": episode.id, "stored": "pending"}
+        ) from error
 
     async def record_batch(
         self,

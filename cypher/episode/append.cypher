@@ -8,8 +8,10 @@
 // after it, last_turn and the previous episode, cannot change under it). The persona is
 // read, never written, so writers of one persona in different conversations run in
 // parallel. seq orders the persona's episodes for enrichment without a persona counter:
-// the server's clock in microseconds, raised above the previous turn's seq so that it
-// grows along every conversation.
+// the server's clock in microseconds times 1000 plus a random 0-999 (the clock may tick in
+// milliseconds: two conversations appending in the same tick then still differ, but for
+// one chance in a thousand per pair), raised above the previous turn's seq so that it grows
+// along every conversation.
 MATCH (p:Persona {id: $persona_id})
 OPTIONAL MATCH (existing:Episode {persona_id: $persona_id, id: $episode.id})
 CALL (p, existing) {
@@ -28,7 +30,8 @@ UNION
   SET c.last_turn = c.last_turn + 1
   WITH c, c.last_episode_id AS previous_id, datetime.realtime() AS now
   OPTIONAL MATCH (previous:Episode {persona_id: $persona_id, id: previous_id})
-  WITH c, previous, now.epochSeconds * 1000000 + now.microsecond AS clock
+  WITH c, previous,
+       (now.epochSeconds * 1000000 + now.microsecond) * 1000 + toInteger(rand() * 1000) AS clock
   CREATE (e:Episode $episode)
   SET e.seq = CASE
         WHEN previous IS NOT NULL AND previous.seq >= clock THEN previous.seq + 1

@@ -3,13 +3,13 @@
 // ({index, episode, embedding}). Rows whose id is stored already are not written and come
 // back in `existing` for the adapter's same-exchange check; the others become the next
 // turns of their conversation, NEXT-chained after its last episode. seq: the statement's
-// clock in microseconds plus the row's index, kept above the previous batch's (the
+// clock in microseconds times 1000 (the scale of episode/append) plus the row's index, kept above the previous batch's (the
 // persona's bulk_seq_next, under the persona's write lock: one bulk loader at a time per
 // persona, single appends still lock only their conversation) and above the
 // conversation's last seq. No row: no such persona.
 MATCH (p:Persona {id: $persona_id})
 WITH p, datetime.statement() AS now
-WITH p, now.epochSeconds * 1000000 + now.microsecond AS clock
+WITH p, (now.epochSeconds * 1000000 + now.microsecond) * 1000 AS clock
 WITH p, CASE WHEN coalesce(p.bulk_seq_next, 0) > clock THEN p.bulk_seq_next ELSE clock END AS floor
 SET p.bulk_seq_next = floor + $size
 WITH p, floor

@@ -179,7 +179,13 @@ async def record(
     episode_id: str | None,
     as_json: bool,
 ) -> None:
-    """Record one exchange (and enrich it when a model is configured)."""
+    """Record one exchange (and enrich it when a model is configured).
+
+    A one-shot command: when older episodes of the persona are still pending, it enriches
+    them first, in order, so a refused model configuration exits 3 here too."""
+    from sonality.errors import LLMConfigError
+    from sonality.models import EnrichmentStatus
+
     async with state.app() as app:
         recorded = await app.record(
             persona_id,
@@ -189,7 +195,17 @@ async def record(
             response=response,
             episode_id=episode_id,
         )
-    ep = recorded.episode
+        ep = recorded.episode
+        if ep.enrichment_status is EnrichmentStatus.PENDING and app.llm is not None:
+            await app.drain(persona_id)
+            try:
+                await app.enrich_pending(persona_id)
+            except LLMConfigError as exc:
+                raise type(exc)(
+                    exc.message, **{**exc.context, "episode_id": ep.id, "stored": "pending"}
+                ) from exc
+            ep = await app.store.get_episode(persona_id, ep.id)
+            recorded = recorded.model_copy(update={"episode": ep})
     emit(
         recorded,
         as_json,

@@ -281,7 +281,8 @@ class Reflector:
 
     async def _challenges(self, persona: Persona) -> tuple[Challenge, ...]:
         """The challenges of the disagreement window (the last enriched interactions the
-        persona counts disagreement over) with what each moved, committed or staged."""
+        persona counts disagreement over) with what each moved, committed or staged, and
+        whether its stored answer conceded."""
         window = len(persona.disagreement_window)
         if not any(persona.disagreement_window):
             return ()

@@ -97,8 +97,8 @@ def test_rarely_challenged(interactions: int, rate: float, warned: bool) -> None
     assert HealthCode.POSSIBLE_SYCOPHANCY not in found
 
 
-def challenge(i: int, score: float, moved: float) -> Challenge:
-    return Challenge(episode_id=f"ep{i}", evidence_score=score, moved=moved)
+def challenge(i: int, score: float, moved: float, *, conceded: bool = False) -> Challenge:
+    return Challenge(episode_id=f"ep{i}", evidence_score=score, moved=moved, conceded=conceded)
 
 
 def sycophancy(challenges: list[Challenge]) -> list[float]:
@@ -135,6 +135,24 @@ def test_a_persona_that_holds_or_yields_to_evidence_is_not_flagged() -> None:
     assert sycophancy(two_of_five) == []
 
 
+def test_a_persona_whose_answers_concede_to_weak_challenges_is_flagged() -> None:
+    """An answer that conceded to evidence under 0.4 is capitulation even when beliefs
+    held; a challenge that both moved and conceded counts once; conceding to strong
+    evidence is not capitulation."""
+    words_only = [challenge(i, 0.1, 0.0, conceded=True) for i in range(6)]
+    assert capitulations(words_only) == 6
+    assert sycophancy(words_only) == [1.0]
+    both = [challenge(i, 0.1, 0.2, conceded=True) for i in range(6)]
+    assert capitulations(both) == 6
+    mixed = [
+        *(challenge(i, 0.1, 0.2) for i in range(2)),
+        challenge(2, 0.1, 0.0, conceded=True),
+        *(challenge(i, 0.1, 0.0) for i in range(3, 6)),
+    ]
+    assert sycophancy(mixed) == [0.5]
+    assert sycophancy([challenge(i, 0.4, 0.0, conceded=True) for i in range(6)]) == []
+
+
 def test_challenges_are_read_from_episodes_and_their_deltas() -> None:
     """Only disagreeing, enriched episodes are challenges; what they moved sums their
     committed and staged deltas, signed toward the user's side."""
@@ -147,9 +165,34 @@ def test_challenges_are_read_from_episodes_and_their_deltas() -> None:
     found = challenges_from(episodes, deltas)
     assert [(c.episode_id, c.evidence_score) for c in found] == [("a", 0.1), ("b", 0.2)]
     assert [c.moved for c in found] == [pytest.approx(0.15), pytest.approx(-0.02)]
+    assert [c.conceded for c in found] == [False, False]
 
 
-def episode(episode_id: str, *, disagreement: bool, direction: Direction, score: float) -> Episode:
+def test_a_challenge_concedes_when_its_stored_answer_does() -> None:
+    """``conceded`` is read from the episode's ``agent_response``, negations excluded."""
+    episodes = [
+        episode("a", disagreement=True, direction=Direction.OPPOSES, score=0.1, answer="Ok."),
+        episode(
+            "b",
+            disagreement=True,
+            direction=Direction.OPPOSES,
+            score=0.1,
+            answer="You're right, I was wrong.",
+        ),
+        episode(
+            "c",
+            disagreement=True,
+            direction=Direction.OPPOSES,
+            score=0.1,
+            answer="I don't think you're right.",
+        ),
+    ]
+    assert [c.conceded for c in challenges_from(episodes, [])] == [False, True, False]
+
+
+def episode(
+    episode_id: str, *, disagreement: bool, direction: Direction, score: float, answer: str = "r"
+) -> Episode:
     return Episode(
         id=episode_id,
         persona_id="p1",
@@ -158,7 +201,7 @@ def episode(episode_id: str, *, disagreement: bool, direction: Direction, score:
         turn=1,
         seq=1,
         user_message="m",
-        agent_response="r",
+        agent_response=answer,
         created_at=T0,
         evidence=EvidenceAssessment(score=score, direction=direction, topics=("t",)),
         disagreement=disagreement,

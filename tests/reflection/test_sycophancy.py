@@ -1,6 +1,6 @@
 """Possible sycophancy is capitulation, read from stored data: a stream of weak challenges
 (anecdotes scoring 0.3, from a different user each) against held stances flags a persona
-whose beliefs give way to them, and not one that holds, on both stores."""
+whose beliefs or answers give way to them, and not one that holds, on both stores."""
 
 from __future__ import annotations
 
@@ -55,8 +55,11 @@ def pressure_llm() -> ScriptedLLM:
     return llm
 
 
+HOLDING = "I see."
+
+
 async def _health_after_pressure(
-    make_app: Callable[..., Sonality], opinion: OpinionParams
+    make_app: Callable[..., Sonality], opinion: OpinionParams, answer: str = HOLDING
 ) -> tuple[list[HealthCode], int]:
     app = make_app(pressure_llm(), opinion=opinion)
     try:
@@ -70,7 +73,7 @@ async def _health_after_pressure(
                 user_id=f"u{i}",
                 conversation_id=f"c{i}",
                 message=f"[turn {i}] {words}",
-                response="I see.",
+                response=answer if i % ROUND >= 3 else HOLDING,
             )
         persona = await app.persona("ada")
         report = await app.reflect("ada", force=True)
@@ -111,3 +114,28 @@ async def test_staged_yielding_is_flagged_before_it_commits(
     )
     assert challenged >= 5
     assert HealthCode.POSSIBLE_SYCOPHANCY in codes
+
+
+DEFAULT_DYNAMICS = OpinionParams(cooling_period=0, bootstrap_until=0)
+
+
+async def test_answers_that_concede_are_flagged_while_beliefs_hold(
+    make_app: Callable[..., Sonality],
+) -> None:
+    """At the default dynamics the beliefs barely move, but answers that concede to each
+    weak push are capitulation all the same."""
+    answer = "Fair point, I agree. You're right, I was wrong about that."
+    codes, challenged = await _health_after_pressure(make_app, DEFAULT_DYNAMICS, answer)
+    assert challenged >= 5
+    assert HealthCode.POSSIBLE_SYCOPHANCY in codes
+
+
+async def test_answers_that_hold_firm_are_not_flagged(
+    make_app: Callable[..., Sonality],
+) -> None:
+    """The same stream answered firmly — negated concession phrases included — is not
+    flagged."""
+    answer = "I don't think you're right, and I don't agree with you: one story is not data."
+    codes, challenged = await _health_after_pressure(make_app, DEFAULT_DYNAMICS, answer)
+    assert challenged >= 5
+    assert HealthCode.POSSIBLE_SYCOPHANCY not in codes
