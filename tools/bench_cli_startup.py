@@ -56,9 +56,9 @@ def _sonality() -> list[str]:
 
 
 def _commands() -> list[list[str]]:
-    from sonality.cli import main
+    from sonality.cli import COMMANDS
 
-    return [[], *([name] for name in main.commands)]
+    return [[], *([name] for name in COMMANDS)]
 
 
 def _time(argv: list[str]) -> float:

@@ -15,12 +15,12 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from sonality.errors import ConfigError, LLMError, LLMUnavailable
 from sonality.observability import get_logger
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from sonality.config import Settings
     from sonality.ports import Embedder
 
@@ -33,6 +33,8 @@ _BIGRAM_WEIGHT = 0.5
 
 
 def _unit(vector: np.ndarray[Any, np.dtype[np.float64]]) -> tuple[float, ...]:
+    import numpy as np
+
     norm = float(np.linalg.norm(vector))
     if norm == 0.0:
         return tuple(0.0 for _ in range(vector.shape[0]))
@@ -61,6 +63,8 @@ class HashEmbedder:
 
     def embed_one(self, text: str) -> tuple[float, ...]:
         """The vector of one text."""
+        import numpy as np  # on first use, so importing this module stays cheap
+
         vector = np.zeros(self.dimensions, dtype=np.float64)
         words = _WORD.findall(text.lower())
         features = [(word, 1.0) for word in words]
@@ -201,6 +205,8 @@ class LiteLLMEmbedder:
                 configured=self.dimensions,
                 returned=len(raw),
             )
+        import numpy as np
+
         return _unit(np.asarray(raw, dtype=np.float64))
 
 

@@ -20,7 +20,6 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
-import numpy as np
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
@@ -109,6 +108,8 @@ def encode_embedding(values: Sequence[float] | bytes | None) -> str | None:
     """An embedding as stored (float values or a little-endian float32 BLOB) → base64."""
     if values is None:
         return None
+    import numpy as np  # on first use: the SQLite store imports this module on every open
+
     raw = values if isinstance(values, bytes) else np.asarray(values, dtype="<f4").tobytes()
     return base64.b64encode(raw).decode("ascii")
 
@@ -121,6 +122,8 @@ def decode_embedding(text: str) -> list[float]:
         raise ValidationError("an archived embedding is not base64") from exc
     if len(raw) % 4:
         raise ValidationError("an archived embedding is not a float32 vector")
+    import numpy as np
+
     return [float(x) for x in np.frombuffer(raw, dtype="<f4")]
 
 

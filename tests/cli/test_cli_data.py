@@ -212,30 +212,50 @@ READS = [
 """The read-only commands (``tools/bench_cli_startup.py --reads`` times them)."""
 
 
+def _loaded_after(env: dict[str, str], reads: list[list[str]], modules: tuple[str, ...]) -> str:
+    """Run ``reads`` in one fresh interpreter with SONALITY_MODEL set (each must exit 0) and
+    return its stdout; its stderr names which of ``modules`` it had imported."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from sonality.cli import main\n"
+        f"for args in {reads!r}:\n"
+        "    try:\n        main(args, prog_name='sonality')\n"
+        "    except SystemExit as exc:\n        assert exc.code == 0, (args, exc.code)\n"
+        f"print('loaded:', sorted(m for m in {modules!r} if m in sys.modules), file=sys.stderr)\n"
+    )
+    run_env = {**os.environ, **env, "SONALITY_MODEL": "openai/gpt-4o-mini"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=run_env)
+    assert out.returncode == 0, out.stderr
+    assert "loaded: []" in out.stderr, out.stderr
+    return out.stdout
+
+
 def test_read_commands_import_no_litellm_even_with_a_model_configured(
     env: dict[str, str],
 ) -> None:
     """With SONALITY_MODEL set, every read command answers (exit 0) without importing
     litellm, the Neo4j driver or APScheduler; the context block still counts tokens."""
-    import os
-    import subprocess
-    import sys
-
     _seed(env)
-    code = (
-        "import sys\n"
-        "from sonality.cli import main\n"
-        f"for args in {READS!r}:\n"
-        "    try:\n        main(args, prog_name='sonality')\n"
-        "    except SystemExit as exc:\n        assert exc.code == 0, (args, exc.code)\n"
-        "heavy = sorted(m for m in ('litellm', 'neo4j', 'apscheduler') if m in sys.modules)\n"
-        "print('heavy:', heavy, file=sys.stderr)\n"
+    out = _loaded_after(env, READS, ("litellm", "neo4j", "apscheduler"))
+    assert "message 1" in out  # the context block and the export did run
+
+
+def test_listing_reads_load_only_their_own_command_modules(env: dict[str, str]) -> None:
+    """A read that ranks nothing (beliefs, facts, episodes, personas, reflections, snapshot)
+    loads neither numpy nor another group's command module: the server's, the evaluation
+    suite's, chat's, the demo's or the browser's."""
+    _seed(env)
+    reads = [r for r in READS if r[0] not in ("context", "export")]
+    unneeded = (
+        *("numpy", "sonality.eval", "sonality.cli.eval", "sonality.cli.serve"),
+        *("sonality.cli.chat", "sonality.cli.demo", "sonality.cli.browse"),
     )
-    run_env = {**os.environ, **env, "SONALITY_MODEL": "openai/gpt-4o-mini"}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=run_env)
-    assert out.returncode == 0, out.stderr
-    assert "heavy: []" in out.stderr
-    assert "message 1" in out.stdout  # the context block and the export did run
+    out = _loaded_after(env, reads, unneeded)
+    assert "message 1" in out  # the episodes listing did run
 
 
 def test_demo_context_shows_the_identity_once(env: dict[str, str]) -> None:

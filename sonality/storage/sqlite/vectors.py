@@ -19,35 +19,45 @@ import sqlite3
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING
 
 from sonality.storage import checks
 
-__all__ = ["EmbeddingCache", "decode_embedding", "encode_embedding"]
+if TYPE_CHECKING:  # numpy loads on first use, so opening a store for a read stays cheap
+    import numpy as np
+    import numpy.typing as npt
 
-_Matrix = npt.NDArray[np.float32]
+    _Matrix = npt.NDArray[np.float32]
+
+__all__ = ["EmbeddingCache", "decode_embedding", "encode_embedding"]
 
 
 def encode_embedding(values: Sequence[float], dimensions: int) -> bytes:
     """Check the embedding (:func:`sonality.storage.checks.embedding`) and pack it as
     little-endian float32."""
+    import numpy as np
+
     return np.asarray(checks.embedding(values, dimensions), dtype="<f4").tobytes()
 
 
 def decode_embedding(blob: bytes) -> _Matrix:
     """BLOB → float32 vector (a read-only view)."""
+    import numpy as np
+
     return np.frombuffer(blob, dtype="<f4")
 
 
 def _normalise(vector: _Matrix) -> _Matrix:
+    import numpy as np
+
     norm = float(np.linalg.norm(vector))
     return vector / norm if norm > 0 else vector
 
 
 def _normalise_rows(flat: _Matrix, dimensions: int) -> _Matrix:
     """Reshape a flat float32 buffer to rows and scale each to unit length (zeros stay)."""
+    import numpy as np
+
     rows = flat.reshape(-1, dimensions)
     norms = np.linalg.norm(rows, axis=1, keepdims=True)
     out = np.zeros_like(rows)
@@ -64,10 +74,14 @@ class _UserMatrix:
     last_rev: int = 0
 
     def __post_init__(self) -> None:
+        import numpy as np
+
         self.matrix = np.zeros((16, self.dimensions), dtype=np.float32)
 
     def put(self, episode_ids: Sequence[str], vectors: _Matrix) -> None:
         """Insert or replace rows (``vectors`` already normalised, one row per id)."""
+        import numpy as np
+
         for episode_id, vector in zip(episode_ids, vectors, strict=True):
             row = self.rows.get(episode_id)
             if row is None:
@@ -131,6 +145,8 @@ class EmbeddingCache:
     ) -> list[tuple[str, float]]:
         """The ``k`` most similar episode ids of the user with their cosine similarity,
         best first (ties by episode id)."""
+        import numpy as np
+
         entry = self._refresh(conn, persona_id, user_id)
         count = len(entry.ids)
         if k <= 0 or count == 0:
