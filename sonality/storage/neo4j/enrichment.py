@@ -18,12 +18,14 @@ from sonality.errors import NotFoundError, PersonaNotFound
 from sonality.models import (
     Belief,
     EnrichmentCommit,
+    EnrichmentState,
     Episode,
     Insight,
     InsightCommit,
     InsightState,
     InsightStatus,
     ProvenanceEdge,
+    StagedInfluence,
     StagedUpdate,
     UserFact,
     UserInfluence,
@@ -40,6 +42,7 @@ from sonality.storage.neo4j.executor import (
     lock_persona,
     write_matched,
 )
+from sonality.storage.neo4j.personas import persona_from
 
 __all__ = ["Neo4jEnrichment", "belief_props", "provenance_from"]
 
@@ -107,6 +110,34 @@ async def _commit(tx: AsyncManagedTransaction, commit: EnrichmentCommit) -> None
     )
 
 
+async def _commit_all(tx: AsyncManagedTransaction, commits: Sequence[EnrichmentCommit]) -> None:
+    """Consecutive commits of one persona, each checked as alone, in one transaction."""
+    for commit in commits:
+        await _commit(tx, commit)
+
+
+async def _state(
+    tx: AsyncManagedTransaction, persona_id: str, user_ids: list[str], since: int
+) -> EnrichmentState:
+    persona = await fetch_one(tx, Query.PERSONA_GET, persona_id=persona_id)
+    if persona is None:
+        raise PersonaNotFound("no such persona", persona_id=persona_id)
+    ids = {"persona_id": persona_id}
+    beliefs = await fetch(tx, Query.BELIEF_LIST, **ids, include_retired=True)
+    staged = await fetch(tx, Query.STAGED_LIST, **ids, due_by=None)
+    facts = await fetch(tx, Query.FACT_LIST_USERS, **ids, user_ids=user_ids)
+    influence = await fetch(tx, Query.STAGED_INFLUENCE_USERS, **ids, user_ids=user_ids, since=since)
+    return EnrichmentState(
+        persona=persona_from(persona["persona"]),
+        beliefs=tuple(Belief.model_validate(codec.decode(r["belief"], Belief)) for r in beliefs),
+        staged=tuple(
+            StagedUpdate.model_validate(codec.decode(r["staged"], StagedUpdate)) for r in staged
+        ),
+        facts=tuple(UserFact.model_validate(codec.decode(r["fact"], UserFact)) for r in facts),
+        influence=tuple(StagedInfluence.model_validate(r) for r in influence),
+    )
+
+
 async def _commit_insight(tx: AsyncManagedTransaction, commit: InsightCommit) -> None:
     """The retried insight part: checked pending under the persona lock, then written."""
     ids = {"persona_id": commit.persona_id, "episode_id": commit.episode_id}
@@ -129,6 +160,20 @@ class Neo4jEnrichment(Neo4jAggregate):
     async def commit_enrichment(self, commit: EnrichmentCommit) -> None:
         """Apply everything one interaction changed, in one transaction."""
         await self._db.write("commit_enrichment", _commit, commit)
+
+    async def commit_enrichments(self, commits: Sequence[EnrichmentCommit]) -> None:
+        """Apply consecutive enrichment commits of one persona in one transaction, each
+        checked as ``commit_enrichment`` checks it; any refusal rolls them all back."""
+        if commits:
+            await self._db.write("commit_enrichments", _commit_all, tuple(commits))
+
+    async def enrichment_state(
+        self, persona_id: str, user_ids: Sequence[str], *, since_interaction: int
+    ) -> EnrichmentState:
+        """What planning the persona's next enrichments reads, in one read transaction."""
+        return await self._db.read(
+            "enrichment_state", _state, persona_id, sorted(set(user_ids)), since_interaction
+        )
 
     async def commit_insight(self, commit: InsightCommit) -> None:
         """Apply a retried insight extraction in one transaction (``ConflictError`` when
