@@ -332,6 +332,7 @@ def _state(
 
 
 def _commit_all(conn: sqlite3.Connection, commits: Sequence[EnrichmentCommit]) -> None:
+    checks.enrichment_chunk(commits)
     for commit in commits:
         _commit(conn, commit)
 
