@@ -99,9 +99,7 @@ async def test_an_enrichment_chunk_is_one_statement(
     statement; the state the chunk plans from is read in one transaction."""
     await add_persona(neo4j_store)
     episodes = [await add_episode(neo4j_store, f"e{i}", minute=i) for i in range(1, 4)]
-    commits = [
-        make_commit(e, expected=i, insight_id=f"ins-{e.id}") for i, e in enumerate(episodes)
-    ]
+    commits = [make_commit(e, expected=i, insight_id=f"ins-{e.id}") for i, e in enumerate(episodes)]
     with statements.counting() as sent:
         await neo4j_store.commit_enrichments(commits)
     assert len(sent) == 1, sent
