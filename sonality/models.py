@@ -39,6 +39,7 @@ __all__ = [
     "ConversationMind",
     "Direction",
     "EnrichmentCommit",
+    "EnrichmentState",
     "EnrichmentStatus",
     "Episode",
     "EpisodeDraft",
@@ -75,6 +76,7 @@ __all__ = [
     "SelfModel",
     "Snapshot",
     "SoftGoal",
+    "StagedInfluence",
     "StagedUpdate",
     "StoredEvidence",
     "ThinkerStatus",
@@ -431,6 +433,14 @@ class UserInfluence(Frozen):
     message: str
 
 
+class StagedInfluence(UserInfluence):
+    """A :class:`UserInfluence` row with the user it counts against and the staged delta's
+    id (what orders rows of one interaction): the form a backlog pass carries in memory."""
+
+    user_id: Identifier
+    staged_id: str
+
+
 class UserFactDraft(Frozen):
     kind: FactKind
     text: str
@@ -448,6 +458,22 @@ class UserFact(Frozen):
     episode_id: Identifier
     created_at: datetime
     retracted: bool = False
+
+
+class EnrichmentState(Frozen):
+    """Everything planning the enrichment of a persona's next episodes reads, taken in one
+    read (``Store.enrichment_state``) and then carried from one episode to the next in
+    memory (``core.backlog``), as the one-by-one path would read it again each time."""
+
+    persona: Persona
+    beliefs: tuple[Belief, ...]
+    """Every belief, retired ones included."""
+    staged: tuple[StagedUpdate, ...]
+    """The uncommitted staged deltas."""
+    facts: tuple[UserFact, ...]
+    """The active facts of the users asked for."""
+    influence: tuple[StagedInfluence, ...]
+    """The staged deltas of those users' episodes staged after the interaction asked for."""
 
 
 class EnrichmentCommit(Frozen):

@@ -19,6 +19,7 @@ from sonality.models import (
     Belief,
     ConversationMind,
     EnrichmentCommit,
+    EnrichmentState,
     Episode,
     EpisodeDraft,
     Erasure,
@@ -295,6 +296,21 @@ class EnrichmentStore(Protocol):
 
     async def commit_enrichment(self, commit: EnrichmentCommit) -> None:
         """Apply everything one interaction changed, in one transaction."""
+        ...
+
+    async def commit_enrichments(self, commits: Sequence[EnrichmentCommit]) -> None:
+        """Apply consecutive enrichment commits of one persona (a backlog chunk, planned
+        in order from one ``enrichment_state``) in one transaction, each checked as
+        ``commit_enrichment`` checks it; a refusal of any (``ConflictError`` …) rolls them
+        all back."""
+        ...
+
+    async def enrichment_state(
+        self, persona_id: str, user_ids: Sequence[str], *, since_interaction: int
+    ) -> EnrichmentState:
+        """In one read: the persona, every belief (retired too), the uncommitted staged
+        deltas, the active facts of ``user_ids`` and the staged deltas of their episodes
+        staged after ``since_interaction`` (what a backlog chunk plans from)."""
         ...
 
     async def commit_insight(self, commit: InsightCommit) -> None:

@@ -37,6 +37,7 @@ __all__ = [
     "ERROR_MAX_CHARS",
     "FLOAT32_MAX",
     "embedding",
+    "enrichment_chunk",
     "enrichment_may_commit",
     "episode_counts",
     "episode_not_found",
@@ -202,6 +203,15 @@ def episode_counts(rows: Iterable[tuple[str, int]]) -> dict[str, int]:
 
 
 # enrichment -------------------------------------------------------------------------------
+
+
+def enrichment_chunk(commits: Sequence[EnrichmentCommit]) -> str:
+    """The one persona a chunk of enrichment commits belongs to (``ValidationError`` when
+    they mix personas or there are none)."""
+    personas = {c.persona_id for c in commits}
+    if len(personas) != 1:
+        raise ValidationError("an enrichment chunk mixes personas", personas=len(personas))
+    return personas.pop()
 
 
 def enrichment_may_commit(
