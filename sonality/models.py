@@ -36,6 +36,7 @@ __all__ = [
     "ArchivedUser",
     "Belief",
     "BeliefStatus",
+    "ContextReads",
     "ConversationMind",
     "Direction",
     "EnrichmentCommit",
@@ -448,6 +449,22 @@ class UserFact(Frozen):
     episode_id: Identifier
     created_at: datetime
     retracted: bool = False
+
+
+class ContextReads(Frozen):
+    """Everything ``context`` reads, taken by the store in one read transaction (one
+    consistent view; on Neo4j one session, on SQLite one ``BEGIN``)."""
+
+    persona: Persona
+    snapshot: Snapshot
+    facts: tuple[UserFact, ...]
+    """The user's active facts, oldest first."""
+    beliefs: tuple[Belief, ...]
+    """The persona's active beliefs, by topic."""
+    similar: tuple[tuple[Episode, float], ...]
+    """Up to ``similar_k`` of the user's embedded episodes by cosine, best first."""
+    recent: tuple[Episode, ...]
+    """Up to ``recent`` of the user's episodes, most recent first."""
 
 
 class EnrichmentCommit(Frozen):

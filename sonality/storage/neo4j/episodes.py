@@ -153,8 +153,11 @@ async def _similar(
 class Neo4jEpisodes(Neo4jAggregate):
     """The ``EpisodeStore`` part of the Neo4j store."""
 
+    similarity_cache = True
+    """Search the process's embedding cache (``vectors.py``); ``False`` runs the query
+    forms of :class:`SimilarityRoute` on the server instead (a benchmark compares them)."""
     similarity_route = SimilarityRoute()
-    """How similar_episodes searches (an instance may replace it, e.g. a benchmark)."""
+    """How similar_episodes searches without the cache (an instance may replace it)."""
 
     def _vector(self, embedding: Sequence[float]) -> list[float]:
         return checks.embedding(embedding, self._db.embedding_dimensions)
@@ -286,6 +289,10 @@ class Neo4jEpisodes(Neo4jAggregate):
         vector = self._vector(embedding)
         if k <= 0:
             return []
+        if self.similarity_cache:
+            return await self._db.read(
+                "similar_episodes", self._db.vectors.search, persona_id, user_id, vector, k
+            )
         return await self._db.read(
             "similar_episodes", _similar, persona_id, user_id, vector, k, self.similarity_route
         )

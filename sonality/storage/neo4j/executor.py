@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from neo4j import AsyncDriver, AsyncManagedTransaction
 from neo4j.exceptions import (
@@ -41,6 +41,9 @@ from sonality.errors import (
 )
 from sonality.observability import get_logger
 from sonality.storage.neo4j.cypher import Query, load
+
+if TYPE_CHECKING:
+    from sonality.storage.neo4j.vectors import Neo4jEmbeddingCache
 
 __all__ = [
     "Neo4jAggregate",
@@ -127,6 +130,10 @@ class Neo4jExecutor:
         self._schema_ok = False
         self.stats = TransactionStats()
         """Units of work and driver retries, for benchmarks and diagnostics."""
+        from sonality.storage.neo4j.vectors import Neo4jEmbeddingCache  # imports this module
+
+        self.vectors: Neo4jEmbeddingCache = Neo4jEmbeddingCache(embedding_dimensions)
+        """The similarity cache of this process (``storage/neo4j/vectors.py``)."""
 
     def forget_schema(self) -> None:
         """Check the schema again before the next unit of work (after a migration)."""
