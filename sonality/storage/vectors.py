@@ -77,8 +77,10 @@ class UserMatrix:
             self.revs[episode_id] = rev
             self.last_rev = max(self.last_rev, rev)
 
-    def top(self, query: Sequence[float], k: int) -> list[tuple[str, float]]:
-        """The ``k`` most similar cached ids with their cosine, best first (ties by id)."""
+    def top(self, query: Sequence[float], k: int, *, ties: bool = False) -> list[tuple[str, float]]:
+        """The ``k`` most similar cached ids with their cosine, best first (ties by id);
+        with ``ties``, also every other id scoring as much as the k-th (for a caller that
+        breaks ties its own way)."""
         import numpy as np
 
         count = len(self.ids)
@@ -87,11 +89,13 @@ class UserMatrix:
         q = _normalise(np.asarray(query, dtype=np.float32))
         scores = np.clip(self.matrix[:count] @ q, -1.0, 1.0)  # float32 may overshoot
         candidates = np.argpartition(-scores, k - 1)[:k] if k < count else np.arange(count)
+        if ties and k < count:
+            candidates = np.flatnonzero(scores >= scores[candidates].min())
         ranked = sorted(
             ((self.ids[int(i)], float(scores[int(i)])) for i in candidates),
             key=lambda pair: (-pair[1], pair[0]),
         )
-        return ranked[:k]
+        return ranked if ties else ranked[:k]
 
 
 class MatrixCache:

@@ -1,10 +1,11 @@
 """What ``context`` reads on Neo4j, in one read transaction (one session).
 
 ``context/read`` brings persona, CURRENT snapshot, the user's active facts, the active
-beliefs and the user's latest episodes in one statement; the similar episodes come from
-the process's embedding cache (:mod:`sonality.storage.neo4j.vectors`: a catch-up
-statement, then the hits by id) or, with the cache off, from ``episode/similar``. Three
-statements in one managed transaction instead of six sessions.
+beliefs and the user's latest episodes in one statement; the similar episodes come, in
+the same transaction, from the in-index filtered search on 2026.x
+(``episode/similar_search``), else from the process's embedding cache
+(:mod:`sonality.storage.neo4j.vectors`: a catch-up statement, then the hits by id). At
+most three statements in one managed transaction, instead of six sessions.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from sonality.models import Belief, ContextReads, Episode, UserFact
 from sonality.storage import checks
 from sonality.storage.neo4j import codec
 from sonality.storage.neo4j.cypher import Query
-from sonality.storage.neo4j.episodes import Neo4jEpisodes, _similar, episode_from
+from sonality.storage.neo4j.episodes import Neo4jEpisodes, episode_from
 from sonality.storage.neo4j.executor import fetch_one
 from sonality.storage.neo4j.personas import persona_from, snapshot_from
 
@@ -46,12 +47,7 @@ class Neo4jContext(Neo4jEpisodes):
             raise StoreError("persona has no CURRENT snapshot", persona_id=persona_id)
         similar: list[tuple[Episode, float]] = []
         if vector is not None and similar_k > 0:
-            if self.similarity_cache:
-                similar = await self._db.vectors.search(tx, persona_id, user_id, vector, similar_k)
-            else:
-                similar = await _similar(
-                    tx, persona_id, user_id, vector, similar_k, self.similarity_route
-                )
+            similar = await self._similar_in(tx, persona_id, user_id, vector, similar_k)
         return ContextReads(
             persona=persona_from(row["persona"]),
             snapshot=snapshot_from(row["snapshot"]),

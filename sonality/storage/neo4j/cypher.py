@@ -65,6 +65,7 @@ class Query(StrEnum):
     EPISODE_SET_EMBEDDING = "episode/set_embedding"
     EPISODE_SIMILAR = "episode/similar"
     EPISODE_SIMILAR_EXACT = "episode/similar_exact"
+    EPISODE_SIMILAR_SEARCH = "episode/similar_search"
     EPISODE_VECTORS = "episode/vectors"
 
     # enrichment commit (one statement)

@@ -134,6 +134,9 @@ class Neo4jExecutor:
 
         self.vectors: Neo4jEmbeddingCache = Neo4jEmbeddingCache(embedding_dimensions)
         """The similarity cache of this process (``storage/neo4j/vectors.py``)."""
+        self.scoped_index = False
+        """Whether the vector index filters by persona and user (2026.x, migration V0036);
+        set by the store when it checks the schema."""
 
     def forget_schema(self) -> None:
         """Check the schema again before the next unit of work (after a migration)."""

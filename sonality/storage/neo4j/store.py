@@ -110,9 +110,13 @@ class Neo4jStore(
                 driver,
                 database=database,
                 embedding_dimensions=embedding_dimensions,
-                check_schema=self._ledger.check,
+                check_schema=self._check_schema,
             )
         )
+
+    async def _check_schema(self) -> None:
+        await self._ledger.check()
+        self._db.scoped_index = self._ledger.scoped_index
 
     @property
     def transaction_stats(self) -> TransactionStats:
@@ -176,6 +180,7 @@ class Neo4jStore(
             async with translate_errors("open"):
                 await driver.verify_connectivity()
                 await store._ledger.check_vector_index()
+                store._db.scoped_index = store._ledger.scoped_index
         except BaseException:
             await driver.close()
             raise

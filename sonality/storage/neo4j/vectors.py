@@ -101,11 +101,12 @@ class Neo4jEmbeddingCache(MatrixCache):
         query: Sequence[float],
         k: int,
     ) -> list[tuple[Episode, float]]:
-        """Up to ``k`` of the user's embedded episodes by cosine, best first (ties by id)."""
+        """Up to ``k`` of the user's embedded episodes by cosine, best first (ties: the
+        later ``seq`` first, as the server's exact scan orders them)."""
         found: dict[str, Episode] = {}
         hits: list[tuple[str, float]] = []
         for _ in range(2):
-            hits = (await self._refresh(tx, persona_id, user_id)).top(query, k)
+            hits = (await self._refresh(tx, persona_id, user_id)).top(query, k, ties=True)
             if not hits:
                 return []
             rows: list[dict[str, Any]] = await fetch(
@@ -119,4 +120,8 @@ class Neo4jEmbeddingCache(MatrixCache):
             if len(found) == len(hits):
                 break
             self.forget(persona_id, user_id)  # a hit disappeared: rebuild and search again
-        return [(found[i], score) for i, score in hits if i in found]
+        ranked = sorted(
+            ((found[i], score) for i, score in hits if i in found),
+            key=lambda pair: (-pair[1], -pair[0].seq),
+        )
+        return ranked[:k]
