@@ -26,6 +26,7 @@ from sonality.storage.neo4j.executor import (
     fetch_one,
     write_matched,
 )
+from sonality.storage.neo4j.vectors import Neo4jEmbeddingCache
 
 __all__ = ["Neo4jEpisodes", "SimilarityRoute", "episode_from"]
 
@@ -177,6 +178,15 @@ class Neo4jEpisodes(Neo4jAggregate):
     similarity_route = SimilarityRoute()
     """How similar_episodes searches without the cache (an instance may replace it)."""
 
+    _vector_cache: Neo4jEmbeddingCache | None = None
+
+    @property
+    def vectors(self) -> Neo4jEmbeddingCache:
+        """The similarity cache of this store instance (this process), made on first use."""
+        if self._vector_cache is None:
+            self._vector_cache = Neo4jEmbeddingCache(self._db.embedding_dimensions)
+        return self._vector_cache
+
     @property
     def similarity_form(self) -> str:
         """How similarity is searched now: ``search`` (the scoped index of 2026.x),
@@ -198,7 +208,8 @@ class Neo4jEpisodes(Neo4jAggregate):
         if form == "search":
             return await _search(tx, persona_id, user_id, vector, k)
         if form == "cache":
-            return await self._db.vectors.search(tx, persona_id, user_id, vector, k)
+            hits = await self.vectors.search(tx, persona_id, user_id, vector, k)
+            return [(episode_from(props), score) for props, score in hits]
         return await _similar(tx, persona_id, user_id, vector, k, self.similarity_route)
 
     def _vector(self, embedding: Sequence[float]) -> list[float]:

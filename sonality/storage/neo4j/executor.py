@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from neo4j import AsyncDriver, AsyncManagedTransaction
 from neo4j.exceptions import (
@@ -41,9 +41,6 @@ from sonality.errors import (
 )
 from sonality.observability import get_logger
 from sonality.storage.neo4j.cypher import Query, load
-
-if TYPE_CHECKING:
-    from sonality.storage.neo4j.vectors import Neo4jEmbeddingCache
 
 __all__ = [
     "Neo4jAggregate",
@@ -130,10 +127,6 @@ class Neo4jExecutor:
         self._schema_ok = False
         self.stats = TransactionStats()
         """Units of work and driver retries, for benchmarks and diagnostics."""
-        from sonality.storage.neo4j.vectors import Neo4jEmbeddingCache  # imports this module
-
-        self.vectors: Neo4jEmbeddingCache = Neo4jEmbeddingCache(embedding_dimensions)
-        """The similarity cache of this process (``storage/neo4j/vectors.py``)."""
         self.scoped_index = False
         """Whether the vector index filters by persona and user (2026.x, migration V0036);
         set by the store when it checks the schema."""

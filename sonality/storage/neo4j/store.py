@@ -216,4 +216,4 @@ class Neo4jStore(
         ):
             result = await session.run(load(Query.ADMIN_DELETE_ALL))
             await result.consume()
-        self._db.vectors.clear()  # other processes see the deletion through their checks
+        self.vectors.clear()  # other processes see the deletion through their checks

@@ -35,9 +35,7 @@ from typing import Any
 
 from neo4j import AsyncManagedTransaction
 
-from sonality.models import Episode
 from sonality.storage.neo4j.cypher import Query
-from sonality.storage.neo4j.episodes import episode_from
 from sonality.storage.neo4j.executor import fetch, fetch_one
 from sonality.storage.vectors import MatrixCache, UserMatrix, normalise_rows
 
@@ -100,10 +98,10 @@ class Neo4jEmbeddingCache(MatrixCache):
         user_id: str,
         query: Sequence[float],
         k: int,
-    ) -> list[tuple[Episode, float]]:
-        """Up to ``k`` of the user's embedded episodes by cosine, best first (ties: the
-        later ``seq`` first, as the server's exact scan orders them)."""
-        found: dict[str, Episode] = {}
+    ) -> list[tuple[dict[str, Any], float]]:
+        """Up to ``k`` of the user's embedded episodes (their stored properties) by cosine,
+        best first (ties: the later ``seq`` first, as the server's exact scan orders them)."""
+        found: dict[str, dict[str, Any]] = {}
         hits: list[tuple[str, float]] = []
         for _ in range(2):
             hits = (await self._refresh(tx, persona_id, user_id)).top(query, k, ties=True)
@@ -116,12 +114,12 @@ class Neo4jEmbeddingCache(MatrixCache):
                 user_id=user_id,
                 ids=[i for i, _ in hits],
             )
-            found = {str(r["episode"]["id"]): episode_from(r["episode"]) for r in rows}
+            found = {str(r["episode"]["id"]): r["episode"] for r in rows}
             if len(found) == len(hits):
                 break
             self.forget(persona_id, user_id)  # a hit disappeared: rebuild and search again
         ranked = sorted(
             ((found[i], score) for i, score in hits if i in found),
-            key=lambda pair: (-pair[1], -pair[0].seq),
+            key=lambda pair: (-pair[1], -int(pair[0]["seq"])),
         )
         return ranked[:k]
