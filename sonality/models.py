@@ -36,6 +36,7 @@ __all__ = [
     "ArchivedUser",
     "Belief",
     "BeliefStatus",
+    "ContextReads",
     "ConversationMind",
     "Direction",
     "EnrichmentCommit",
@@ -474,6 +475,22 @@ class EnrichmentState(Frozen):
     """The active facts of the users asked for."""
     influence: tuple[StagedInfluence, ...]
     """The staged deltas of those users' episodes staged after the interaction asked for."""
+
+
+class ContextReads(Frozen):
+    """Everything ``context`` reads, taken by the store in one read transaction (one
+    consistent view; on Neo4j one session, on SQLite one ``BEGIN``)."""
+
+    persona: Persona
+    snapshot: Snapshot
+    facts: tuple[UserFact, ...]
+    """The user's active facts, oldest first."""
+    beliefs: tuple[Belief, ...]
+    """The persona's active beliefs, by topic."""
+    similar: tuple[tuple[Episode, float], ...]
+    """Up to ``similar_k`` of the user's embedded episodes by cosine, best first."""
+    recent: tuple[Episode, ...]
+    """Up to ``recent`` of the user's episodes, most recent first."""
 
 
 class EnrichmentCommit(Frozen):

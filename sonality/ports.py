@@ -17,6 +17,7 @@ from sonality.models import (
     AffectState,
     ApiKey,
     Belief,
+    ContextReads,
     ConversationMind,
     EnrichmentCommit,
     EnrichmentState,
@@ -51,6 +52,7 @@ __all__ = [
     "LLM",
     "ArchiveStore",
     "Clock",
+    "ContextStore",
     "Embedder",
     "EnrichmentStore",
     "EpisodeStore",
@@ -585,6 +587,26 @@ class ArchiveStore(Protocol):
 
 
 @runtime_checkable
+class ContextStore(Protocol):
+    """What ``context`` reads, in one unit of work."""
+
+    async def context_reads(
+        self,
+        persona_id: str,
+        user_id: str,
+        embedding: Sequence[float] | None,
+        *,
+        similar_k: int,
+        recent: int,
+    ) -> ContextReads:
+        """Persona, CURRENT snapshot, the user's active facts, the active beliefs, the
+        user's ``similar_k`` episodes most similar to ``embedding`` (none when it is
+        ``None`` or ``similar_k`` is 0) and their ``recent`` latest, all in one read
+        transaction. ``PersonaNotFound`` when the persona is unknown."""
+        ...
+
+
+@runtime_checkable
 class Store(
     SchemaStore,
     PersonaStore,
@@ -595,6 +617,7 @@ class Store(
     KeyStore,
     ErasureStore,
     ArchiveStore,
+    ContextStore,
     Protocol,
 ):
     """Persistence of one Sonality deployment: every part above. Every method is scoped
