@@ -258,6 +258,18 @@ def test_listing_reads_load_only_their_own_command_modules(env: dict[str, str]) 
     assert "message 1" in out  # the episodes listing did run
 
 
+def test_reads_load_no_write_side_pipeline(env: dict[str, str]) -> None:
+    """No read command loads the write-side pipelines the facade builds on first use: the
+    dual-process runtime (Talker, Thinker, affect) and the erasure pipeline."""
+    _seed(env)
+    unneeded = (
+        *("sonality.mind.runtime", "sonality.mind.talker", "sonality.mind.thinker"),
+        *("sonality.mind.affect", "sonality.mind.erasure", "sonality.core.erasure"),
+    )
+    out = _loaded_after(env, READS, unneeded)
+    assert "message 1" in out  # the context block and the export did run
+
+
 def test_demo_context_shows_the_identity_once(env: dict[str, str]) -> None:
     """Until the first reflection the snapshot is the core identity: the demo's context
     block prints that text once, not a second time as snapshot v1; at INFO, no per-event
