@@ -676,8 +676,12 @@ class Sonality:
         )
 
     async def erasures(self, persona_id: str) -> list[Erasure]:
-        """The persona's erasure audit records, oldest first (also after its deletion)."""
-        return await self.store.list_erasures(check_id(persona_id, "persona_id"))
+        """The persona's erasure audit records, oldest first (also after its deletion).
+        ``PersonaNotFound`` when the persona neither exists nor left any record."""
+        records = await self.store.list_erasures(check_id(persona_id, "persona_id"))
+        if not records:
+            await self._known(persona_id)
+        return records
 
     # moving personas (mind/archive.py) -------------------------------------------------
     async def export(self, persona_id: str | Sequence[str]) -> str:

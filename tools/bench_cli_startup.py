@@ -51,6 +51,7 @@ READS = [
     ["snapshot", "history", "--persona", "ada"],
     ["snapshot", "show", "--persona", "ada"],
     ["export", "--persona", "ada"],
+    ["erasures", "--persona", "ada"],
     ["doctor"],
 ]
 

@@ -141,6 +141,45 @@ def test_copy_from_sqlite_to_neo4j(
     assert code == 3 and "store URL" in err
 
 
+@pytest.fixture(params=["sqlite", pytest.param("neo4j", marks=pytest.mark.neo4j)])
+def either_env(request: pytest.FixtureRequest, env: dict[str, str]) -> dict[str, str]:
+    """``env`` on each backend: the SQLite file, or the emptied Neo4j server."""
+    if request.param == "sqlite":
+        return env
+    request.getfixturevalue("neo4j_store")  # empties the database
+    neo = {**env, "SONALITY_STORE": request.getfixturevalue("neo4j_uri")}
+    auth = request.getfixturevalue("neo4j_auth")
+    if auth:
+        neo["SONALITY_NEO4J_USER"], neo["SONALITY_NEO4J_PASSWORD"] = auth
+    return neo
+
+
+def test_erasures_lists_the_audit_records(either_env: dict[str, str]) -> None:
+    """`erasures` lists a persona's audit records oldest first, as text and JSON, without
+    the erased ids; none yet says so; they are still listed after the persona's deletion;
+    a persona that never existed is exit 4."""
+    env = either_env
+    _seed(env)
+    code, out, _ = invoke(env, "erasures", "--persona", "ada")
+    assert (code, out) == (0, "no erasures yet\n")
+    assert invoke(env, "forget", "--persona", "ada", "--user", "u1", "--yes")[0] == 0
+    assert invoke(env, "episode", "delete", "--persona", "ada", "e2", "--yes")[0] == 0
+    code, out, _ = invoke(env, "erasures", "--persona", "ada", "--json")
+    assert code == 0
+    records = json.loads(out)
+    assert [(r["kind"], r["episodes"]) for r in records] == [("user", 2), ("episode", 1)]
+    assert "u1" not in out and "e2" not in out
+    code, out, _ = invoke(env, "erasures", "--persona", "ada")
+    assert code == 0 and len(out.splitlines()) == 2
+    assert out.splitlines()[0].split()[2:4] == ["user", records[0]["id"]]
+    assert "2 episodes" in out.splitlines()[0] and "u1" not in out
+    assert invoke(env, "persona", "delete", "ada", "--yes")[0] == 0
+    code, out, _ = invoke(env, "erasures", "--persona", "ada", "--json")
+    assert code == 0 and [r["kind"] for r in json.loads(out)] == ["user", "episode", "persona"]
+    code, out, err = invoke(env, "erasures", "--persona", "nobody")
+    assert (code, out) == (4, "") and "nobody" in err
+
+
 @pytest.mark.parametrize(
     "args",
     [
@@ -160,6 +199,7 @@ def test_copy_from_sqlite_to_neo4j(
         ("episode", "delete", "--persona", "nobody", "e1", "--yes"),
         ("fact", "retract", "--persona", "nobody", "f1"),
         ("export", "--persona", "nobody"),
+        ("erasures", "--persona", "nobody"),
     ],
     ids=lambda args: " ".join(args[:2]),
 )
@@ -207,6 +247,7 @@ READS = [
     ["snapshot", "history", "--persona", "ada"],
     ["snapshot", "show", "--persona", "ada"],
     ["export", "--persona", "ada"],
+    ["erasures", "--persona", "ada"],
     ["doctor"],
 ]
 """The read-only commands (``tools/bench_cli_startup.py --reads`` times them)."""
