@@ -273,11 +273,11 @@ def test_read_commands_import_no_litellm_even_with_a_model_configured(
 
 
 def test_listing_reads_load_only_their_own_command_modules(env: dict[str, str]) -> None:
-    """A read that ranks nothing (beliefs, facts, episodes, personas, reflections, snapshot)
-    loads neither numpy nor another group's command module: the server's, the evaluation
-    suite's, chat's, the demo's or the browser's."""
+    """A read that ranks nothing (every one but context: the export packs embeddings
+    without it) loads neither numpy nor another group's command module: the server's, the
+    evaluation suite's, chat's, the demo's or the browser's."""
     _seed(env)
-    reads = [r for r in READS if r[0] not in ("context", "export")]
+    reads = [r for r in READS if r[0] != "context"]
     unneeded = (
         *("numpy", "sonality.eval", "sonality.cli.eval", "sonality.cli.serve"),
         *("sonality.cli.chat", "sonality.cli.demo", "sonality.cli.browse"),
