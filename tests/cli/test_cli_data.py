@@ -275,11 +275,12 @@ def test_read_commands_import_no_litellm_even_with_a_model_configured(
 def test_listing_reads_load_only_their_own_command_modules(env: dict[str, str]) -> None:
     """A read that ranks nothing (every one but context: the export packs embeddings
     without it) loads neither numpy nor another group's command module: the server's, the
-    evaluation suite's, chat's, the demo's or the browser's."""
+    evaluation suite's, chat's, the demo's or the browser's; with SONALITY_STORE set,
+    platformdirs (which only finds the default store) is not loaded either."""
     _seed(env)
     reads = [r for r in READS if r[0] != "context"]
     unneeded = (
-        *("numpy", "sonality.eval", "sonality.cli.eval", "sonality.cli.serve"),
+        *("numpy", "platformdirs", "sonality.eval", "sonality.cli.eval", "sonality.cli.serve"),
         *("sonality.cli.chat", "sonality.cli.demo", "sonality.cli.browse"),
     )
     out = _loaded_after(env, reads, unneeded)
