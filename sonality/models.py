@@ -125,7 +125,7 @@ Identifier = Annotated[str, AfterValidator(validate_identifier)]
 class Frozen(BaseModel):
     """Base of the shared models: immutable, strict about unknown fields."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class Generation(Frozen):

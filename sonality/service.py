@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable, Sequence
-from functools import partial
+from functools import cached_property, partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, NoReturn, Self
 
@@ -34,7 +34,6 @@ from sonality.core.triggers import TriggerDecision
 from sonality.errors import ConfigError, SonalityError, ValidationError
 from sonality.mind.context import Context, ContextBuilder
 from sonality.mind.enrichment import Enricher, EnrichReport
-from sonality.mind.erasure import Eraser
 from sonality.mind.inputs import (
     MAX_LIMIT,
     check_bool,
@@ -46,11 +45,9 @@ from sonality.mind.inputs import (
     check_topic,
 )
 from sonality.mind.lanes import Lanes
-from sonality.mind.parts import EnrichMode, Limits, SystemClock, assemble
+from sonality.mind.parts import EnrichMode, Limits, RuntimeSettings, SystemClock, assemble
 from sonality.mind.recording import EpisodeRecorder, Exchange
 from sonality.mind.reflection import ReflectionParams, ReflectionReport, Reflector
-from sonality.mind.runtime import DualProcess, RuntimeSettings
-from sonality.mind.talker import Reply
 from sonality.models import (
     AffectPlacement,
     AffectState,
@@ -81,8 +78,11 @@ from sonality.models import (
 from sonality.observability import get_logger
 from sonality.ports import LLM, Clock, Embedder, Store
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported where first used, so a read loads none of them
     from sonality.mind.archive import Imported
+    from sonality.mind.erasure import Eraser
+    from sonality.mind.runtime import DualProcess
+    from sonality.mind.talker import Reply
 
 __all__ = ["EnrichMode", "Exchange", "Limits", "Recorded", "Sonality", "SystemClock"]
 
@@ -97,7 +97,7 @@ class Recorded(BaseModel):
     """What ``record`` returns: the stored episode (re-read after enrichment) and whether
     this call created it."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     episode: Episode
     created: bool
@@ -186,13 +186,6 @@ class Sonality:
         self._refused: dict[str, ConfigError] = {}
         """Per persona, the configuration error its last enrichment pass met (cleared by a
         pass that gets through): an inline ``record`` behind a backlog raises it."""
-        self.eraser = Eraser(
-            store=self.store,
-            clock=self.clock,
-            params=self.opinion,
-            window_size=self.limits.disagreement_window,
-            lease_seconds=self.reflector.params.lease_seconds,
-        )
 
     # lifecycle ----------------------------------------------------------------------
     @classmethod
@@ -622,6 +615,19 @@ class Sonality:
         return await self.store.snapshot_history(await self._known(persona_id))
 
     # forgetting and correcting (mind/erasure.py) ----------------------------------------
+    @cached_property
+    def eraser(self) -> Eraser:
+        """The erasure pipeline, built on first use (a read never loads it)."""
+        from sonality.mind.erasure import Eraser
+
+        return Eraser(
+            store=self.store,
+            clock=self.clock,
+            params=self.opinion,
+            window_size=self.limits.disagreement_window,
+            lease_seconds=self.reflector.params.lease_seconds,
+        )
+
     async def forget_user(self, persona_id: str, *, user_id: str) -> Erasure:
         """Erase the user from the persona: its conversations, episodes, facts, insights,
         affect state, monologue, narratives and usage, in one transaction, and recompute
@@ -670,8 +676,12 @@ class Sonality:
         )
 
     async def erasures(self, persona_id: str) -> list[Erasure]:
-        """The persona's erasure audit records, oldest first (also after its deletion)."""
-        return await self.store.list_erasures(check_id(persona_id, "persona_id"))
+        """The persona's erasure audit records, oldest first (also after its deletion).
+        ``PersonaNotFound`` when the persona neither exists nor left any record."""
+        records = await self.store.list_erasures(check_id(persona_id, "persona_id"))
+        if not records:
+            await self._known(persona_id)
+        return records
 
     # moving personas (mind/archive.py) -------------------------------------------------
     async def export(self, persona_id: str | Sequence[str]) -> str:
@@ -770,6 +780,8 @@ class Sonality:
     # dual-process runtime (mind/runtime.py) -------------------------------------------
     def _dual_process(self) -> DualProcess:
         if self._dual is None:
+            from sonality.mind.runtime import DualProcess
+
             self._dual = DualProcess(
                 store=self.store,
                 llm=self.llm,

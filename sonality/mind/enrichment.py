@@ -66,7 +66,7 @@ def interaction_ids(index: int) -> Callable[[str], str]:
 class EnrichReport(BaseModel):
     """What one ``enrich_pending`` pass did."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     persona_id: str
     enriched: int = 0
