@@ -669,6 +669,31 @@ class Sonality:
             severity=severity,
         )
 
+    async def add_fact(
+        self,
+        persona_id: str,
+        *,
+        user_id: str,
+        episode_id: str,
+        text: str,
+        kind: FactKind | str = FactKind.FACT,
+        severity: int = 1,
+    ) -> UserFact:
+        """Store a fact about the user that the model did not extract (kind and severity
+        1-5 as an extracted fact has), backed by ``episode_id``, one of the user's
+        exchanges: erasing that exchange erases the fact. A user never holds one fact
+        twice: when an active fact already says the same (same words, case-folded), that
+        fact is returned and nothing is written. ``NotFoundError`` when the episode is not
+        the user's."""
+        return await self.eraser.add_fact(
+            await self._known(persona_id),
+            check_id(user_id, "user_id"),
+            check_id(episode_id, "episode_id"),
+            text=text,
+            kind=kind,
+            severity=severity,
+        )
+
     async def erasures(self, persona_id: str) -> list[Erasure]:
         """The persona's erasure audit records, oldest first (also after its deletion)."""
         return await self.store.list_erasures(check_id(persona_id, "persona_id"))

@@ -585,6 +585,31 @@ async def erasures(persona_id: str, caller: CallerDep, app: SonalityDep) -> list
     return await app.erasures(persona_id)
 
 
+class FactIn(Body):
+    episode_id: str
+    """The user's exchange the fact comes from (erasing it erases the fact)."""
+    text: str
+    kind: FactKind = FactKind.FACT
+    severity: int = 1
+
+
+@router.post("/v1/personas/{persona_id}/users/{user_id}/facts", tags=["forget"])
+async def add_fact(
+    persona_id: str, user_id: str, body: FactIn, caller: CallerDep, app: SonalityDep
+) -> UserFact:
+    """Add a fact about the user, backed by one of the user's exchanges; when the user
+    already holds the same fact, that one is returned and nothing is written."""
+    caller.require(persona_id, WRITE)
+    return await app.add_fact(
+        persona_id,
+        user_id=user_id,
+        episode_id=body.episode_id,
+        text=body.text,
+        kind=body.kind,
+        severity=body.severity,
+    )
+
+
 @router.post("/v1/personas/{persona_id}/facts/{fact_id}/retract", tags=["forget"])
 async def retract_fact(
     persona_id: str, fact_id: str, caller: CallerDep, app: SonalityDep
