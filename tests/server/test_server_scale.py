@@ -6,8 +6,6 @@ file too)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,34 +13,23 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.server.conftest import _WIPE, Served, cli, start, store_env
+from tests.server.conftest import Served, start
 
 
-@pytest.fixture(scope="module", params=["sqlite", pytest.param("neo4j", marks=pytest.mark.neo4j)])
-def pair(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[Served, Served]]:
-    """Two ``sonality serve`` processes on one store, with persona ``duo``."""
-    folder = tmp_path_factory.mktemp(f"pair-{request.param}")
-    if request.param == "sqlite":
-        url = f"sqlite:///{folder / 'sonality.db'}"
-    else:
-        request.getfixturevalue("neo4j_session_store")
-        url = request.getfixturevalue("neo4j_uri")
-        wipe = subprocess.run(
-            [sys.executable, "-c", _WIPE, url], env=store_env(url), capture_output=True, text=True
+@pytest.fixture(scope="module")
+def pair(served: Served) -> Iterator[tuple[Served, Served]]:
+    """Two ``sonality serve`` processes on one store, with persona ``duo``: the session's
+    server and a second one started here on the same store."""
+    with served.client() as c:
+        r = c.post(
+            "/v1/personas", json={"id": "duo", "name": "Duo", "core_identity": "Duo thinks twice."}
         )
-        assert wipe.returncode == 0, wipe.stderr
-    env = store_env(url)
-    admin = cli(env, "key", "create", "--scope", "admin")["token"]
-    cli(env, "persona", "create", "duo", "--name", "Duo", "--identity", "Duo thinks twice.")
-    first = start(env, folder / "a.log")
-    second = start(env, folder / "b.log")
-    first.admin = second.admin = admin
+        assert r.status_code == 201, r.text
+    second = start(served.env, served.log.with_name(f"second-{served.backend}.log"))
+    second.admin = served.admin
     try:
-        yield first, second
+        yield served, second
     finally:
-        first.stop()
         second.stop()
 
 
