@@ -120,7 +120,12 @@ SONALITY_METHODS: dict[str, tuple[str, bool, list[tuple[str, str, object]]]] = {
     "drain": (
         "method",
         True,
-        [("persona_id", _P, _REQUIRED), ("conversation_id", _K, None), ("max_seconds", _K, None)],
+        [
+            ("persona_id", _P, _REQUIRED),
+            ("conversation_id", _K, None),
+            ("max_seconds", _K, None),
+            ("everywhere", _K, False),
+        ],
     ),
     "delete_episode": (
         "method",
@@ -177,6 +182,11 @@ SONALITY_METHODS: dict[str, tuple[str, bool, list[tuple[str, str, object]]]] = {
             ("llm", _K, None),
             ("owner", _K, None),
         ],
+    ),
+    "pending": (
+        "method",
+        True,
+        [("persona_id", _P, _REQUIRED), ("conversation_id", _K, None)],
     ),
     "persona": ("method", True, [("persona_id", _P, _REQUIRED)]),
     "personas": ("method", True, []),
