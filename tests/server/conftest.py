@@ -4,7 +4,7 @@ through ``--llm``, and an admin key made with ``sonality key create``.
 
 One server per store for the whole session (``served``), shared by every module: each
 module works on personas of its own (``ada``, ``cleo``, ``mia``, ``zoe``, ``alpha``/``beta``,
-``duo``) and with keys bound to them where it counts what a key sees, so no module
+``duo``/``trio``) and with keys bound to them where it counts what a key sees, so no module
 depends on another's data or order. pytest groups the tests of one store's server
 together, so Neo4j is wiped once, before that server starts, and nothing wipes it while
 the server runs. Its stderr (the server's logs) is kept in a file the security tests
