@@ -62,6 +62,7 @@ __all__ = [
     "KeyScope",
     "MonologueEntry",
     "Narrative",
+    "PendingWork",
     "Persona",
     "PersonaArchive",
     "ProvenanceEdge",
@@ -706,6 +707,20 @@ class ThinkerTurn(Frozen):
     """The committed narrative version the Talker answered with (0: none yet)."""
     created_at: datetime
     updated_at: datetime
+
+
+class PendingWork(Frozen):
+    """Background work the store still holds as pending, whichever process will do it."""
+
+    episodes: int = Field(ge=0)
+    """The persona's episodes not enriched yet (``pending``; ``failed`` ones not counted)."""
+    turns: int = Field(ge=0)
+    """Thinker turns not thought about yet (``pending``), of the conversation asked about
+    or of the whole persona."""
+
+    @property
+    def none(self) -> bool:
+        return self.episodes == 0 and self.turns == 0
 
 
 class Narrative(Frozen):

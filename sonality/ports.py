@@ -560,6 +560,13 @@ class ErasureStore(Protocol):
         kind, text and severity. ``NotFoundError`` when unknown."""
         ...
 
+    async def add_fact(self, fact: UserFact) -> UserFact:
+        """Store ``fact`` in one transaction and return it as stored; when its user
+        already holds an active fact that says the same (``checks.held_fact``), return
+        that one and write nothing. ``NotFoundError`` (nothing written) when
+        ``fact.episode_id`` is not an episode of ``fact.user_id``."""
+        ...
+
     async def delete_persona(self, persona_id: str, record: Erasure) -> None:
         """Remove the persona and everything it owns, in one transaction, keeping the
         audit records and adding ``record``. ``PersonaNotFound`` when unknown."""
