@@ -36,6 +36,7 @@ __all__ = [
     "ArchivedUser",
     "Belief",
     "BeliefStatus",
+    "ContextReads",
     "ConversationMind",
     "Direction",
     "EnrichmentCommit",
@@ -61,6 +62,7 @@ __all__ = [
     "KeyScope",
     "MonologueEntry",
     "Narrative",
+    "PendingWork",
     "Persona",
     "PersonaArchive",
     "ProvenanceEdge",
@@ -124,7 +126,7 @@ Identifier = Annotated[str, AfterValidator(validate_identifier)]
 class Frozen(BaseModel):
     """Base of the shared models: immutable, strict about unknown fields."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class Generation(Frozen):
@@ -476,6 +478,22 @@ class EnrichmentState(Frozen):
     """The staged deltas of those users' episodes staged after the interaction asked for."""
 
 
+class ContextReads(Frozen):
+    """Everything ``context`` reads, taken by the store in one read transaction (one
+    consistent view; on Neo4j one session, on SQLite one ``BEGIN``)."""
+
+    persona: Persona
+    snapshot: Snapshot
+    facts: tuple[UserFact, ...]
+    """The user's active facts, oldest first."""
+    beliefs: tuple[Belief, ...]
+    """The persona's active beliefs, by topic."""
+    similar: tuple[tuple[Episode, float], ...]
+    """Up to ``similar_k`` of the user's embedded episodes by cosine, best first."""
+    recent: tuple[Episode, ...]
+    """Up to ``recent`` of the user's episodes, most recent first."""
+
+
 class EnrichmentCommit(Frozen):
     """Everything one enriched interaction changes, applied by the store in one transaction.
 
@@ -689,6 +707,20 @@ class ThinkerTurn(Frozen):
     """The committed narrative version the Talker answered with (0: none yet)."""
     created_at: datetime
     updated_at: datetime
+
+
+class PendingWork(Frozen):
+    """Background work the store still holds as pending, whichever process will do it."""
+
+    episodes: int = Field(ge=0)
+    """The persona's episodes not enriched yet (``pending``; ``failed`` ones not counted)."""
+    turns: int = Field(ge=0)
+    """Thinker turns not thought about yet (``pending``), of the conversation asked about
+    or of the whole persona."""
+
+    @property
+    def none(self) -> bool:
+        return self.episodes == 0 and self.turns == 0
 
 
 class Narrative(Frozen):

@@ -17,6 +17,7 @@ from sonality.models import (
     AffectState,
     ApiKey,
     Belief,
+    ContextReads,
     ConversationMind,
     EnrichmentCommit,
     EnrichmentState,
@@ -51,6 +52,7 @@ __all__ = [
     "LLM",
     "ArchiveStore",
     "Clock",
+    "ContextStore",
     "Embedder",
     "EnrichmentStore",
     "EpisodeStore",
@@ -558,6 +560,13 @@ class ErasureStore(Protocol):
         kind, text and severity. ``NotFoundError`` when unknown."""
         ...
 
+    async def add_fact(self, fact: UserFact) -> UserFact:
+        """Store ``fact`` in one transaction and return it as stored; when its user
+        already holds an active fact that says the same (``checks.held_fact``), return
+        that one and write nothing. ``NotFoundError`` (nothing written) when
+        ``fact.episode_id`` is not an episode of ``fact.user_id``."""
+        ...
+
     async def delete_persona(self, persona_id: str, record: Erasure) -> None:
         """Remove the persona and everything it owns, in one transaction, keeping the
         audit records and adding ``record``. ``PersonaNotFound`` when unknown."""
@@ -585,6 +594,26 @@ class ArchiveStore(Protocol):
 
 
 @runtime_checkable
+class ContextStore(Protocol):
+    """What ``context`` reads, in one unit of work."""
+
+    async def context_reads(
+        self,
+        persona_id: str,
+        user_id: str,
+        embedding: Sequence[float] | None,
+        *,
+        similar_k: int,
+        recent: int,
+    ) -> ContextReads:
+        """Persona, CURRENT snapshot, the user's active facts, the active beliefs, the
+        user's ``similar_k`` episodes most similar to ``embedding`` (none when it is
+        ``None`` or ``similar_k`` is 0) and their ``recent`` latest, all in one read
+        transaction. ``PersonaNotFound`` when the persona is unknown."""
+        ...
+
+
+@runtime_checkable
 class Store(
     SchemaStore,
     PersonaStore,
@@ -595,6 +624,7 @@ class Store(
     KeyStore,
     ErasureStore,
     ArchiveStore,
+    ContextStore,
     Protocol,
 ):
     """Persistence of one Sonality deployment: every part above. Every method is scoped

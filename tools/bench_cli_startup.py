@@ -14,7 +14,11 @@ Target: ``sonality --help`` under 0.3 s; with ``--reads``, every read-only comma
 (``beliefs``, ``context``, ``export`` … on a fresh SQLite store of one persona and 30
 exchanges, with ``SONALITY_MODEL`` set so a litellm import would show) under 0.5 s, also
 reported as CPU seconds (user + system) since a shared machine's wall time is mostly
-waiting. The ``over floor`` column is the time Sonality
+waiting. Before timing, the package's bytecode is compiled (``compileall``), as installing
+the wheel does: with ``PYTHONDONTWRITEBYTECODE`` set (the Dockerfile and some shells set
+it) a source tree would otherwise recompile every module on every command, ~0.1 s that no
+installed copy pays; ``--source`` skips that step to show it. The load average is printed
+beside the figures. The ``over floor`` column is the time Sonality
 itself adds to starting Python, which is what the code controls; ``x click`` is the ratio to
 the import-click floor.
 """
@@ -44,8 +48,10 @@ READS = [
     ["episodes", "--persona", "ada"],
     ["context", "--persona", "ada", "--user", "u1", "--message", "what about tea?"],
     ["reflections", "--persona", "ada"],
+    ["snapshot", "history", "--persona", "ada"],
     ["snapshot", "show", "--persona", "ada"],
     ["export", "--persona", "ada"],
+    ["erasures", "--persona", "ada"],
     ["doctor"],
 ]
 
@@ -78,7 +84,17 @@ def main() -> None:
         help="a source tree (holding sonality/) whose `sonality --help` is measured too",
     )
     parser.add_argument("--reads", action="store_true", help="time the read commands instead")
+    parser.add_argument(
+        "--source",
+        action="store_true",
+        help="do not compile the bytecode first (each run may compile from source)",
+    )
     args = parser.parse_args()
+    if not args.source:
+        import compileall
+
+        compileall.compile_dir(ROOT / "sonality", quiet=1)
+    print("bytecode: " + ("as found (--source)" if args.source else "compiled first"))
     if args.reads:
         _reads(args.samples)
         return
@@ -106,7 +122,7 @@ def main() -> None:
 
     floor = statistics.median(timings["python -c pass (floor)"])
     click_floor = statistics.median(timings["python -c 'import click'"])
-    print(f"{args.samples} samples each, interleaved; {os.cpu_count()} cpus")
+    print(f"{args.samples} samples each, interleaved; {os.cpu_count()} cpus; {_load()}")
     print(f"{'':42} {'median':>8} {'p90':>8} {'over floor':>11} {'x click':>8}")
     for name, values in timings.items():
         median = statistics.median(values)
@@ -154,7 +170,9 @@ def _reads(samples: int) -> None:
                 timings[name].append(_time(argv))
                 cpu[name].append(_children_cpu() - before)
     floor = statistics.median(timings["python -c pass (floor)"])
-    print(f"{samples} samples each, interleaved; {os.cpu_count()} cpus; SONALITY_MODEL set")
+    print(
+        f"{samples} samples each, interleaved; {os.cpu_count()} cpus; SONALITY_MODEL set; {_load()}"
+    )
     print(f"{'':52} {'median':>7} {'p90':>7} {'over floor':>10} {'cpu':>6}")
     worst = worst_cpu = 0.0
     for name, values in timings.items():
@@ -168,6 +186,11 @@ def _reads(samples: int) -> None:
     for label, value in (("wall", worst), ("cpu", worst_cpu)):
         verdict = "met" if value < READ_TARGET_SECONDS else "MISSED"
         print(f"slowest read command ({label}): median {value:.3f} s, target 0.5 s: {verdict}")
+
+
+def _load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f}"
 
 
 def _children_cpu() -> float:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from pydantic import BaseModel, ConfigDict
 
@@ -52,6 +52,7 @@ from sonality.ports import LLM, Clock, Store
 
 __all__ = ["EnrichReport", "Enricher", "interaction_ids"]
 
+
 log = get_logger("sonality.enrichment")
 
 _CONFLICT_RETRIES = 5
@@ -66,7 +67,7 @@ def interaction_ids(index: int) -> Callable[[str], str]:
 class EnrichReport(BaseModel):
     """What one ``enrich_pending`` pass did."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     persona_id: str
     enriched: int = 0
@@ -233,18 +234,13 @@ class Enricher:
             log.warning("insight_deferred", persona_id=episode.persona_id, episode_id=episode.id)
             return "llm_unavailable"
         except LLMError as exc:
-            give_up = (episode.insight_attempts + 1) % self._max_attempts == 0
-            await self._store.mark_insight_attempt(
-                episode.persona_id, episode.id, error=exc.message, failed=give_up
+            return await self._attempt_failed(
+                episode,
+                exc,
+                attempts=episode.insight_attempts,
+                mark=self._store.mark_insight_attempt,
+                event="insight_failed",
             )
-            log.warning(
-                "insight_failed",
-                persona_id=episode.persona_id,
-                episode_id=episode.id,
-                attempts=episode.insight_attempts + 1,
-                gave_up=give_up,
-            )
-            return "failed" if give_up else "llm_invalid"
         text = insight_text(reply)
         index = episode.interaction_index or 0
         insight = (
@@ -271,6 +267,32 @@ class Enricher:
             drawn=insight is not None,
         )
         return "extracted"
+
+    async def _attempt_failed(
+        self,
+        episode: Episode,
+        exc: LLMError,
+        *,
+        attempts: int,
+        mark: Callable[..., Awaitable[None]],
+        event: str,
+    ) -> str:
+        """Count one more failed attempt at a part of ``episode`` (the evidence or the
+        insight; ``attempts`` were counted before; ``mark`` is the store's
+        ``mark_enrichment_attempt`` or ``mark_insight_attempt``): every
+        ``max_attempts``-th marks the part ``failed`` (``retry_failed`` takes it up
+        again), the others leave it pending."""
+        counted = attempts + 1
+        give_up = counted % self._max_attempts == 0
+        await mark(episode.persona_id, episode.id, error=exc.message, failed=give_up)
+        log.warning(
+            event,
+            persona_id=episode.persona_id,
+            episode_id=episode.id,
+            attempts=counted,
+            gave_up=give_up,
+        )
+        return "failed" if give_up else "llm_invalid"
 
     async def _insight_reply(self, persona: Persona, episode: Episode) -> InsightReply:
         assert self._llm is not None
@@ -340,18 +362,13 @@ class Enricher:
             )
             log.warning("enrichment_deferred", persona_id=episode.persona_id, episode_id=episode.id)
             return "llm_unavailable"
-        give_up = (episode.enrichment_attempts + 1) % self._max_attempts == 0
-        await self._store.mark_enrichment_attempt(
-            episode.persona_id, episode.id, error=exc.message, failed=give_up
+        return await self._attempt_failed(
+            episode,
+            exc,
+            attempts=episode.enrichment_attempts,
+            mark=self._store.mark_enrichment_attempt,
+            event="enrichment_failed",
         )
-        log.warning(
-            "enrichment_failed",
-            persona_id=episode.persona_id,
-            episode_id=episode.id,
-            attempts=episode.enrichment_attempts + 1,
-            gave_up=give_up,
-        )
-        return "failed" if give_up else "llm_invalid"
 
     async def _commit_chunk(
         self, asked: list[tuple[Episode, Normalised]], seen: int, started: float

@@ -33,8 +33,10 @@ from sonality.storage.sqlite.personas import get_persona
 __all__ = [
     "BELIEF_FIELDS",
     "FACT_FIELDS",
+    "INSERT_FACT",
     "STAGED_FIELDS",
     "SqliteEnrichment",
+    "active_facts",
     "insert_insight",
 ]
 
@@ -86,7 +88,7 @@ _UPSERT_BELIEF = (
 )
 _INSERT_STAGED = insert_statement("staged_updates", STAGED_FIELDS)
 _INSERT_INSIGHT = insert_statement("insights", _INSIGHT_FIELDS)
-_INSERT_FACT = insert_statement("user_facts", FACT_FIELDS)
+INSERT_FACT = insert_statement("user_facts", FACT_FIELDS)
 _PROVENANCE = ("episode_id", "topic", "delta", "committed_at")
 
 
@@ -139,7 +141,7 @@ def _commit(conn: sqlite3.Connection, commit: EnrichmentCommit) -> None:
     )
     if commit.insight is not None:
         insert_insight(conn, commit.insight)
-    conn.executemany(_INSERT_FACT, [codec.encode(f) for f in commit.facts])
+    conn.executemany(INSERT_FACT, [codec.encode(f) for f in commit.facts])
     conn.executemany(_INSERT_STAGED, [codec.encode(s) for s in commit.staged])
     committed = 0
     for staged_id in commit.committed_staged_ids:
@@ -294,7 +296,7 @@ def _insights(
     return [Insight.model_validate(codec.decode(row)) for row in rows]
 
 
-def _facts(conn: sqlite3.Connection, persona_id: str, user_id: str) -> list[UserFact]:
+def active_facts(conn: sqlite3.Connection, persona_id: str, user_id: str) -> list[UserFact]:
     rows = conn.execute(
         f"SELECT {', '.join(FACT_FIELDS)} FROM user_facts WHERE persona_id = ? "
         "AND user_id = ? AND retracted = 0 ORDER BY created_at, id",
@@ -428,7 +430,7 @@ class SqliteEnrichment(SqliteAggregate):
 
     async def list_facts(self, persona_id: str, user_id: str) -> list[UserFact]:
         """The user's facts that are not retracted, oldest first."""
-        return await self._db.read(_facts, persona_id, user_id)
+        return await self._db.read(active_facts, persona_id, user_id)
 
     async def retract_fact(self, persona_id: str, user_id: str, fact_id: str) -> None:
         """Mark a fact retracted (``NotFoundError`` if that user has no such fact)."""
