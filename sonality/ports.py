@@ -17,8 +17,10 @@ from sonality.models import (
     AffectState,
     ApiKey,
     Belief,
+    ContextReads,
     ConversationMind,
     EnrichmentCommit,
+    EnrichmentState,
     Episode,
     EpisodeDraft,
     Erasure,
@@ -50,6 +52,7 @@ __all__ = [
     "LLM",
     "ArchiveStore",
     "Clock",
+    "ContextStore",
     "Embedder",
     "EnrichmentStore",
     "EpisodeStore",
@@ -297,6 +300,21 @@ class EnrichmentStore(Protocol):
         """Apply everything one interaction changed, in one transaction."""
         ...
 
+    async def commit_enrichments(self, commits: Sequence[EnrichmentCommit]) -> None:
+        """Apply consecutive enrichment commits of one persona (a backlog chunk, planned
+        in order from one ``enrichment_state``) in one transaction, each checked as
+        ``commit_enrichment`` checks it; a refusal of any (``ConflictError`` …) rolls them
+        all back."""
+        ...
+
+    async def enrichment_state(
+        self, persona_id: str, user_ids: Sequence[str], *, since_interaction: int
+    ) -> EnrichmentState:
+        """In one read: the persona, every belief (retired too), the uncommitted staged
+        deltas, the active facts of ``user_ids`` and the staged deltas of their episodes
+        staged after ``since_interaction`` (what a backlog chunk plans from)."""
+        ...
+
     async def commit_insight(self, commit: InsightCommit) -> None:
         """Apply a retried insight extraction in one transaction: the episode's insight
         text and status, and the ``Insight`` it yielded. ``ConflictError`` (nothing
@@ -542,6 +560,13 @@ class ErasureStore(Protocol):
         kind, text and severity. ``NotFoundError`` when unknown."""
         ...
 
+    async def add_fact(self, fact: UserFact) -> UserFact:
+        """Store ``fact`` in one transaction and return it as stored; when its user
+        already holds an active fact that says the same (``checks.held_fact``), return
+        that one and write nothing. ``NotFoundError`` (nothing written) when
+        ``fact.episode_id`` is not an episode of ``fact.user_id``."""
+        ...
+
     async def delete_persona(self, persona_id: str, record: Erasure) -> None:
         """Remove the persona and everything it owns, in one transaction, keeping the
         audit records and adding ``record``. ``PersonaNotFound`` when unknown."""
@@ -569,6 +594,26 @@ class ArchiveStore(Protocol):
 
 
 @runtime_checkable
+class ContextStore(Protocol):
+    """What ``context`` reads, in one unit of work."""
+
+    async def context_reads(
+        self,
+        persona_id: str,
+        user_id: str,
+        embedding: Sequence[float] | None,
+        *,
+        similar_k: int,
+        recent: int,
+    ) -> ContextReads:
+        """Persona, CURRENT snapshot, the user's active facts, the active beliefs, the
+        user's ``similar_k`` episodes most similar to ``embedding`` (none when it is
+        ``None`` or ``similar_k`` is 0) and their ``recent`` latest, all in one read
+        transaction. ``PersonaNotFound`` when the persona is unknown."""
+        ...
+
+
+@runtime_checkable
 class Store(
     SchemaStore,
     PersonaStore,
@@ -579,6 +624,7 @@ class Store(
     KeyStore,
     ErasureStore,
     ArchiveStore,
+    ContextStore,
     Protocol,
 ):
     """Persistence of one Sonality deployment: every part above. Every method is scoped

@@ -42,7 +42,9 @@ UNION
       // display-only: a short caption for Neo4j Browser
       e.excerpt = CASE WHEN size(e.user_message) > 30
         THEN left(e.user_message, 29) + '…' ELSE e.user_message END
-  SET e.caption = replace(substring(toString(e.created_at), 5, 11), 'T', ' ') + ' ' + e.excerpt
+  SET e.caption = replace(substring(toString(e.created_at), 5, 11), 'T', ' ') + ' ' + e.excerpt,
+      // the similarity caches' revision stamp (see sonality/storage/neo4j/vectors.py)
+      e.embedding_rev = CASE WHEN $embedding IS NULL THEN null ELSE e.seq END
   CREATE (c)-[:HAS_EPISODE]->(e)
   FOREACH (prev IN CASE WHEN previous IS NULL THEN [] ELSE [previous] END |
     CREATE (prev)-[:NEXT]->(e)

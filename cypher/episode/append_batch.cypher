@@ -49,7 +49,9 @@ CALL (p, floor) {
         // display-only: a short caption for Neo4j Browser
         e.excerpt = CASE WHEN size(row.episode.user_message) > 30
           THEN left(row.episode.user_message, 29) + '…' ELSE row.episode.user_message END
-    SET e.caption = replace(substring(toString(e.created_at), 5, 11), 'T', ' ') + ' ' + e.excerpt
+    SET e.caption = replace(substring(toString(e.created_at), 5, 11), 'T', ' ') + ' ' + e.excerpt,
+        // the similarity caches' revision stamp (see sonality/storage/neo4j/vectors.py)
+        e.embedding_rev = CASE WHEN row.embedding IS NULL THEN null ELSE e.seq END
     CREATE (c)-[:HAS_EPISODE]->(e)
     WITH previous, e, row
     CALL (e, row) {

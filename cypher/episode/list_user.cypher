@@ -1,11 +1,14 @@
-// One user's episodes, most recent first: read through the (persona_id, user_id) index,
-// so the cost follows the user's history, not the persona's (the general episode/list
-// walks every episode of the persona). Null filters are ignored.
-MATCH (e:Episode {persona_id: $persona_id, user_id: $user_id})
-WHERE ($conversation_id IS NULL OR e.conversation_id = $conversation_id)
+// One user's episodes, most recent first, read backwards through the (persona_id,
+// user_id, seq) index: the scan stops after $limit matches, so the cost follows neither
+// the persona's history nor the user's. Null filters are ignored.
+MATCH (e:Episode)
+WHERE e.persona_id = $persona_id
+  AND e.user_id = $user_id
+  AND e.seq IS NOT NULL
+  AND ($conversation_id IS NULL OR e.conversation_id = $conversation_id)
   AND ($since_interaction IS NULL
        OR (e.enrichment_status = 'enriched' AND e.interaction_index > $since_interaction))
 WITH e
-ORDER BY e.seq DESC
+ORDER BY e.persona_id DESC, e.user_id DESC, e.seq DESC
 LIMIT $limit
 RETURN e {.*, embedding: null} AS episode

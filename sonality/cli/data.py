@@ -1,6 +1,6 @@
-"""Forgetting, correcting and moving data: ``forget``, ``episode delete``, ``fact retract``
-and ``fact correct``, ``persona delete``, the audit records they leave (``erasures``),
-``export``, ``import`` and ``copy``.
+"""Forgetting, correcting and moving data: ``forget``, ``episode delete``, ``fact add``,
+``fact retract`` and ``fact correct``, ``persona delete``, the audit records they leave
+(``erasures``), ``export``, ``import`` and ``copy``.
 
 Destructive commands ask before they act. ``--yes`` skips the question; without a terminal
 to ask on (CI, a pipe) and without ``--yes`` they refuse with one line (exit 2) and change
@@ -114,7 +114,41 @@ async def episode_delete(
 
 @click.group()
 def fact() -> None:
-    """Retract or correct facts about users."""
+    """Add, retract or correct facts about users."""
+
+
+@fact.command("add")
+@persona_option
+@click.option("--user", "user_id", required=True, help="The user the fact is about.")
+@click.option("--episode", "episode_id", required=True, help="The user's exchange it comes from.")
+@click.option("--text", required=True, help="The fact.")
+@click.option("--kind", type=click.Choice(["constraint", "preference", "fact"]), default="fact")
+@click.option("--severity", type=click.IntRange(1, 5), default=1, show_default=True)
+@json_option
+@click.pass_obj
+@run
+async def fact_add(
+    state: CliState,
+    persona_id: str,
+    user_id: str,
+    episode_id: str,
+    text: str,
+    kind: str,
+    severity: int,
+    as_json: bool,
+) -> None:
+    """Keep a fact about a user that the model did not extract, backed by one of the
+    user's exchanges (deleting it deletes the fact); the same fact twice is kept once."""
+    async with state.app(with_model=False) as app:
+        found = await app.add_fact(
+            persona_id,
+            user_id=user_id,
+            episode_id=episode_id,
+            text=text,
+            kind=kind,
+            severity=severity,
+        )
+    emit(found, as_json, lambda: click.echo(f"kept {_fact_text(found)}"))
 
 
 @fact.command("retract")

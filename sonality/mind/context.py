@@ -202,21 +202,26 @@ async def build_context(
     narrative: str | None = None,
     fact_tokens: int = 1_000,
 ) -> Context:
-    """Assemble the context for ``message`` (see the module docstring)."""
-    persona = await store.get_persona(persona_id)
-    snapshot = await store.current_snapshot(persona_id)
-    all_facts = order_facts(await store.list_facts(persona_id, user_id))
+    """Assemble the context for ``message`` (see the module docstring). The store reads
+    everything in one unit of work (``Store.context_reads``)."""
+    vector = (await embedder.embed([message]))[0] if max_episodes else None
+    reads = await store.context_reads(
+        persona_id,
+        user_id,
+        vector,
+        similar_k=max_episodes * 4,
+        recent=max_episodes * 2,
+    )
+    persona, snapshot = reads.persona, reads.snapshot
+    all_facts = order_facts(reads.facts)
     facts = _pinned(all_facts, fact_tokens, count_tokens)
     left_out = all_facts[len(facts) :]
-    beliefs = relevant_beliefs(await store.list_beliefs(persona_id), message)
+    beliefs = relevant_beliefs(reads.beliefs, message)
 
     scored: list[ScoredEpisode] = []
     if max_episodes:
-        [vector] = await embedder.embed([message])
-        similar = await store.similar_episodes(persona_id, user_id, vector, k=max_episodes * 4)
-        seen = {e.id for e, _ in similar}
-        recent = await store.list_episodes(persona_id, user_id=user_id, limit=max_episodes * 2)
-        candidates = [*similar, *((e, 0.0) for e in recent if e.id not in seen)]
+        seen = {e.id for e, _ in reads.similar}
+        candidates = [*reads.similar, *((e, 0.0) for e in reads.recent if e.id not in seen)]
         scored = rank_episodes(candidates, clock.now(), len(candidates))
 
     # the budget covers snapshot, narrative, beliefs and episodes; identity and facts are

@@ -82,6 +82,24 @@ def test_forget_and_episode_delete_with_yes(env: dict[str, str]) -> None:
     assert code == 4
 
 
+def test_fact_add_keeps_a_fact_once_and_refuses_another_users_episode(
+    env: dict[str, str],
+) -> None:
+    """fact add keeps a fact backed by the user's episode (listed by facts), the same
+    words again return the kept fact; an episode of another user is exit 4, a bad
+    severity a usage error (exit 2), and neither writes."""
+    _seed(env)
+    add = ("fact", "add", "--persona", "ada", "--user", "u1", "--episode", "e3")
+    code, out, err = invoke(env, *add, "--text", "Uses a wheelchair.", "--kind", "constraint")
+    assert code == 0, err
+    kept = json.loads(invoke(env, *add, "--text", "uses a WHEELCHAIR", "--json")[1])
+    assert out.startswith(f"kept {kept['id']} [constraint, severity 1, active]")
+    assert invoke(env, "fact", "add", *add[2:6], "--episode", "e2", "--text", "x")[0] == 4
+    assert invoke(env, *add, "--text", "x", "--severity", "9")[0] == 2
+    code, out, _ = invoke(env, "facts", "--persona", "ada", "--user", "u1", "--json")
+    assert [f["text"] for f in json.loads(out)] == ["Uses a wheelchair."]
+
+
 def test_persona_delete_and_fact_commands(env: dict[str, str]) -> None:
     """persona delete --yes removes the persona (then exit 4); fact retract/correct on an
     unknown fact is exit 4 and a bad severity is a usage error."""

@@ -92,6 +92,25 @@ async def test_enrichment_commit_is_one_statement(neo4j_store: Any, statements: 
     assert len(sent) == 1, sent
 
 
+async def test_an_enrichment_chunk_is_one_statement(
+    neo4j_store: Any, statements: Statements
+) -> None:
+    """Three consecutive enrichment commits of one persona (a backlog chunk) send one
+    statement; the state the chunk plans from is read in one transaction."""
+    await add_persona(neo4j_store)
+    episodes = [await add_episode(neo4j_store, f"e{i}", minute=i) for i in range(1, 4)]
+    commits = [make_commit(e, expected=i, insight_id=f"ins-{e.id}") for i, e in enumerate(episodes)]
+    with statements.counting() as sent:
+        await neo4j_store.commit_enrichments(commits)
+    assert len(sent) == 1, sent
+    assert (await neo4j_store.get_persona("p1")).interaction_count == 3
+    units = neo4j_store.transaction_stats.units
+    with statements.counting() as sent:
+        await neo4j_store.enrichment_state("p1", ["u1", "u2"], since_interaction=0)
+    assert neo4j_store.transaction_stats.units == units + 1
+    assert len(sent) == 5, sent
+
+
 async def test_reflection_units_are_one_or_two_statements(
     neo4j_store: Any, statements: Statements
 ) -> None:
@@ -186,10 +205,11 @@ async def test_thought_commit_is_one_statement(neo4j_store: Any, statements: Sta
 
 @pytest.mark.parametrize("exact_max", [-1, 10_000], ids=["index", "exact"])
 async def test_similarity_routes_agree_with_an_exact_ranking(
-    neo4j_store: Any, statements: Statements, exact_max: int
+    neo4j_store: Any, statements: Statements, monkeypatch: pytest.MonkeyPatch, exact_max: int
 ) -> None:
-    """Forced to the vector index or to the exact scan, similar_episodes returns the
-    user's top 5 by cosine (computed here) in one statement, never another user's."""
+    """Without the cache, forced to the vector index or to the exact scan, similar_episodes
+    returns the user's top 5 by cosine (computed here) in one statement, never another
+    user's."""
     await add_persona(neo4j_store)
     drafts = [
         EpisodeDraft(
@@ -208,7 +228,8 @@ async def test_similarity_routes_agree_with_an_exact_ranking(
     query = vector(1.0, 3.0, 1.0)
     mine = [d for d in drafts if d.user_id == "u1" and d.embedding is not None]
     expected = sorted(mine, key=lambda d: -cosine(d.embedding or (), query))[:5]
-    neo4j_store.similarity_route = SimilarityRoute(exact_max=exact_max)
+    monkeypatch.setattr(neo4j_store, "similarity_cache", False)
+    monkeypatch.setattr(neo4j_store, "similarity_route", SimilarityRoute(exact_max=exact_max))
     with statements.counting() as sent:
         found = await neo4j_store.similar_episodes("p1", "u1", query, k=5)
     assert len(sent) == 1, sent
@@ -216,3 +237,20 @@ async def test_similarity_routes_agree_with_an_exact_ranking(
         [cosine(d.embedding or (), query) for d in expected], abs=1e-6
     )
     assert {e.user_id for e, _ in found} == {"u1"}
+
+
+async def test_context_reads_are_one_transaction(neo4j_store: Any, statements: Statements) -> None:
+    """context_reads is one unit of work: context/read, the cache's catch-up and the hits
+    by id (three statements); similar_episodes through the cache is two."""
+    await add_persona(neo4j_store)
+    for i in range(6):
+        await neo4j_store.append_episode(_draft(i))
+    units = neo4j_store.transaction_stats.units
+    with statements.counting() as sent:
+        reads = await neo4j_store.context_reads("p1", "u1", vector(1.0), similar_k=3, recent=2)
+    assert len(sent) == 3, sent
+    assert neo4j_store.transaction_stats.units == units + 1
+    assert len(reads.similar) == 3 and len(reads.recent) == 2
+    with statements.counting() as sent:
+        assert len(await neo4j_store.similar_episodes("p1", "u1", vector(1.0), k=3)) == 3
+    assert len(sent) == 2, sent

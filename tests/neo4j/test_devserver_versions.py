@@ -184,3 +184,55 @@ async def test_filtered_vector_search_returns_only_the_scoped_users_episodes(
     # Sonality's dimension check reads the filtered index like the plain one.
     store = await Neo4jStore.open(neo4j_2026.bolt_uri, embedding_dimensions=EMBEDDING_DIMENSIONS)
     await store.close()
+
+
+async def test_store_on_2026_searches_inside_the_scoped_index(
+    neo4j_2026: Any, driver: AsyncDriver
+) -> None:
+    """On 2026.x, after migrating (V0036 scopes the index), the store picks the in-index
+    filtered search at connect time: similar_episodes and context_reads give the user's
+    exact top 5 (computed here), only that user's, and the cache form agrees."""
+    from sonality.models import EpisodeDraft
+    from sonality.storage.neo4j.store import Neo4jStore
+    from tests.contract.factories import T0, add_persona, cosine, vector
+
+    await _run(driver, "MATCH (n) DETACH DELETE n")
+    await _run(driver, "DROP INDEX episode_embedding IF EXISTS")
+    store = await Neo4jStore.open(neo4j_2026.bolt_uri, embedding_dimensions=EMBEDDING_DIMENSIONS)
+    try:
+        await store.migrate()
+        await add_persona(store)
+        drafts = [
+            EpisodeDraft(
+                id=f"e{i}",
+                persona_id="p1",
+                user_id=f"u{i % 4}",
+                conversation_id=f"c{i % 4}",
+                user_message=f"m{i}",
+                agent_response="r",
+                created_at=T0,
+                embedding=vector(1.0, float(i % 7), float(i % 5) - 2.0, 0.01 * i),
+            )
+            for i in range(120)
+        ]
+        await store.append_episodes(drafts)
+        await _run(driver, "CALL db.awaitIndexes(300)")
+        query = vector(1.0, 3.0, 1.0)
+        mine = [d for d in drafts if d.user_id == "u1"]
+        expected = sorted(cosine(d.embedding or (), query) for d in mine)[::-1][:5]
+        reopened = await Neo4jStore.open(
+            neo4j_2026.bolt_uri, embedding_dimensions=EMBEDDING_DIMENSIONS
+        )
+        try:
+            assert reopened.similarity_form == "search"
+            found = await reopened.similar_episodes("p1", "u1", query, k=5)
+            reads = await reopened.context_reads("p1", "u1", query, similar_k=5, recent=2)
+            reopened.similarity_search = False
+            cached = await reopened.similar_episodes("p1", "u1", query, k=5)
+        finally:
+            await reopened.close()
+    finally:
+        await store.close()
+    for result in (found, list(reads.similar), cached):
+        assert [s for _, s in result] == pytest.approx(expected, abs=1e-5)
+        assert {e.user_id for e, _ in result} == {"u1"}

@@ -43,9 +43,13 @@ class Query(StrEnum):
     SNAPSHOT_CURRENT = "snapshot/current"
     SNAPSHOT_HISTORY = "snapshot/history"
 
+    # context: what one context call reads
+    CONTEXT_READ = "context/read"
+
     # episodes
     EPISODE_APPEND = "episode/append"
     EPISODE_APPEND_BATCH = "episode/append_batch"
+    EPISODE_BY_IDS = "episode/by_ids"
     EPISODE_COUNT_BY_STATUS = "episode/count_by_status"
     EPISODE_CHAIN = "episode/chain"
     EPISODE_GET = "episode/get"
@@ -61,6 +65,8 @@ class Query(StrEnum):
     EPISODE_SET_EMBEDDING = "episode/set_embedding"
     EPISODE_SIMILAR = "episode/similar"
     EPISODE_SIMILAR_EXACT = "episode/similar_exact"
+    EPISODE_SIMILAR_SEARCH = "episode/similar_search"
+    EPISODE_VECTORS = "episode/vectors"
 
     # enrichment commit (one statement)
     ENRICHMENT_COMMIT = "enrichment/commit"
@@ -76,6 +82,7 @@ class Query(StrEnum):
 
     # staged updates
     STAGED_INFLUENCE = "staged/influence"
+    STAGED_INFLUENCE_USERS = "staged/influence_users"
     STAGED_LIST = "staged/list"
 
     # insights, and the retried insight part of enriched episodes
@@ -97,6 +104,7 @@ class Query(StrEnum):
     FACT_CORRECT = "fact/correct"
     FACT_GET = "fact/get"
     FACT_LIST = "fact/list"
+    FACT_LIST_USERS = "fact/list_users"
     FACT_RETRACT = "fact/retract"
 
     # reflection: the lease, the one-transaction commit, attempts, reads

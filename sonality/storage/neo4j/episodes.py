@@ -26,6 +26,7 @@ from sonality.storage.neo4j.executor import (
     fetch_one,
     write_matched,
 )
+from sonality.storage.neo4j.vectors import Neo4jEmbeddingCache
 
 __all__ = ["Neo4jEpisodes", "SimilarityRoute", "episode_from"]
 
@@ -150,11 +151,66 @@ async def _similar(
     return [(episode_from(r["episode"]), float(r["similarity"])) for r in rows]
 
 
+async def _search(
+    tx: AsyncManagedTransaction, persona_id: str, user_id: str, embedding: list[float], k: int
+) -> list[tuple[Episode, float]]:
+    """One statement (``episode/similar_search``): the index's own persona/user filter."""
+    rows = await fetch(
+        tx,
+        Query.EPISODE_SIMILAR_SEARCH,
+        persona_id=persona_id,
+        user_id=user_id,
+        embedding=embedding,
+        k=k,
+    )
+    return [(episode_from(r["episode"]), float(r["similarity"])) for r in rows]
+
+
 class Neo4jEpisodes(Neo4jAggregate):
     """The ``EpisodeStore`` part of the Neo4j store."""
 
+    similarity_search = True
+    """Use the in-index filtered search when the server has the scoped vector index
+    (Neo4j 2026.x after migration V0036); ``False`` never does (a benchmark compares)."""
+    similarity_cache = True
+    """Otherwise search the process's embedding cache (``vectors.py``); ``False`` runs the
+    query forms of :class:`SimilarityRoute` on the server instead."""
     similarity_route = SimilarityRoute()
-    """How similar_episodes searches (an instance may replace it, e.g. a benchmark)."""
+    """How similar_episodes searches without the cache (an instance may replace it)."""
+
+    _vector_cache: Neo4jEmbeddingCache | None = None
+
+    @property
+    def vectors(self) -> Neo4jEmbeddingCache:
+        """The similarity cache of this store instance (this process), made on first use."""
+        if self._vector_cache is None:
+            self._vector_cache = Neo4jEmbeddingCache(self._db.embedding_dimensions)
+        return self._vector_cache
+
+    @property
+    def similarity_form(self) -> str:
+        """How similarity is searched now: ``search`` (the scoped index of 2026.x),
+        ``cache`` or ``route`` (see the attributes above)."""
+        if self.similarity_search and self._db.scoped_index:
+            return "search"
+        return "cache" if self.similarity_cache else "route"
+
+    async def _similar_in(
+        self,
+        tx: AsyncManagedTransaction,
+        persona_id: str,
+        user_id: str,
+        vector: list[float],
+        k: int,
+    ) -> list[tuple[Episode, float]]:
+        """The user's top ``k`` inside ``tx``, by :attr:`similarity_form`."""
+        form = self.similarity_form
+        if form == "search":
+            return await _search(tx, persona_id, user_id, vector, k)
+        if form == "cache":
+            hits = await self.vectors.search(tx, persona_id, user_id, vector, k)
+            return [(episode_from(props), score) for props, score in hits]
+        return await _similar(tx, persona_id, user_id, vector, k, self.similarity_route)
 
     def _vector(self, embedding: Sequence[float]) -> list[float]:
         return checks.embedding(embedding, self._db.embedding_dimensions)
@@ -287,7 +343,7 @@ class Neo4jEpisodes(Neo4jAggregate):
         if k <= 0:
             return []
         return await self._db.read(
-            "similar_episodes", _similar, persona_id, user_id, vector, k, self.similarity_route
+            "similar_episodes", self._similar_in, persona_id, user_id, vector, k
         )
 
     async def mark_enrichment_attempt(

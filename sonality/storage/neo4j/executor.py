@@ -127,6 +127,9 @@ class Neo4jExecutor:
         self._schema_ok = False
         self.stats = TransactionStats()
         """Units of work and driver retries, for benchmarks and diagnostics."""
+        self.scoped_index = False
+        """Whether the vector index filters by persona and user (2026.x, migration V0036);
+        set by the store when it checks the schema."""
 
     def forget_schema(self) -> None:
         """Check the schema again before the next unit of work (after a migration)."""

@@ -16,6 +16,11 @@ separated by ``;`` and ``//`` comments. Each applied file is recorded as
 * The vector index ``episode_embedding`` must have the configured dimension; an existing
   one with another dimension raises :class:`SchemaError` (before and after migrating, and
   when a store opens) instead of failing later at query time.
+* Version-conditional statements: a statement that begins with ``CYPHER 25`` (after its
+  comments) runs only on a server that speaks Cypher 25 (2025.06 and later) and is
+  skipped on 5.26; the file is recorded as applied either way. ``V0036`` uses it to
+  recreate ``episode_embedding`` with the persona and user as filter properties, which
+  only 2026.x can search inside the index (:attr:`Neo4jLedger.scoped_index`).
 
 Driver exceptions pass through; the store translates them at its boundary.
 """
@@ -39,11 +44,14 @@ from sonality.storage.neo4j import codec
 from sonality.storage.neo4j.cypher import Query, load, split_statements
 
 __all__ = [
+    "CYPHER_25_SINCE",
     "INDEX_WAIT_SECONDS",
     "MIGRATION_PARAMETERS",
     "VECTOR_INDEX",
     "Neo4jLedger",
     "discover",
+    "needs_cypher_25",
+    "server_version",
 ]
 
 log = get_logger(__name__)
@@ -56,6 +64,22 @@ MIGRATION_PARAMETERS = frozenset({"embedding_dimensions"})
 
 INDEX_WAIT_SECONDS = 300
 """How long a migration waits for new indexes to come online."""
+
+CYPHER_25_SINCE = (2025, 6)
+"""The first server version that runs ``CYPHER 25`` statements."""
+
+
+def needs_cypher_25(statement: str) -> bool:
+    """Whether the statement (comments aside) is prefixed ``CYPHER 25``."""
+    code = [line for line in statement.splitlines() if not line.lstrip().startswith("//")]
+    return " ".join(" ".join(code).split()).upper().startswith("CYPHER 25")
+
+
+def server_version(agent: str) -> tuple[int, ...]:
+    """``Neo4j/2026.08.1`` → ``(2026, 8, 1)``; ``()`` when unreadable."""
+    digits = agent.partition("/")[2].split("-")[0].split(".")
+    return tuple(int(d) for d in digits) if all(d.isdigit() for d in digits) else ()
+
 
 _PARAM_RE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 
@@ -94,6 +118,16 @@ class Neo4jLedger:
         self._database = database
         self._dimensions = embedding_dimensions
         self._directory = directory or resource_dir("migrations") / "neo4j"
+        self._version: tuple[int, ...] | None = None
+        self.scoped_index = False
+        """Whether ``episode_embedding`` filters by persona and user inside the index
+        (read by :meth:`check_vector_index`)."""
+
+    async def version(self) -> tuple[int, ...]:
+        """The server's version, read once."""
+        if self._version is None:
+            self._version = server_version((await self._driver.get_server_info()).agent)
+        return self._version
 
     @cached_property
     def steps(self) -> list[MigrationStep]:
@@ -113,8 +147,12 @@ class Neo4jLedger:
         """Run the file's statements, wait for the indexes, record it. Always applies:
         the statements are idempotent, and the record is merged on its version."""
         params = {"embedding_dimensions": self._dimensions}
+        modern = await self.version() >= CYPHER_25_SINCE
         async with self._driver.session(database=self._database) as session:
             for statement in split_statements(step.text):
+                if needs_cypher_25(statement) and not modern:
+                    log.info("migration_statement_skipped", migration=step.name, reason="cypher_25")
+                    continue
                 used = {k: v for k, v in params.items() if f"${k}" in statement}
                 await session.execute_write(_execute, statement, used)
             await session.execute_read(
@@ -149,6 +187,7 @@ class Neo4jLedger:
         """:class:`SchemaError` if ``episode_embedding`` exists with another dimension
         than the configured one (a missing index is left to ``migrate``)."""
         rows = await self._rows(Query.SCHEMA_VECTOR_INDEX, name=VECTOR_INDEX)
+        self.scoped_index = bool(rows) and {"persona_id", "user_id"} <= set(rows[0]["properties"])
         if not rows:
             return
         existing = rows[0]["dimensions"]

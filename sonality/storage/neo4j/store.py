@@ -8,8 +8,8 @@ or borrowing a connection for at most ``connect_seconds``; then the call fails w
 the ``neo4j`` loggers are routed into Sonality's logging (:func:`route_driver_logs`),
 WARNING and above only, so a retry shows up as one ``neo4j_driver`` warning event.
 
-The store is the sum of its aggregates (personas, episodes, enrichment, reflection,
-runtime, erasure, archive, API keys), which all run their units of work through one
+The store is the sum of its aggregates (personas, episodes and context reads, enrichment,
+reflection, runtime, erasure, archive, API keys), which all run their units of work through one
 :class:`~sonality.storage.neo4j.executor.Neo4jExecutor`; this module adds opening,
 closing, the schema (through :class:`~sonality.storage.neo4j.migrations.Neo4jLedger`) and
 maintenance.
@@ -26,9 +26,9 @@ from sonality.errors import ConfigError
 from sonality.models import SchemaStatus
 from sonality.observability import get_logger
 from sonality.storage.neo4j.archive import Neo4jArchive
+from sonality.storage.neo4j.context import Neo4jContext
 from sonality.storage.neo4j.cypher import Query, load
 from sonality.storage.neo4j.enrichment import Neo4jEnrichment
-from sonality.storage.neo4j.episodes import Neo4jEpisodes
 from sonality.storage.neo4j.erasure import Neo4jErasure
 from sonality.storage.neo4j.executor import Neo4jExecutor, TransactionStats, translate_errors
 from sonality.storage.neo4j.keys import Neo4jKeys
@@ -76,7 +76,7 @@ def route_driver_logs() -> None:
 
 class Neo4jStore(
     Neo4jPersonas,
-    Neo4jEpisodes,
+    Neo4jContext,  # the episodes (Neo4jEpisodes) and what context reads
     Neo4jEnrichment,
     Neo4jReflection,
     Neo4jRuntime,
@@ -110,9 +110,13 @@ class Neo4jStore(
                 driver,
                 database=database,
                 embedding_dimensions=embedding_dimensions,
-                check_schema=self._ledger.check,
+                check_schema=self._check_schema,
             )
         )
+
+    async def _check_schema(self) -> None:
+        await self._ledger.check()
+        self._db.scoped_index = self._ledger.scoped_index
 
     @property
     def transaction_stats(self) -> TransactionStats:
@@ -176,6 +180,7 @@ class Neo4jStore(
             async with translate_errors("open"):
                 await driver.verify_connectivity()
                 await store._ledger.check_vector_index()
+                store._db.scoped_index = store._ledger.scoped_index
         except BaseException:
             await driver.close()
             raise
@@ -211,3 +216,4 @@ class Neo4jStore(
         ):
             result = await session.run(load(Query.ADMIN_DELETE_ALL))
             await result.consume()
+        self.vectors.clear()  # other processes see the deletion through their checks

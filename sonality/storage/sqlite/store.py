@@ -21,6 +21,7 @@ from sonality.models import SchemaStatus
 from sonality.storage import migrations
 from sonality.storage.sqlite import migrations as ledger
 from sonality.storage.sqlite.archive import SqliteArchive
+from sonality.storage.sqlite.context import SqliteContext
 from sonality.storage.sqlite.enrichment import SqliteEnrichment
 from sonality.storage.sqlite.episodes import SqliteEpisodes
 from sonality.storage.sqlite.erasure import SqliteErasure
@@ -55,6 +56,7 @@ class SqliteStore(
     SqliteErasure,
     SqliteArchive,
     SqliteKeys,
+    SqliteContext,
 ):
     """Sonality's persistence on one SQLite file (see the module docstring)."""
 

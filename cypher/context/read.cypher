@@ -1,0 +1,29 @@
+// What context reads besides the similar episodes, in one statement: the persona, its
+// CURRENT snapshot, the user's active facts (oldest first), the active beliefs (by topic)
+// and the user's $recent latest episodes (through the (persona_id, user_id, seq) index).
+// No row: no such persona.
+MATCH (p:Persona {id: $persona_id})
+OPTIONAL MATCH (p)-[:CURRENT]->(s:Snapshot)
+CALL () {
+  OPTIONAL MATCH (f:UserFact {persona_id: $persona_id, user_id: $user_id})
+  WHERE NOT f.retracted
+  WITH f
+  ORDER BY f.created_at, f.id
+  RETURN collect(f {.*}) AS facts
+}
+CALL () {
+  OPTIONAL MATCH (b:Belief {persona_id: $persona_id})
+  WHERE b.status = 'active'
+  WITH b
+  ORDER BY b.topic
+  RETURN collect(b {.*}) AS beliefs
+}
+CALL () {
+  OPTIONAL MATCH (e:Episode)
+  WHERE e.persona_id = $persona_id AND e.user_id = $user_id AND e.seq IS NOT NULL
+  WITH e
+  ORDER BY e.persona_id DESC, e.user_id DESC, e.seq DESC
+  LIMIT $recent
+  RETURN collect(e {.*, embedding: null}) AS recent
+}
+RETURN p {.*} AS persona, s {.*} AS snapshot, facts, beliefs, recent

@@ -1,0 +1,6 @@
+// The user's embedded episodes among $ids (a similarity cache's hits); an id missing from
+// the answer was deleted, moved out of the user's scope or lost its embedding.
+UNWIND $ids AS id
+MATCH (e:Episode {persona_id: $persona_id, id: id})
+WHERE e.user_id = $user_id AND e.embedding_rev IS NOT NULL
+RETURN e {.*, embedding: null} AS episode

@@ -1,0 +1,19 @@
+// What a similarity cache needs to catch up with one user (sonality/storage/neo4j/vectors.py):
+// the user's episodes stamped after $since — their embedding only when the cache does not
+// hold that stamp already ($known: id -> stamp) — and how many embedded episodes the user
+// has. Both read the (persona_id, user_id, embedding_rev) index; the count touches no node.
+CALL () {
+  MATCH (e:Episode)
+  WHERE e.persona_id = $persona_id AND e.user_id = $user_id AND e.embedding_rev IS NOT NULL
+  RETURN count(e) AS embedded
+}
+CALL () {
+  MATCH (e:Episode)
+  WHERE e.persona_id = $persona_id AND e.user_id = $user_id AND e.embedding_rev > $since
+  RETURN collect({
+    id: e.id,
+    rev: e.embedding_rev,
+    embedding: CASE WHEN $known[e.id] = e.embedding_rev THEN null ELSE e.embedding END
+  }) AS rows
+}
+RETURN embedded, rows

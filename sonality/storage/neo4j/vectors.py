@@ -1,0 +1,125 @@
+"""The per-process similarity cache on Neo4j (issue 11, option c).
+
+Neo4j 5.26 cannot filter a vector search by persona and user, and at one user in fifty
+the vector index rarely yields ``k`` of that user's episodes. Instead each process keeps,
+per (persona, user), a row-normalised float32 matrix of the user's embeddings
+(:mod:`sonality.storage.vectors`) and searches it with one matrix-vector product.
+
+Keeping it right across processes:
+
+* Every embedding write stamps the episode with ``embedding_rev`` (``episode/append``,
+  ``episode/append_batch``: the episode's ``seq``; ``episode/set_embedding``, used by
+  re-embedding and ``import``: the server's clock, above the previous stamp) — all in the
+  unit of ``seq``, microseconds × 1000.
+* A search first reads the user's rows stamped after the last stamp it saw minus
+  :data:`WINDOW` (through the ``(persona_id, user_id, embedding_rev)`` index; the
+  embedding only for rows the cache does not hold at that stamp). Stamps come from the
+  clock, not from a lock, so a transaction may commit a little after a later-stamped one;
+  the window re-reads the recent past to catch it.
+* The same statement counts the user's embedded episodes (from the index alone). When
+  the cache holds another number of rows — an episode deleted (``forget_user``,
+  ``delete_episode``, ``delete_persona``, ``delete_all``, an import after a deletion), or
+  a write that committed later than the window — the entry is rebuilt from scratch.
+* The hits are read back by id (``episode/by_ids``, the user's embedded episodes only);
+  a hit that no longer exists means a deletion the count could not see (one deleted and
+  one added), and the entry is rebuilt and searched again.
+
+A search is thus one read statement to catch up (usually empty), the product, and one to
+read the ``k`` episodes — never a scan of the user's vectors on the server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from neo4j import AsyncManagedTransaction
+
+from sonality.storage.neo4j.cypher import Query
+from sonality.storage.neo4j.executor import fetch, fetch_one
+from sonality.storage.vectors import MatrixCache, UserMatrix, normalise_rows
+
+__all__ = ["WINDOW", "Neo4jEmbeddingCache"]
+
+WINDOW = 60 * 1_000_000 * 1000
+"""How far back (60 s in the unit of ``seq``) each catch-up re-reads stamps."""
+
+
+class Neo4jEmbeddingCache(MatrixCache):
+    """Per-(persona, user) embedding matrices, refreshed from Neo4j inside the caller's
+    read transaction."""
+
+    async def _read(
+        self, tx: AsyncManagedTransaction, persona_id: str, user_id: str, entry: UserMatrix
+    ) -> int:
+        """Merge the user's rows stamped since the entry's last stamp minus the window;
+        the user's embedded-episode count."""
+        import numpy as np
+
+        since = entry.last_rev - WINDOW if entry.ids else -1
+        known = {i: rev for i, rev in entry.revs.items() if rev > since}
+        row = await fetch_one(
+            tx,
+            Query.EPISODE_VECTORS,
+            persona_id=persona_id,
+            user_id=user_id,
+            since=since,
+            known=known,
+        )
+        assert row is not None  # aggregations always answer one row
+        fitting = [
+            r
+            for r in row["rows"]
+            if r["embedding"] is not None and len(r["embedding"]) == self.dimensions
+        ]
+        if fitting:
+            flat = np.asarray([r["embedding"] for r in fitting], dtype=np.float32).ravel()
+            entry.put(
+                [str(r["id"]) for r in fitting],
+                normalise_rows(flat, self.dimensions),
+                [int(r["rev"]) for r in fitting],
+            )
+        return int(row["embedded"])
+
+    async def _refresh(
+        self, tx: AsyncManagedTransaction, persona_id: str, user_id: str
+    ) -> UserMatrix:
+        entry = self.entry(persona_id, user_id)
+        if await self._read(tx, persona_id, user_id, entry) != len(entry.ids):
+            self.forget(persona_id, user_id)
+            entry = self.entry(persona_id, user_id)
+            await self._read(tx, persona_id, user_id, entry)
+        return entry
+
+    async def search(
+        self,
+        tx: AsyncManagedTransaction,
+        persona_id: str,
+        user_id: str,
+        query: Sequence[float],
+        k: int,
+    ) -> list[tuple[dict[str, Any], float]]:
+        """Up to ``k`` of the user's embedded episodes (their stored properties) by cosine,
+        best first (ties: the later ``seq`` first, as the server's exact scan orders them)."""
+        found: dict[str, dict[str, Any]] = {}
+        hits: list[tuple[str, float]] = []
+        for _ in range(2):
+            hits = (await self._refresh(tx, persona_id, user_id)).top(query, k, ties=True)
+            if not hits:
+                return []
+            rows: list[dict[str, Any]] = await fetch(
+                tx,
+                Query.EPISODE_BY_IDS,
+                persona_id=persona_id,
+                user_id=user_id,
+                ids=[i for i, _ in hits],
+            )
+            found = {str(r["episode"]["id"]): r["episode"] for r in rows}
+            if len(found) == len(hits):
+                break
+            self.forget(persona_id, user_id)  # a hit disappeared: rebuild and search again
+        ranked = sorted(
+            ((found[i], score) for i, score in hits if i in found),
+            key=lambda pair: (-pair[1], -int(pair[0]["seq"])),
+        )
+        return ranked[:k]

@@ -1,0 +1,127 @@
+"""The per-process embedding cache both stores search with: per (persona, user), a
+row-normalised float32 matrix of the user's embeddings, with what each backend needs to
+refresh it incrementally (the highest revision stamp read, and each row's stamp).
+
+Pure numpy, no I/O: each backend reads the new rows its own way
+(:mod:`sonality.storage.sqlite.vectors`, :mod:`sonality.storage.neo4j.vectors`) and hands
+them to :meth:`UserMatrix.put`. A search is one matrix-vector product over the user's rows.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # numpy loads on first use, so opening a store for a read stays cheap
+    import numpy as np
+    import numpy.typing as npt
+
+    Matrix = npt.NDArray[np.float32]
+
+__all__ = ["MatrixCache", "UserMatrix", "normalise_rows"]
+
+
+def _normalise(vector: Matrix) -> Matrix:
+    import numpy as np
+
+    norm = float(np.linalg.norm(vector))
+    return vector / norm if norm > 0 else vector
+
+
+def normalise_rows(flat: Matrix, dimensions: int) -> Matrix:
+    """Reshape a flat float32 buffer to rows and scale each to unit length (zeros stay)."""
+    import numpy as np
+
+    rows = flat.reshape(-1, dimensions)
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    out = np.zeros_like(rows)
+    np.divide(rows, norms, out=out, where=norms > 0)
+    return out
+
+
+@dataclass
+class UserMatrix:
+    """One user's cached embeddings."""
+
+    dimensions: int
+    ids: list[str] = field(default_factory=list)
+    rows: dict[str, int] = field(default_factory=dict)
+    revs: dict[str, int] = field(default_factory=dict)
+    """Each cached episode's revision stamp (what the backend last read for it)."""
+    matrix: Matrix = field(init=False)
+    last_rev: int = 0
+    """The highest revision stamp read so far."""
+
+    def __post_init__(self) -> None:
+        import numpy as np
+
+        self.matrix = np.zeros((16, self.dimensions), dtype=np.float32)
+
+    def put(self, episode_ids: Sequence[str], vectors: Matrix, revs: Sequence[int]) -> None:
+        """Insert or replace rows (``vectors`` already normalised, one row per id)."""
+        import numpy as np
+
+        for episode_id, vector, rev in zip(episode_ids, vectors, revs, strict=True):
+            row = self.rows.get(episode_id)
+            if row is None:
+                row = len(self.ids)
+                if row == self.matrix.shape[0]:
+                    grown = np.zeros((row * 2, self.dimensions), dtype=np.float32)
+                    grown[:row] = self.matrix
+                    self.matrix = grown
+                self.ids.append(episode_id)
+                self.rows[episode_id] = row
+            self.matrix[row] = vector
+            self.revs[episode_id] = rev
+            self.last_rev = max(self.last_rev, rev)
+
+    def top(self, query: Sequence[float], k: int, *, ties: bool = False) -> list[tuple[str, float]]:
+        """The ``k`` most similar cached ids with their cosine, best first (ties by id);
+        with ``ties``, also every other id scoring as much as the k-th (for a caller that
+        breaks ties its own way)."""
+        import numpy as np
+
+        count = len(self.ids)
+        if k <= 0 or count == 0:
+            return []
+        q = _normalise(np.asarray(query, dtype=np.float32))
+        scores = np.clip(self.matrix[:count] @ q, -1.0, 1.0)  # float32 may overshoot
+        candidates = np.argpartition(-scores, k - 1)[:k] if k < count else np.arange(count)
+        if ties and k < count:
+            candidates = np.flatnonzero(scores >= scores[candidates].min())
+        ranked = sorted(
+            ((self.ids[int(i)], float(scores[int(i)])) for i in candidates),
+            key=lambda pair: (-pair[1], pair[0]),
+        )
+        return ranked if ties else ranked[:k]
+
+
+class MatrixCache:
+    """Per-(persona, user) matrices, least recently used evicted."""
+
+    def __init__(self, dimensions: int, *, max_entries: int = 256) -> None:
+        self.dimensions = dimensions
+        self.max_entries = max_entries
+        self._entries: OrderedDict[tuple[str, str], UserMatrix] = OrderedDict()
+
+    def clear(self) -> None:
+        """Drop every entry."""
+        self._entries.clear()
+
+    def forget(self, persona_id: str, user_id: str) -> None:
+        """Drop one entry so the next search reloads it from the database."""
+        self._entries.pop((persona_id, user_id), None)
+
+    def entry(self, persona_id: str, user_id: str) -> UserMatrix:
+        """The user's matrix (a new empty one when not cached), marked most recent."""
+        key = (persona_id, user_id)
+        found = self._entries.get(key)
+        if found is None:
+            found = UserMatrix(self.dimensions)
+            self._entries[key] = found
+            while len(self._entries) > self.max_entries:
+                self._entries.popitem(last=False)
+        self._entries.move_to_end(key)
+        return found
