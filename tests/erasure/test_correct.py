@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from sonality.errors import NotFoundError, PersonaNotFound, ValidationError
@@ -108,6 +110,22 @@ async def test_an_added_fact_is_kept_once_and_erased_with_its_episode(
     assert "The user cannot climb stairs." in context.as_prompt()
     await app.delete_episode("ada", episode_id="e3")
     assert added.id not in {f.id for f in await app.facts("ada", user_id="u1")}
+
+
+async def test_concurrent_adds_of_one_fact_store_it_once(app: Sonality, clock: FrozenClock) -> None:
+    """Eight concurrent add_fact calls with the same words (different spacing and case)
+    store one fact, and every call answers with it."""
+    await play(app, clock, "ada", [Turn(1, "u1", "c1"), Turn(3, "u1", "c1")])
+    before = await app.facts("ada", user_id="u1")
+    spellings = ["The user fears dogs.", "the user FEARS dogs.", "  The user fears  dogs. "]
+    added = await asyncio.gather(
+        *(
+            app.add_fact("ada", user_id="u1", episode_id="e3", text=spellings[i % 3])
+            for i in range(8)
+        )
+    )
+    assert len({fact.id for fact in added}) == 1
+    assert await app.facts("ada", user_id="u1") == [*before, added[0]]
 
 
 async def test_bad_added_facts_are_rejected_and_write_nothing(

@@ -195,6 +195,9 @@ async def _correct(tx: AsyncManagedTransaction, fact: UserFact) -> UserFact:
 
 
 async def _add_fact(tx: AsyncManagedTransaction, fact: UserFact) -> UserFact:
+    """Under the persona's lock (which enrichment commits also take), so that two
+    concurrent adds of the same text store it once."""
+    await lock_persona(tx, fact.persona_id)
     ids = {"persona_id": fact.persona_id}
     source = await fetch_one(tx, Query.EPISODE_GET, **ids, episode_id=fact.episode_id)
     checks.fact_source(fact, None if source is None else episode_from(source["episode"]).user_id)
