@@ -9,6 +9,8 @@ that imports click (the one library ``--help`` needs). Prints a table.
       python tools/bench_cli_startup.py --baseline /tmp/base   # adds that tree's --help
 
     python tools/bench_cli_startup.py --reads          # read commands on a small store
+    git archive main sonality migrations cypher prompts | tar -x -C /tmp/base && \
+      python tools/bench_cli_startup.py --reads --baseline /tmp/base   # and that tree's
 
 Target: ``sonality --help`` under 0.3 s; with ``--reads``, every read-only command
 (``beliefs``, ``context``, ``export`` … on a fresh SQLite store of one persona and 30
@@ -93,10 +95,11 @@ def main() -> None:
     if not args.source:
         import compileall
 
-        compileall.compile_dir(ROOT / "sonality", quiet=1)
+        for tree in (ROOT, *([args.baseline] if args.baseline else [])):
+            compileall.compile_dir(tree / "sonality", quiet=1)
     print("bytecode: " + ("as found (--source)" if args.source else "compiled first"))
     if args.reads:
-        _reads(args.samples)
+        _reads(args.samples, args.baseline)
         return
 
     rows: dict[str, list[str]] = {
@@ -135,7 +138,7 @@ def main() -> None:
     print(f"sonality --help: median {top:.3f} s, target {TARGET_SECONDS} s: {verdict}")
 
 
-def _reads(samples: int) -> None:
+def _reads(samples: int, baseline: Path | None) -> None:
     """Time each read command on a small seeded store against the bare-interpreter floor."""
     import tempfile
 
@@ -160,6 +163,11 @@ def _reads(samples: int) -> None:
         )
         rows = {"python -c pass (floor)": [sys.executable, "-c", "pass"]}
         rows |= {" ".join(["sonality", *r]): [*_sonality(), *r] for r in READS}
+        if baseline is not None:  # both trees started the same way, for a fair ratio
+            listed = (baseline / "sonality" / "cli" / "__init__.py").read_text("utf-8")
+            common = [r for r in READS if f'"{r[0]}":' in listed]  # what both trees have
+            for label, tree in (("this", ROOT), ("base", baseline.resolve())):
+                rows |= {f"{label}: {' '.join(r)}": _in_tree(tree, r) for r in common}
         timings: dict[str, list[float]] = {name: [] for name in rows}
         cpu: dict[str, list[float]] = {name: [] for name in rows}
         for argv in rows.values():
@@ -186,6 +194,25 @@ def _reads(samples: int) -> None:
     for label, value in (("wall", worst), ("cpu", worst_cpu)):
         verdict = "met" if value < READ_TARGET_SECONDS else "MISSED"
         print(f"slowest read command ({label}): median {value:.3f} s, target 0.5 s: {verdict}")
+    if baseline is not None:
+        for what, series in (("wall", timings), ("cpu", cpu)):
+            this, base = (
+                sum(statistics.median(v) for n, v in series.items() if n.startswith(prefix))
+                for prefix in ("this:", "base:")
+            )
+            print(
+                f"all reads, this tree / baseline ({what}): {this:.3f} / {base:.3f} s "
+                f"= {this / base:.2f}"
+            )
+
+
+def _in_tree(tree: Path, args: list[str]) -> list[str]:
+    """A command line running ``sonality ARGS`` from the source tree ``tree``."""
+    code = (
+        f"import sys; sys.path.insert(0, {str(tree)!r}); from sonality.cli import main; "
+        f"main({args!r}, prog_name='sonality')"
+    )
+    return [sys.executable, "-c", code]
 
 
 def _load() -> str:

@@ -258,6 +258,21 @@ READS = [
 """The read-only commands (``tools/bench_cli_startup.py --reads`` times them)."""
 
 
+def test_the_startup_bench_times_every_read_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    """tools/bench_cli_startup.py --reads times exactly the read commands listed here."""
+    import importlib.util
+
+    tools = Path(__file__).resolve().parents[2] / "tools"
+    monkeypatch.syspath_prepend(str(tools))  # as running the script puts it first
+    spec = importlib.util.spec_from_file_location(
+        "bench_cli_startup", tools / "bench_cli_startup.py"
+    )
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert [r[:2] for r in bench.READS] == [r[:2] for r in READS]
+
+
 def _loaded_after(env: dict[str, str], reads: list[list[str]], modules: tuple[str, ...]) -> str:
     """Run ``reads`` in one fresh interpreter with SONALITY_MODEL set (each must exit 0) and
     return its stdout; its stderr names which of ``modules`` it had imported."""
