@@ -467,6 +467,22 @@ class Sonality:
             error.message, **{**error.context, "episode_id": episode.id, "stored": "pending"}
         ) from error
 
+    def check_exchange(self, exchange: Exchange) -> None:
+        """``ValidationError`` when ``record_batch`` would refuse this exchange (ids,
+        message and response against the limits), so a caller can report bad items one
+        by one and batch the rest."""
+        check_id(exchange.user_id, "user_id")
+        check_id(exchange.conversation_id, "conversation_id")
+        if exchange.episode_id is not None:
+            check_id(exchange.episode_id, "episode_id")
+        check_text(exchange.message, field="message", limit=self.limits.max_message_chars)
+        check_text(
+            exchange.response,
+            field="response",
+            limit=self.limits.max_response_chars,
+            allow_empty=True,
+        )
+
     async def record_batch(
         self,
         persona_id: str,
@@ -485,17 +501,7 @@ class Sonality:
         if mode is EnrichMode.INLINE:
             raise ValidationError("a batch is never enriched inline", field="enrich")
         for x in exchanges:
-            check_id(x.user_id, "user_id")
-            check_id(x.conversation_id, "conversation_id")
-            if x.episode_id is not None:
-                check_id(x.episode_id, "episode_id")
-            check_text(x.message, field="message", limit=self.limits.max_message_chars)
-            check_text(
-                x.response,
-                field="response",
-                limit=self.limits.max_response_chars,
-                allow_empty=True,
-            )
+            self.check_exchange(x)
         if not exchanges:
             return []
         created = await self.recorder.append_many(persona_id, exchanges)

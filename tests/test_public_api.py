@@ -64,6 +64,7 @@ SONALITY_METHODS: dict[str, tuple[str, bool, list[tuple[str, str, object]]]] = {
     ),
     "affect_state": ("method", True, [("persona_id", _P, _REQUIRED), ("user_id", _K, _REQUIRED)]),
     "beliefs": ("method", True, [("persona_id", _P, _REQUIRED), ("include_retired", _K, False)]),
+    "check_exchange": ("method", False, [("exchange", _P, _REQUIRED)]),
     "close": ("method", True, []),
     "create_key": (
         "method",

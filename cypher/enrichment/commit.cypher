@@ -11,6 +11,15 @@ MATCH (p:Persona {id: $persona_id})
 SET p._lock = true
 REMOVE p._lock
 WITH p
+// the users the chunk's facts hang on, locked next (in id order), before any episode: an
+// append locks its user before the previous episode of its conversation, so taking them
+// in the same order here keeps the two from deadlocking
+CALL (p) {
+  UNWIND $fact_users AS user_id
+  MATCH (u:User {persona_id: $persona_id, id: user_id})
+  SET u._lock = true
+  REMOVE u._lock
+}
 UNWIND range(0, size($commits) - 1) AS index
 CALL (p, index) {
   WITH p, $commits[index] AS c

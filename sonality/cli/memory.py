@@ -240,6 +240,8 @@ async def ingest(
 ) -> None:
     """Record a JSONL file of exchanges, one per line, then enrich them.
 
+    Good lines are stored in batches of 2,000 (one transaction each, enrichment after).
+
     Each line: {"message": ..., "response": ..., "user_id"?: ..., "conversation_id"?: ...,
     "id"?: ..., "timestamp"?: ...}. A line without an id gets one derived from the
     exchange itself (persona, user, conversation, message, response, and its timestamp or
@@ -252,6 +254,7 @@ async def ingest(
 
     from sonality.errors import ValidationError
     from sonality.mind.ingest import BadLine, read_exchanges
+    from sonality.mind.recording import Exchange
     from sonality.observability import quiet
 
     data = await asyncio.to_thread(file.read_bytes)
@@ -268,31 +271,39 @@ async def ingest(
         )
         stored = skipped = 0
         bad: list[dict[str, Any]] = []
+        batch: list[Exchange] = []
+
+        async def flush(bar: Any) -> None:
+            nonlocal stored, skipped
+            created = await app.record_batch(persona_id, batch)
+            stored += sum(created)
+            skipped += len(created) - sum(created)
+            bar.update(len(batch))
+            batch.clear()
+
         with (
             quiet(state.verbosity <= 0),
-            _bar(items, "storing  ", show) as bar,
+            _bar(None, "storing  ", show, length=len(items)) as bar,
         ):
-            for item in bar:
+            for item in items:
                 if isinstance(item, BadLine):
                     bad.append({"line": item.line, "error": item.error})
+                    bar.update(1)
                     continue
+                exchange = Exchange(
+                    item.user_id, item.conversation_id, item.message, item.response, item.id
+                )
                 try:
-                    recorded = await app.record(
-                        persona_id,
-                        user_id=item.user_id,
-                        conversation_id=item.conversation_id,
-                        message=item.message,
-                        response=item.response,
-                        episode_id=item.id,
-                        enrich=False,
-                    )
+                    app.check_exchange(exchange)
                 except ValidationError as exc:
                     bad.append({"line": item.line, "error": str(exc)})
+                    bar.update(1)
                     continue
-                if recorded.created:
-                    stored += 1
-                else:
-                    skipped += 1
+                batch.append(exchange)
+                if len(batch) >= _INGEST_BATCH:
+                    await flush(bar)
+            if batch:
+                await flush(bar)
         report = None if no_enrich else await _enrich_with_bar(app, persona_id, state, show)
     result: dict[str, Any] = {
         "stored": stored,
@@ -319,6 +330,13 @@ async def ingest(
         )
 
 
+_INGEST_BATCH = 2_000
+"""Exchanges ``ingest`` stores per transaction (``record_batch``)."""
+
+_ENRICH_STEP = 50
+"""Episodes ``ingest`` enriches per call under its bar (one backlog chunk)."""
+
+
 def _bar(items: Any, label: str, show: bool, length: int | None = None) -> Any:
     """A progress bar on stderr (click draws it only on a terminal), or the bare items."""
     if not show:
@@ -336,19 +354,19 @@ class _Counter:
 
 
 async def _enrich_with_bar(app: Any, persona_id: str, state: CliState, show: bool) -> Any:
-    """Enrich the pending episodes one at a time under a bar; the pass's summed report."""
+    """Enrich the pending episodes a chunk at a time under a bar; the summed report."""
     from sonality.mind.enrichment import EnrichReport
     from sonality.observability import quiet
 
     with quiet(state.verbosity <= 0):
-        report = await app.enrich_pending(persona_id, limit=1)
+        report = await app.enrich_pending(persona_id, limit=_ENRICH_STEP)
         if report.stopped_by is not None or report.remaining == 0:
             return report
         enriched, failed = report.enriched, report.failed
         with _bar(None, "enriching", show, length=enriched + failed + report.remaining) as bar:
             bar.update(enriched + failed)
             while report.stopped_by is None and report.remaining > 0:
-                report = await app.enrich_pending(persona_id, limit=1)
+                report = await app.enrich_pending(persona_id, limit=_ENRICH_STEP)
                 if report.enriched + report.failed == 0:
                     break
                 enriched, failed = enriched + report.enriched, failed + report.failed

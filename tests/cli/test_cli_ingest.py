@@ -4,6 +4,7 @@ progress that logs do not break."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -144,7 +145,7 @@ def test_per_episode_info_events_are_held_back_during_the_bars(
     assert code == 0 and "episode_recorded" not in err and "storing" in err
     path = _write(tmp_path / "y.jsonl", _line("three"))
     code, _, err = invoke(ada, "-v", "ingest", str(path), "--persona", "ada", "--no-enrich")
-    assert code == 0 and "episode_recorded" in err
+    assert code == 0 and "episodes_recorded" in err
     path = _write(tmp_path / "z.jsonl", _line("four"))
     code, _, err = invoke(ada, "-q", "ingest", str(path), "--persona", "ada", "--no-enrich")
     assert code == 0 and err == ""
@@ -169,3 +170,30 @@ def test_enrichment_under_its_bar_logs_no_info_events(ada: dict[str, str], tmp_p
     assert code == 0, err
     assert "stored 3," in out and "enriched 3, failed 0, pending 0" in out
     assert "llm_call" not in err and "episode_enriched" not in err and "enrichment_pass" not in err
+
+
+def test_ingest_stores_in_batches(ada: dict[str, str], tmp_path: Path) -> None:
+    """2,500 good lines (and one bad one in the middle) are stored by two bulk appends of
+    at most 2,000: every episode of one append carries that append's single clock
+    reading, so the file holds exactly two distinct write times (one per line when each
+    exchange was recorded alone); turns still follow the file."""
+    lines = [_line(f"message {i}", conversation_id=f"c{i % 5}") for i in range(2_500)]
+    lines.insert(1_200, _line("bad", user_id=None))
+    result = _ingest(ada, _write(tmp_path / "big.jsonl", *lines))
+    assert (result["stored"], result["bad_lines"]) == (
+        2_500,
+        [{"line": 1_201, "error": "user_id must be a string, not null"}],
+    )
+    db = sqlite3.connect(ada["SONALITY_STORE"].removeprefix("sqlite:///"))
+    try:
+        [(stamps,)] = db.execute(
+            "SELECT COUNT(DISTINCT created_at) FROM episodes WHERE persona_id = 'ada'"
+        ).fetchall()
+        turns = db.execute(
+            "SELECT user_message, turn FROM episodes WHERE conversation_id = 'c3' ORDER BY turn"
+        ).fetchall()
+    finally:
+        db.close()
+    assert stamps == 2
+    assert [m for m, _ in turns] == [f"message {i}" for i in range(3, 2_500, 5)]
+    assert [t for _, t in turns] == list(range(1, 501))

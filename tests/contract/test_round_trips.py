@@ -13,7 +13,9 @@ import pytest
 from factories import add_episode, add_persona, at, cosine, make_commit, vector
 from neo4j import AsyncManagedTransaction
 
+from sonality.errors import ConflictError
 from sonality.models import (
+    AffectState,
     EpisodeDraft,
     MonologueEntry,
     Narrative,
@@ -109,6 +111,26 @@ async def test_an_enrichment_chunk_is_one_statement(
         await neo4j_store.enrichment_state("p1", ["u1", "u2"], since_interaction=0)
     assert neo4j_store.transaction_stats.units == units + 1
     assert len(sent) == 5, sent
+
+
+async def test_put_affect_is_one_statement(neo4j_store: Any, statements: Statements) -> None:
+    """put_affect (the lock, the version check and the write) sends one statement, and a
+    stale version is still refused in it."""
+    await add_persona(neo4j_store)
+    state = AffectState(
+        persona_id="p1",
+        user_id="u9",
+        version=1,
+        emotional_state="calm",
+        relationship="strangers",
+        updated_at=T0,
+    )
+    with statements.counting() as sent:
+        assert await neo4j_store.put_affect(state) == state
+    assert len(sent) == 1, sent
+    with statements.counting() as sent, pytest.raises(ConflictError):
+        await neo4j_store.put_affect(state)
+    assert len(sent) == 1, sent
 
 
 async def test_reflection_units_are_one_or_two_statements(

@@ -113,7 +113,11 @@ async def _commit_all(tx: AsyncManagedTransaction, commits: Sequence[EnrichmentC
     it back)."""
     pid = checks.enrichment_chunk(commits)
     rows = await fetch(
-        tx, Query.ENRICHMENT_COMMIT, persona_id=pid, commits=[_commit_params(c) for c in commits]
+        tx,
+        Query.ENRICHMENT_COMMIT,
+        persona_id=pid,
+        fact_users=sorted({f.user_id for c in commits for f in c.facts}),
+        commits=[_commit_params(c) for c in commits],
     )
     if not rows:
         raise PersonaNotFound("no such persona", persona_id=pid)

@@ -40,7 +40,7 @@ from sonality.models import (
 from sonality.storage import checks
 from sonality.storage.neo4j import codec
 from sonality.storage.neo4j.cypher import Query
-from sonality.storage.neo4j.executor import Neo4jAggregate, fetch, fetch_one, lock_persona
+from sonality.storage.neo4j.executor import Neo4jAggregate, fetch, fetch_one
 from sonality.storage.neo4j.personas import persona_from
 
 __all__ = ["Neo4jRuntime"]
@@ -171,25 +171,24 @@ async def _mark_failed(
     return await _turn(tx, persona_id, episode_id)
 
 
-async def _write_affect(tx: AsyncManagedTransaction, state: AffectState) -> dict[str, Any]:
-    """Compare-and-swap the affect state; the caller holds the persona lock."""
-    ids = {"persona_id": state.persona_id, "user_id": state.user_id}
-    row = await fetch_one(tx, Query.RUNTIME_AFFECT_GET, **ids)
-    current = row["affect"]["version"] if row is not None else 0
-    checks.next_version("affect", state.persona_id, state.version, current)
-    props = _affect_props(state)
-    written = await fetch_one(
-        tx, Query.RUNTIME_AFFECT_PUT, **ids, at=props["updated_at"], affect=props
-    )
-    if written is None:
-        raise PersonaNotFound("no such persona", persona_id=state.persona_id)
-    affect: dict[str, Any] = written["affect"]
-    return affect
-
-
 async def _put_affect(tx: AsyncManagedTransaction, state: AffectState) -> AffectState:
-    await lock_persona(tx, state.persona_id)
-    return _affect_from(await _write_affect(tx, state))
+    """One statement (``runtime/affect_put``): the persona lock, the stored version and
+    the compare-and-swap write; a version that is not the stored one + 1 raises here
+    (``ConflictError``, nothing was written)."""
+    props = _affect_props(state)
+    row = await fetch_one(
+        tx,
+        Query.RUNTIME_AFFECT_PUT,
+        persona_id=state.persona_id,
+        user_id=state.user_id,
+        at=props["updated_at"],
+        affect=props,
+    )
+    if row is None:
+        raise PersonaNotFound("no such persona", persona_id=state.persona_id)
+    checks.next_version("affect", state.persona_id, state.version, row["found_version"])
+    affect: dict[str, Any] = row["affect"]
+    return _affect_from(affect)
 
 
 async def _commit_thought(tx: AsyncManagedTransaction, c: ThoughtCommit) -> None:
