@@ -13,9 +13,9 @@ Keeping it right across processes:
   unit of ``seq``, microseconds × 1000.
 * A search first reads the user's rows stamped after its previous catch-up (on the
   server's clock) minus :data:`WINDOW`, through the ``(persona_id, user_id,
-  embedding_rev)`` index, the embedding only for rows the cache does not hold at that
-  stamp. Stamps come from the clock, not from a lock, so a transaction may commit a
-  little after a later-stamped one; the window re-reads the recent past to catch it.
+  embedding_rev)`` index, leaving out the rows the cache holds at that stamp. Stamps
+  come from the clock, not from a lock, so a transaction may commit a little after a
+  later-stamped one; the window re-reads the recent past to catch it.
 * The same statement counts the user's embedded episodes (from the index alone). When
   the cache holds another number of rows — an episode deleted (``forget_user``,
   ``delete_episode``, ``delete_persona``, ``delete_all``, an import after a deletion), or
