@@ -333,7 +333,7 @@ async def similarity_routes(store: Any, report: Report, size: int, samples: int)
         ("index", False, False, SimilarityRoute(exact_max=-1)),
         ("cache", False, True, saved[2]),
     ]
-    if chosen == "search":
+    if store._db.scoped_index:  # 2026.x after V0036: the in-index search, forced
         forms.append(("search", True, True, saved[2]))
     for name, search, cache, route in forms:
         store.similarity_search, store.similarity_cache, store.similarity_route = (
