@@ -40,6 +40,7 @@ __all__ = [
     "ConversationMind",
     "Direction",
     "EnrichmentCommit",
+    "EnrichmentState",
     "EnrichmentStatus",
     "Episode",
     "EpisodeDraft",
@@ -61,6 +62,7 @@ __all__ = [
     "KeyScope",
     "MonologueEntry",
     "Narrative",
+    "PendingWork",
     "Persona",
     "PersonaArchive",
     "ProvenanceEdge",
@@ -76,6 +78,7 @@ __all__ = [
     "SelfModel",
     "Snapshot",
     "SoftGoal",
+    "StagedInfluence",
     "StagedUpdate",
     "StoredEvidence",
     "ThinkerStatus",
@@ -123,7 +126,7 @@ Identifier = Annotated[str, AfterValidator(validate_identifier)]
 class Frozen(BaseModel):
     """Base of the shared models: immutable, strict about unknown fields."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class Generation(Frozen):
@@ -432,6 +435,14 @@ class UserInfluence(Frozen):
     message: str
 
 
+class StagedInfluence(UserInfluence):
+    """A :class:`UserInfluence` row with the user it counts against and the staged delta's
+    id (what orders rows of one interaction): the form a backlog pass carries in memory."""
+
+    user_id: Identifier
+    staged_id: str
+
+
 class UserFactDraft(Frozen):
     kind: FactKind
     text: str
@@ -449,6 +460,22 @@ class UserFact(Frozen):
     episode_id: Identifier
     created_at: datetime
     retracted: bool = False
+
+
+class EnrichmentState(Frozen):
+    """Everything planning the enrichment of a persona's next episodes reads, taken in one
+    read (``Store.enrichment_state``) and then carried from one episode to the next in
+    memory (``core.backlog``), as the one-by-one path would read it again each time."""
+
+    persona: Persona
+    beliefs: tuple[Belief, ...]
+    """Every belief, retired ones included."""
+    staged: tuple[StagedUpdate, ...]
+    """The uncommitted staged deltas."""
+    facts: tuple[UserFact, ...]
+    """The active facts of the users asked for."""
+    influence: tuple[StagedInfluence, ...]
+    """The staged deltas of those users' episodes staged after the interaction asked for."""
 
 
 class ContextReads(Frozen):
@@ -680,6 +707,20 @@ class ThinkerTurn(Frozen):
     """The committed narrative version the Talker answered with (0: none yet)."""
     created_at: datetime
     updated_at: datetime
+
+
+class PendingWork(Frozen):
+    """Background work the store still holds as pending, whichever process will do it."""
+
+    episodes: int = Field(ge=0)
+    """The persona's episodes not enriched yet (``pending``; ``failed`` ones not counted)."""
+    turns: int = Field(ge=0)
+    """Thinker turns not thought about yet (``pending``), of the conversation asked about
+    or of the whole persona."""
+
+    @property
+    def none(self) -> bool:
+        return self.episodes == 0 and self.turns == 0
 
 
 class Narrative(Frozen):

@@ -20,6 +20,7 @@ from sonality.models import (
     ContextReads,
     ConversationMind,
     EnrichmentCommit,
+    EnrichmentState,
     Episode,
     EpisodeDraft,
     Erasure,
@@ -299,6 +300,21 @@ class EnrichmentStore(Protocol):
         """Apply everything one interaction changed, in one transaction."""
         ...
 
+    async def commit_enrichments(self, commits: Sequence[EnrichmentCommit]) -> None:
+        """Apply consecutive enrichment commits of one persona (a backlog chunk, planned
+        in order from one ``enrichment_state``) in one transaction, each checked as
+        ``commit_enrichment`` checks it; a refusal of any (``ConflictError`` …) rolls them
+        all back."""
+        ...
+
+    async def enrichment_state(
+        self, persona_id: str, user_ids: Sequence[str], *, since_interaction: int
+    ) -> EnrichmentState:
+        """In one read: the persona, every belief (retired too), the uncommitted staged
+        deltas, the active facts of ``user_ids`` and the staged deltas of their episodes
+        staged after ``since_interaction`` (what a backlog chunk plans from)."""
+        ...
+
     async def commit_insight(self, commit: InsightCommit) -> None:
         """Apply a retried insight extraction in one transaction: the episode's insight
         text and status, and the ``Insight`` it yielded. ``ConflictError`` (nothing
@@ -542,6 +558,13 @@ class ErasureStore(Protocol):
     async def correct_fact(self, fact: UserFact) -> UserFact:
         """Replace the stored fact ``fact.id`` (same user and episode) with ``fact``'s
         kind, text and severity. ``NotFoundError`` when unknown."""
+        ...
+
+    async def add_fact(self, fact: UserFact) -> UserFact:
+        """Store ``fact`` in one transaction and return it as stored; when its user
+        already holds an active fact that says the same (``checks.held_fact``), return
+        that one and write nothing. ``NotFoundError`` (nothing written) when
+        ``fact.episode_id`` is not an episode of ``fact.user_id``."""
         ...
 
     async def delete_persona(self, persona_id: str, record: Erasure) -> None:

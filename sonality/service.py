@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable, Sequence
-from functools import partial
+from datetime import timedelta
+from functools import cached_property, partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, NoReturn, Self
 
@@ -34,7 +35,6 @@ from sonality.core.triggers import TriggerDecision
 from sonality.errors import ConfigError, SonalityError, ValidationError
 from sonality.mind.context import Context, ContextBuilder
 from sonality.mind.enrichment import Enricher, EnrichReport
-from sonality.mind.erasure import Eraser
 from sonality.mind.inputs import (
     MAX_LIMIT,
     check_bool,
@@ -46,11 +46,9 @@ from sonality.mind.inputs import (
     check_topic,
 )
 from sonality.mind.lanes import Lanes
-from sonality.mind.parts import EnrichMode, Limits, SystemClock, assemble
+from sonality.mind.parts import EnrichMode, Limits, RuntimeSettings, SystemClock, assemble
 from sonality.mind.recording import EpisodeRecorder, Exchange
 from sonality.mind.reflection import ReflectionParams, ReflectionReport, Reflector
-from sonality.mind.runtime import DualProcess, RuntimeSettings
-from sonality.mind.talker import Reply
 from sonality.models import (
     AffectPlacement,
     AffectState,
@@ -66,6 +64,7 @@ from sonality.models import (
     KeyScope,
     MonologueEntry,
     Narrative,
+    PendingWork,
     Persona,
     ProvenanceEdge,
     Reflection,
@@ -74,6 +73,7 @@ from sonality.models import (
     SelfModel,
     Snapshot,
     SoftGoal,
+    ThinkerStatus,
     ThinkerTurn,
     TurnUsage,
     UserFact,
@@ -81,8 +81,11 @@ from sonality.models import (
 from sonality.observability import get_logger
 from sonality.ports import LLM, Clock, Embedder, Store
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported where first used, so a read loads none of them
     from sonality.mind.archive import Imported
+    from sonality.mind.erasure import Eraser
+    from sonality.mind.runtime import DualProcess
+    from sonality.mind.talker import Reply
 
 __all__ = ["EnrichMode", "Exchange", "Limits", "Recorded", "Sonality", "SystemClock"]
 
@@ -91,13 +94,16 @@ log = get_logger("sonality")
 _MAX_NARRATIVE_CHARS = 100_000
 _MAX_TOKEN_BUDGET = 1_000_000
 _MAX_WAIT_SECONDS = 86_400.0
+_STORE_DRAIN_SECONDS = 30.0
+"""How long ``drain(everywhere=True)`` watches the store when no ``max_seconds`` is given."""
+_STORE_POLL_SECONDS = 0.2
 
 
 class Recorded(BaseModel):
     """What ``record`` returns: the stored episode (re-read after enrichment) and whether
     this call created it."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     episode: Episode
     created: bool
@@ -186,13 +192,6 @@ class Sonality:
         self._refused: dict[str, ConfigError] = {}
         """Per persona, the configuration error its last enrichment pass met (cleared by a
         pass that gets through): an inline ``record`` behind a backlog raises it."""
-        self.eraser = Eraser(
-            store=self.store,
-            clock=self.clock,
-            params=self.opinion,
-            window_size=self.limits.disagreement_window,
-            lease_seconds=self.reflector.params.lease_seconds,
-        )
 
     # lifecycle ----------------------------------------------------------------------
     @classmethod
@@ -622,6 +621,19 @@ class Sonality:
         return await self.store.snapshot_history(await self._known(persona_id))
 
     # forgetting and correcting (mind/erasure.py) ----------------------------------------
+    @cached_property
+    def eraser(self) -> Eraser:
+        """The erasure pipeline, built on first use (a read never loads it)."""
+        from sonality.mind.erasure import Eraser
+
+        return Eraser(
+            store=self.store,
+            clock=self.clock,
+            params=self.opinion,
+            window_size=self.limits.disagreement_window,
+            lease_seconds=self.reflector.params.lease_seconds,
+        )
+
     async def forget_user(self, persona_id: str, *, user_id: str) -> Erasure:
         """Erase the user from the persona: its conversations, episodes, facts, insights,
         affect state, monologue, narratives and usage, in one transaction, and recompute
@@ -669,9 +681,38 @@ class Sonality:
             severity=severity,
         )
 
+    async def add_fact(
+        self,
+        persona_id: str,
+        *,
+        user_id: str,
+        episode_id: str,
+        text: str,
+        kind: FactKind | str = FactKind.FACT,
+        severity: int = 1,
+    ) -> UserFact:
+        """Store a fact about the user that the model did not extract (kind and severity
+        1-5 as an extracted fact has), backed by ``episode_id``, one of the user's
+        exchanges: erasing that exchange erases the fact. A user never holds one fact
+        twice: when an active fact already says the same (same words, case-folded), that
+        fact is returned and nothing is written. ``NotFoundError`` when the episode is not
+        the user's."""
+        return await self.eraser.add_fact(
+            await self._known(persona_id),
+            check_id(user_id, "user_id"),
+            check_id(episode_id, "episode_id"),
+            text=text,
+            kind=kind,
+            severity=severity,
+        )
+
     async def erasures(self, persona_id: str) -> list[Erasure]:
-        """The persona's erasure audit records, oldest first (also after its deletion)."""
-        return await self.store.list_erasures(check_id(persona_id, "persona_id"))
+        """The persona's erasure audit records, oldest first (also after its deletion).
+        ``PersonaNotFound`` when the persona neither exists nor left any record."""
+        records = await self.store.list_erasures(check_id(persona_id, "persona_id"))
+        if not records:
+            await self._known(persona_id)
+        return records
 
     # moving personas (mind/archive.py) -------------------------------------------------
     async def export(self, persona_id: str | Sequence[str]) -> str:
@@ -770,6 +811,8 @@ class Sonality:
     # dual-process runtime (mind/runtime.py) -------------------------------------------
     def _dual_process(self) -> DualProcess:
         if self._dual is None:
+            from sonality.mind.runtime import DualProcess
+
             self._dual = DualProcess(
                 store=self.store,
                 llm=self.llm,
@@ -825,24 +868,66 @@ class Sonality:
         *,
         conversation_id: str | None = None,
         max_seconds: float | None = None,
+        everywhere: bool = False,
     ) -> bool:
-        """Wait for the background thinking of a conversation (or of every conversation
-        of the persona) and for the persona's background enrichment to finish; False if
-        ``max_seconds`` ran out first."""
+        """Wait for the background work this process started: the Thinker of a
+        conversation (or of every conversation of the persona) and the persona's
+        background enrichment; False if ``max_seconds`` ran out first.
+
+        That covers this process only: work another process (a second server, a worker)
+        holds is not waited for. With ``everywhere``, then also wait until the store
+        holds none of it (``pending``: no pending episode of the persona and no pending
+        Thinker turn of the conversation, or of the persona), reading the store every
+        0.2 s for at most ``max_seconds`` in all (30 s when not given). A turn whose
+        process died stays pending until ``retry_thinking`` closes it, and episodes
+        stay pending without a model: ``drain`` then returns False, and ``pending``
+        says what is left."""
         check_id(persona_id, "persona_id")
         if conversation_id is not None:
             check_id(conversation_id, "conversation_id")
         if max_seconds is not None:
             check_number(max_seconds, field="max_seconds", low=0, high=_MAX_WAIT_SECONDS)
+        check_bool(everywhere, field="everywhere")
         loop = asyncio.get_running_loop()
+        if everywhere and max_seconds is None:
+            max_seconds = _STORE_DRAIN_SECONDS
         deadline = None if max_seconds is None else loop.time() + max_seconds
+
+        def left() -> float | None:
+            return None if deadline is None else max(0.0, deadline - loop.time())
+
         if self._dual is not None and not await self._dual.drain(
             persona_id, conversation_id, max_seconds
         ):
             return False
-        left = None if deadline is None else max(0.0, deadline - loop.time())
         key = ("enrich", persona_id)
-        return await self._enrich_lanes.drain(lambda k: k == key, max_seconds=left)
+        if not await self._enrich_lanes.drain(lambda k: k == key, max_seconds=left()):
+            return False
+        if not everywhere:
+            return True
+        while not (await self.pending(persona_id, conversation_id=conversation_id)).none:
+            wait = left()
+            assert wait is not None  # everywhere always has a deadline
+            if wait <= 0:
+                return False
+            await asyncio.sleep(min(_STORE_POLL_SECONDS, wait))
+        return True
+
+    async def pending(self, persona_id: str, *, conversation_id: str | None = None) -> PendingWork:
+        """What the store holds as pending background work of the persona, whichever
+        process will do it: episodes not enriched yet, and Thinker turns not thought about
+        yet (of ``conversation_id``, or of every conversation)."""
+        pid = await self._known(persona_id)
+        episodes = (await self.store.count_episodes(pid)).get(EnrichmentStatus.PENDING.value, 0)
+        if conversation_id is not None:
+            turns = await self.store.thinker_turns(
+                pid, check_id(conversation_id, "conversation_id")
+            )
+        else:  # every failed turn and every pending one touched before a century from now
+            later = self.clock.now() + timedelta(days=36_500)
+            turns = await self.store.list_thinker_retries(pid, stale_before=later)
+        waiting = sum(t.status is ThinkerStatus.PENDING for t in turns)
+        return PendingWork(episodes=episodes, turns=waiting)
 
     async def retry_thinking(self, persona_id: str) -> int:
         """Re-run failed Thinker turns (and turns a dead process left pending), in order

@@ -34,7 +34,9 @@ async def open_store(settings: Settings, *, create: bool = True) -> Store:
     if settings.store_backend == "sqlite":
         from sonality.storage.sqlite.store import SqliteStore
 
-        if create and settings.store == default_store_url():
+        # only a file named sonality.db can be the default: no platformdirs import otherwise
+        default = settings.sqlite_path.name == "sonality.db"
+        if create and default and settings.store == default_store_url():
             await asyncio.to_thread(_move_legacy_store, settings.sqlite_path)
         return await SqliteStore.open(
             settings.sqlite_path,

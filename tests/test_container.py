@@ -185,8 +185,8 @@ def test_the_wheel_builds_from_exactly_the_docker_copy_set(tmp_path: Path) -> No
 
 def test_dependency_layer_installs_exactly_the_runtime_dependencies(tmp_path: Path) -> None:
     """The Dockerfile's dependency stage, run as written in a folder holding only
-    pyproject.toml, lists exactly ``[project].dependencies`` and the ``server`` extra (the
-    image runs ``sonality serve`` too) for ``pip wheel -r``."""
+    pyproject.toml, lists exactly ``[project].dependencies``, the ``server`` extra (the
+    image runs ``sonality serve`` too) and the ``rust`` extra for ``pip wheel -r``."""
     [run] = [args for name, args in _instructions() if name == "RUN" and "requirements.txt" in args]
     listing = run.split("&&")[0]
     shutil.copy2(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
@@ -197,7 +197,8 @@ def test_dependency_layer_installs_exactly_the_runtime_dependencies(tmp_path: Pa
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     listed = (tmp_path / "requirements.txt").read_text(encoding="utf-8").splitlines()
     project = config["project"]
-    assert listed == project["dependencies"] + project["optional-dependencies"]["server"]
+    extras = project["optional-dependencies"]
+    assert listed == project["dependencies"] + extras["server"] + extras["rust"]
     assert "-r requirements.txt" in run
 
 

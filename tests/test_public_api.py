@@ -50,6 +50,18 @@ _REQUIRED = "-"
 _P, _K = "POSITIONAL_OR_KEYWORD", "KEYWORD_ONLY"
 SONALITY_METHODS: dict[str, tuple[str, bool, list[tuple[str, str, object]]]] = {
     "add_due_listener": ("method", False, [("listener", _P, _REQUIRED)]),
+    "add_fact": (
+        "method",
+        True,
+        [
+            ("persona_id", _P, _REQUIRED),
+            ("user_id", _K, _REQUIRED),
+            ("episode_id", _K, _REQUIRED),
+            ("text", _K, _REQUIRED),
+            ("kind", _K, "fact"),
+            ("severity", _K, 1),
+        ],
+    ),
     "affect_state": ("method", True, [("persona_id", _P, _REQUIRED), ("user_id", _K, _REQUIRED)]),
     "beliefs": ("method", True, [("persona_id", _P, _REQUIRED), ("include_retired", _K, False)]),
     "close": ("method", True, []),
@@ -108,7 +120,12 @@ SONALITY_METHODS: dict[str, tuple[str, bool, list[tuple[str, str, object]]]] = {
     "drain": (
         "method",
         True,
-        [("persona_id", _P, _REQUIRED), ("conversation_id", _K, None), ("max_seconds", _K, None)],
+        [
+            ("persona_id", _P, _REQUIRED),
+            ("conversation_id", _K, None),
+            ("max_seconds", _K, None),
+            ("everywhere", _K, False),
+        ],
     ),
     "delete_episode": (
         "method",
@@ -165,6 +182,11 @@ SONALITY_METHODS: dict[str, tuple[str, bool, list[tuple[str, str, object]]]] = {
             ("llm", _K, None),
             ("owner", _K, None),
         ],
+    ),
+    "pending": (
+        "method",
+        True,
+        [("persona_id", _P, _REQUIRED), ("conversation_id", _K, None)],
     ),
     "persona": ("method", True, [("persona_id", _P, _REQUIRED)]),
     "personas": ("method", True, []),

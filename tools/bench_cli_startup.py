@@ -9,12 +9,18 @@ that imports click (the one library ``--help`` needs). Prints a table.
       python tools/bench_cli_startup.py --baseline /tmp/base   # adds that tree's --help
 
     python tools/bench_cli_startup.py --reads          # read commands on a small store
+    git archive main sonality migrations cypher prompts | tar -x -C /tmp/base && \
+      python tools/bench_cli_startup.py --reads --baseline /tmp/base   # and that tree's
 
 Target: ``sonality --help`` under 0.3 s; with ``--reads``, every read-only command
 (``beliefs``, ``context``, ``export`` … on a fresh SQLite store of one persona and 30
 exchanges, with ``SONALITY_MODEL`` set so a litellm import would show) under 0.5 s, also
 reported as CPU seconds (user + system) since a shared machine's wall time is mostly
-waiting. The ``over floor`` column is the time Sonality
+waiting. Before timing, the package's bytecode is compiled (``compileall``), as installing
+the wheel does: with ``PYTHONDONTWRITEBYTECODE`` set (the Dockerfile and some shells set
+it) a source tree would otherwise recompile every module on every command, ~0.1 s that no
+installed copy pays; ``--source`` skips that step to show it. The load average is printed
+beside the figures. The ``over floor`` column is the time Sonality
 itself adds to starting Python, which is what the code controls; ``x click`` is the ratio to
 the import-click floor.
 """
@@ -44,8 +50,10 @@ READS = [
     ["episodes", "--persona", "ada"],
     ["context", "--persona", "ada", "--user", "u1", "--message", "what about tea?"],
     ["reflections", "--persona", "ada"],
+    ["snapshot", "history", "--persona", "ada"],
     ["snapshot", "show", "--persona", "ada"],
     ["export", "--persona", "ada"],
+    ["erasures", "--persona", "ada"],
     ["doctor"],
 ]
 
@@ -78,9 +86,20 @@ def main() -> None:
         help="a source tree (holding sonality/) whose `sonality --help` is measured too",
     )
     parser.add_argument("--reads", action="store_true", help="time the read commands instead")
+    parser.add_argument(
+        "--source",
+        action="store_true",
+        help="do not compile the bytecode first (each run may compile from source)",
+    )
     args = parser.parse_args()
+    if not args.source:
+        import compileall
+
+        for tree in (ROOT, *([args.baseline] if args.baseline else [])):
+            compileall.compile_dir(tree / "sonality", quiet=1)
+    print("bytecode: " + ("as found (--source)" if args.source else "compiled first"))
     if args.reads:
-        _reads(args.samples)
+        _reads(args.samples, args.baseline)
         return
 
     rows: dict[str, list[str]] = {
@@ -106,7 +125,7 @@ def main() -> None:
 
     floor = statistics.median(timings["python -c pass (floor)"])
     click_floor = statistics.median(timings["python -c 'import click'"])
-    print(f"{args.samples} samples each, interleaved; {os.cpu_count()} cpus")
+    print(f"{args.samples} samples each, interleaved; {os.cpu_count()} cpus; {_load()}")
     print(f"{'':42} {'median':>8} {'p90':>8} {'over floor':>11} {'x click':>8}")
     for name, values in timings.items():
         median = statistics.median(values)
@@ -119,7 +138,7 @@ def main() -> None:
     print(f"sonality --help: median {top:.3f} s, target {TARGET_SECONDS} s: {verdict}")
 
 
-def _reads(samples: int) -> None:
+def _reads(samples: int, baseline: Path | None) -> None:
     """Time each read command on a small seeded store against the bare-interpreter floor."""
     import tempfile
 
@@ -144,6 +163,11 @@ def _reads(samples: int) -> None:
         )
         rows = {"python -c pass (floor)": [sys.executable, "-c", "pass"]}
         rows |= {" ".join(["sonality", *r]): [*_sonality(), *r] for r in READS}
+        if baseline is not None:  # both trees started the same way, for a fair ratio
+            listed = (baseline / "sonality" / "cli" / "__init__.py").read_text("utf-8")
+            common = [r for r in READS if f'"{r[0]}":' in listed]  # what both trees have
+            for label, tree in (("this", ROOT), ("base", baseline.resolve())):
+                rows |= {f"{label}: {' '.join(r)}": _in_tree(tree, r) for r in common}
         timings: dict[str, list[float]] = {name: [] for name in rows}
         cpu: dict[str, list[float]] = {name: [] for name in rows}
         for argv in rows.values():
@@ -154,7 +178,9 @@ def _reads(samples: int) -> None:
                 timings[name].append(_time(argv))
                 cpu[name].append(_children_cpu() - before)
     floor = statistics.median(timings["python -c pass (floor)"])
-    print(f"{samples} samples each, interleaved; {os.cpu_count()} cpus; SONALITY_MODEL set")
+    print(
+        f"{samples} samples each, interleaved; {os.cpu_count()} cpus; SONALITY_MODEL set; {_load()}"
+    )
     print(f"{'':52} {'median':>7} {'p90':>7} {'over floor':>10} {'cpu':>6}")
     worst = worst_cpu = 0.0
     for name, values in timings.items():
@@ -168,6 +194,30 @@ def _reads(samples: int) -> None:
     for label, value in (("wall", worst), ("cpu", worst_cpu)):
         verdict = "met" if value < READ_TARGET_SECONDS else "MISSED"
         print(f"slowest read command ({label}): median {value:.3f} s, target 0.5 s: {verdict}")
+    if baseline is not None:
+        for what, series in (("wall", timings), ("cpu", cpu)):
+            this, base = (
+                sum(statistics.median(v) for n, v in series.items() if n.startswith(prefix))
+                for prefix in ("this:", "base:")
+            )
+            print(
+                f"all reads, this tree / baseline ({what}): {this:.3f} / {base:.3f} s "
+                f"= {this / base:.2f}"
+            )
+
+
+def _in_tree(tree: Path, args: list[str]) -> list[str]:
+    """A command line running ``sonality ARGS`` from the source tree ``tree``."""
+    code = (
+        f"import sys; sys.path.insert(0, {str(tree)!r}); from sonality.cli import main; "
+        f"main({args!r}, prog_name='sonality')"
+    )
+    return [sys.executable, "-c", code]
+
+
+def _load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f}"
 
 
 def _children_cpu() -> float:

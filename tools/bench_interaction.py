@@ -4,7 +4,10 @@ of the same store (the floor: one transaction writing one row/node), on SQLite a
     python tools/bench_interaction.py                         # 1k and 100k episodes, both stores
     python tools/bench_interaction.py --sizes 1000 --backends neo4j --samples 50
 
-Prints the load average (the machine is shared), then per store: the floor, append_episode,
+Prints the load average (the machine is shared), then per store: the floor (measured after
+a few seconds of unmeasured floor writes and appends, which warm the JVM, the driver's pool
+and the page cache; the ratios use it, and it is measured again at the end of the store's
+run to show the drift), append_episode,
 record with an instant scripted model (inline and background), 16 concurrent appenders on
 one persona (episodes/s, driver retries), enrichment of a backlog (interactions/s), the bulk
 fill through Store.append_episodes (episodes/s, 50 users, 200 conversations, embeddings),
@@ -131,7 +134,11 @@ def load() -> str:
 
 
 class Report:
-    """Rows of one backend: latencies against the floor, and throughputs."""
+    """Rows of one backend: latencies against the floor, and throughputs.
+
+    The floor is measured twice, after a warm-up (``warm``) and again at the end of the
+    backend's run; the ratios use the first one, measured warm and before the store
+    holds any data, and the end row shows how far it drifted under the run's load."""
 
     def __init__(self, backend: str) -> None:
         self.backend = backend
@@ -181,6 +188,16 @@ async def bulk_fill(store: Store, persona: str, start: int, stop: int, batch: in
     return (stop - start) / elapsed if elapsed else float("nan")
 
 
+async def warm(seconds: float, call: Callable[[int], Awaitable[Any]]) -> None:
+    """Run ``call`` unmeasured for ``seconds`` (a cold JVM, driver pool or page cache
+    would otherwise land in the first figures)."""
+    deadline = time.perf_counter() + seconds
+    i = 0
+    while time.perf_counter() < deadline:
+        await call(1_000_000 + i)
+        i += 1
+
+
 async def bench_backend(
     name: str,
     open_store: Callable[[], Awaitable[Store]],
@@ -199,18 +216,17 @@ async def bench_backend(
         opinion=OpinionParams(),
         count_tokens=lambda t: max(1, len(t) // 4),
     )
-    for pid in ("bench", "live", "crowd", "enrich"):
+    for pid in ("bench", "live", "crowd", "enrich", "warm"):
         await app.create_persona(pid, name=pid, core_identity="I am a benchmark persona.")
     report = Report(name)
     embedder = HashEmbedder(DIMS)
-    report.latency("floor write", "-", await timed(samples, floor_write))
 
-    async def append(i: int) -> None:
+    async def append(i: int, persona: str = "live") -> None:
         [vector] = await embedder.embed([text(20_000_000 + i)])
         await store.append_episode(
             EpisodeDraft(
                 id=f"app-{i}",
-                persona_id="live",
+                persona_id=persona,
                 user_id=f"u{i % 50}",
                 conversation_id=f"a{i % 20}",
                 user_message=text(20_000_000 + i),
@@ -220,6 +236,9 @@ async def bench_backend(
             )
         )
 
+    await warm(3.0, floor_write)
+    await warm(2.0, lambda i: append(i, "warm"))
+    report.latency("floor write", "-", await timed(samples, floor_write))
     report.latency("append_episode (embedding incl.)", "-", await timed(samples, append))
     report.latency(
         "record, instant model (inline)",
@@ -312,6 +331,9 @@ async def bench_backend(
         )
         if name == "neo4j":
             await similarity_routes(store, report, size, samples)
+    floor = report.floor
+    report.latency("floor write, again at the end", "-", await timed(samples, floor_write))
+    report.floor = floor
     await app.close()
     await store.close()
 

@@ -1,119 +1,128 @@
-// Everything one enriched interaction changes, in one statement. First the persona's
-// write lock, then the checks: the persona is still at $expected_interaction_count and the
-// episode is still pending. When either moved, nothing is written and the returned
-// found_count/found_status say why; the adapter raises ConflictError. Otherwise every
-// write follows, and the counts of what each batch wrote come back so the adapter can
-// refuse (and roll back) a commit that named unknown users, episodes or beliefs.
-// No row: no such persona.
+// Consecutive enriched interactions of one persona ($commits, in their order; a list of one
+// for a single interaction), in one statement. First the persona's write lock; then, for
+// each commit in turn, the checks against what the commits before it left: the persona is
+// at the commit's expected_interaction_count and its episode is still pending. A commit
+// whose checks fail writes nothing and its found_count/found_status say why (the adapter
+// raises ConflictError, rolling back the commits before it too); otherwise its writes
+// follow, and the counts of what each batch wrote come back so the adapter can refuse a
+// commit that named unknown users, episodes or beliefs. One row per commit, by index;
+// no row: no such persona.
 MATCH (p:Persona {id: $persona_id})
 SET p._lock = true
 REMOVE p._lock
 WITH p
-OPTIONAL MATCH (e:Episode {persona_id: $persona_id, id: $episode_id})
-WITH p, e, p.interaction_count AS found_count, e.enrichment_status AS found_status
-WITH p, e, found_count, found_status,
-     found_count = $expected_interaction_count AND found_status = 'pending' AS ok
-// the episode, the persona's counters and the insight
-CALL (p, e, ok) {
-  WITH p, e, ok
-  WHERE ok
-  SET e += $fields
-  SET p.interaction_count = $interaction_count,
-      p.disagreement_window = $disagreement_window,
-      p.shift_since_reflection = p.shift_since_reflection + $shift_total
-  FOREACH (insight IN CASE WHEN $insight IS NULL THEN [] ELSE [$insight] END |
-    CREATE (i:Insight)
-    SET i = insight
-    CREATE (e)-[:YIELDED]->(i)
-  )
+UNWIND range(0, size($commits) - 1) AS index
+CALL (p, index) {
+  WITH p, $commits[index] AS c
+  OPTIONAL MATCH (e:Episode {persona_id: $persona_id, id: c.episode_id})
+  WITH p, c, e, p.interaction_count AS found_count, e.enrichment_status AS found_status
+  WITH p, c, e, found_count, found_status,
+       found_count = c.expected_interaction_count AND found_status = 'pending' AS ok
+  // the episode, the persona's counters and the insight
+  CALL (p, e, ok, c) {
+    WITH p, e, ok, c
+    WHERE ok
+    SET e += c.fields
+    SET p.interaction_count = c.interaction_count,
+        p.disagreement_window = c.disagreement_window,
+        p.shift_since_reflection = p.shift_since_reflection + c.shift_total
+    FOREACH (insight IN CASE WHEN c.insight IS NULL THEN [] ELSE [c.insight] END |
+      CREATE (i:Insight)
+      SET i = insight
+      CREATE (e)-[:YIELDED]->(i)
+    )
+  }
+  // (User)-[:HAS_FACT]->(UserFact)-[:FROM]->(Episode)
+  CALL (ok, c) {
+    WITH ok, c
+    WHERE ok
+    UNWIND c.facts AS fact
+    MATCH (u:User {persona_id: $persona_id, id: fact.user_id})
+    MATCH (source:Episode {persona_id: $persona_id, id: fact.episode_id})
+    CREATE (f:UserFact)
+    SET f = fact
+    FOREACH (_ IN CASE WHEN fact.kind = 'constraint' THEN [1] ELSE [] END | SET f:Constraint)
+    CREATE (u)-[:HAS_FACT]->(f)
+    CREATE (f)-[:FROM]->(source)
+    RETURN count(f) AS facts_written
+  }
+  // (Episode)-[:STAGED]->(StagedUpdate) for the new deltas
+  CALL (ok, c) {
+    WITH ok, c
+    WHERE ok
+    UNWIND c.staged AS update
+    MATCH (source:Episode {persona_id: $persona_id, id: update.episode_id})
+    CREATE (s:StagedUpdate)
+    SET s = update
+    CREATE (source)-[:STAGED]->(s)
+    RETURN count(s) AS staged_written
+  }
+  // the due deltas netted now (fewer than given: unknown or committed already)
+  CALL (ok, c) {
+    WITH ok, c
+    WHERE ok
+    UNWIND c.committed_staged_ids AS staged_id
+    MATCH (s:StagedUpdate {persona_id: $persona_id, id: staged_id})
+    WHERE s.committed_at IS NULL
+    SET s.committed_at = c.interaction_count
+    RETURN count(s) AS staged_committed
+  }
+  // beliefs by (persona_id, topic), linked (Persona)-[:HOLDS]->(Belief)-[:ABOUT]->(Topic),
+  // with the display labels Neo4j Browser styles by
+  CALL (p, ok, c) {
+    WITH p, ok, c
+    WHERE ok
+    UNWIND c.beliefs AS belief
+    MERGE (b:Belief {persona_id: $persona_id, topic: belief.topic})
+    SET b += belief
+    SET b.caption = b.topic + ' ' + CASE WHEN b.position > 0 THEN '+' ELSE '' END
+          + toString(round(b.position, 2))
+    REMOVE b:Favoured:Opposed:Firm:Retired
+    FOREACH (_ IN CASE WHEN b.position > 0 THEN [1] ELSE [] END | SET b:Favoured)
+    FOREACH (_ IN CASE WHEN b.position < 0 THEN [1] ELSE [] END | SET b:Opposed)
+    FOREACH (_ IN CASE WHEN b.confidence >= 0.5 THEN [1] ELSE [] END | SET b:Firm)
+    FOREACH (_ IN CASE WHEN b.status = 'retired' THEN [1] ELSE [] END | SET b:Retired)
+    MERGE (t:Topic {persona_id: $persona_id, name: belief.topic})
+    MERGE (b)-[:ABOUT]->(t)
+    MERGE (p)-[:HOLDS]->(b)
+    RETURN count(b) AS beliefs_written
+  }
+  // (Episode)-[:MENTIONS]->(Topic)
+  CALL (e, ok, c) {
+    WITH e, ok, c
+    WHERE ok
+    UNWIND c.topics AS name
+    MERGE (t:Topic {persona_id: $persona_id, name: name})
+    MERGE (e)-[:MENTIONS]->(t)
+    RETURN count(t) AS topics_linked
+  }
+  // provenance: (Episode)-[:SUPPORTS|CONTRADICTS {delta}]->(Belief), by the delta's sign
+  CALL (ok, c) {
+    WITH ok, c
+    WHERE ok
+    UNWIND c.edges AS edge
+    MATCH (source:Episode {persona_id: $persona_id, id: edge.episode_id})
+    MATCH (b:Belief {persona_id: $persona_id, topic: edge.topic})
+    WITH source, b, edge,
+         {
+           delta: edge.delta,
+           committed_at: edge.committed_at,
+           caption: CASE WHEN edge.delta >= 0 THEN '+' ELSE '' END
+             + toString(round(edge.delta, 3))
+         } AS props
+    FOREACH (_ IN CASE WHEN edge.delta >= 0 THEN [1] ELSE [] END |
+      CREATE (source)-[r:SUPPORTS]->(b)
+      SET r = props
+    )
+    FOREACH (_ IN CASE WHEN edge.delta < 0 THEN [1] ELSE [] END |
+      CREATE (source)-[r:CONTRADICTS]->(b)
+      SET r = props
+    )
+    RETURN count(*) AS edges_written
+  }
+  RETURN found_count, found_status, facts_written, staged_written, staged_committed,
+         beliefs_written, edges_written
 }
-// (User)-[:HAS_FACT]->(UserFact)-[:FROM]->(Episode)
-CALL (ok) {
-  WITH ok
-  WHERE ok
-  UNWIND $facts AS fact
-  MATCH (u:User {persona_id: $persona_id, id: fact.user_id})
-  MATCH (source:Episode {persona_id: $persona_id, id: fact.episode_id})
-  CREATE (f:UserFact)
-  SET f = fact
-  FOREACH (_ IN CASE WHEN fact.kind = 'constraint' THEN [1] ELSE [] END | SET f:Constraint)
-  CREATE (u)-[:HAS_FACT]->(f)
-  CREATE (f)-[:FROM]->(source)
-  RETURN count(f) AS facts_written
-}
-// (Episode)-[:STAGED]->(StagedUpdate) for the new deltas
-CALL (ok) {
-  WITH ok
-  WHERE ok
-  UNWIND $staged AS update
-  MATCH (source:Episode {persona_id: $persona_id, id: update.episode_id})
-  CREATE (s:StagedUpdate)
-  SET s = update
-  CREATE (source)-[:STAGED]->(s)
-  RETURN count(s) AS staged_written
-}
-// the due deltas netted now (fewer than given: unknown or committed already)
-CALL (ok) {
-  WITH ok
-  WHERE ok
-  UNWIND $committed_staged_ids AS staged_id
-  MATCH (s:StagedUpdate {persona_id: $persona_id, id: staged_id})
-  WHERE s.committed_at IS NULL
-  SET s.committed_at = $interaction_count
-  RETURN count(s) AS staged_committed
-}
-// beliefs by (persona_id, topic), linked (Persona)-[:HOLDS]->(Belief)-[:ABOUT]->(Topic),
-// with the display labels Neo4j Browser styles by
-CALL (p, ok) {
-  WITH p, ok
-  WHERE ok
-  UNWIND $beliefs AS belief
-  MERGE (b:Belief {persona_id: $persona_id, topic: belief.topic})
-  SET b += belief
-  SET b.caption = b.topic + ' ' + CASE WHEN b.position > 0 THEN '+' ELSE '' END
-        + toString(round(b.position, 2))
-  REMOVE b:Favoured:Opposed:Firm:Retired
-  FOREACH (_ IN CASE WHEN b.position > 0 THEN [1] ELSE [] END | SET b:Favoured)
-  FOREACH (_ IN CASE WHEN b.position < 0 THEN [1] ELSE [] END | SET b:Opposed)
-  FOREACH (_ IN CASE WHEN b.confidence >= 0.5 THEN [1] ELSE [] END | SET b:Firm)
-  FOREACH (_ IN CASE WHEN b.status = 'retired' THEN [1] ELSE [] END | SET b:Retired)
-  MERGE (t:Topic {persona_id: $persona_id, name: belief.topic})
-  MERGE (b)-[:ABOUT]->(t)
-  MERGE (p)-[:HOLDS]->(b)
-  RETURN count(b) AS beliefs_written
-}
-// (Episode)-[:MENTIONS]->(Topic)
-CALL (e, ok) {
-  WITH e, ok
-  WHERE ok
-  UNWIND $topics AS name
-  MERGE (t:Topic {persona_id: $persona_id, name: name})
-  MERGE (e)-[:MENTIONS]->(t)
-  RETURN count(t) AS topics_linked
-}
-// provenance: (Episode)-[:SUPPORTS|CONTRADICTS {delta}]->(Belief), by the delta's sign
-CALL (ok) {
-  WITH ok
-  WHERE ok
-  UNWIND $edges AS edge
-  MATCH (source:Episode {persona_id: $persona_id, id: edge.episode_id})
-  MATCH (b:Belief {persona_id: $persona_id, topic: edge.topic})
-  WITH source, b, edge,
-       {
-         delta: edge.delta,
-         committed_at: edge.committed_at,
-         caption: CASE WHEN edge.delta >= 0 THEN '+' ELSE '' END
-           + toString(round(edge.delta, 3))
-       } AS props
-  FOREACH (_ IN CASE WHEN edge.delta >= 0 THEN [1] ELSE [] END |
-    CREATE (source)-[r:SUPPORTS]->(b)
-    SET r = props
-  )
-  FOREACH (_ IN CASE WHEN edge.delta < 0 THEN [1] ELSE [] END |
-    CREATE (source)-[r:CONTRADICTS]->(b)
-    SET r = props
-  )
-  RETURN count(*) AS edges_written
-}
-RETURN found_count, found_status, facts_written, staged_written, staged_committed,
+RETURN index, found_count, found_status, facts_written, staged_written, staged_committed,
        beliefs_written, edges_written
+ORDER BY index

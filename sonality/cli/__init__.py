@@ -41,6 +41,7 @@ COMMANDS: dict[str, str] = {
     "forget": "data:forget",
     "episode": "data:episode",
     "fact": "data:fact",
+    "erasures": "data:erasures",
     "export": "data:export",
     "import": "data:import_",
     "copy": "data:copy",

@@ -1,5 +1,6 @@
-"""Forgetting, correcting and moving data: ``forget``, ``episode delete``, ``fact retract``
-and ``fact correct``, ``persona delete``, ``export``, ``import`` and ``copy``.
+"""Forgetting, correcting and moving data: ``forget``, ``episode delete``, ``fact add``,
+``fact retract`` and ``fact correct``, ``persona delete``, the audit records they leave
+(``erasures``), ``export``, ``import`` and ``copy``.
 
 Destructive commands ask before they act. ``--yes`` skips the question; without a terminal
 to ask on (CI, a pipe) and without ``--yes`` they refuse with one line (exit 2) and change
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 __all__ = [
     "copy",
     "episode",
+    "erasures",
     "export",
     "fact",
     "forget",
@@ -112,7 +114,41 @@ async def episode_delete(
 
 @click.group()
 def fact() -> None:
-    """Retract or correct facts about users."""
+    """Add, retract or correct facts about users."""
+
+
+@fact.command("add")
+@persona_option
+@click.option("--user", "user_id", required=True, help="The user the fact is about.")
+@click.option("--episode", "episode_id", required=True, help="The user's exchange it comes from.")
+@click.option("--text", required=True, help="The fact.")
+@click.option("--kind", type=click.Choice(["constraint", "preference", "fact"]), default="fact")
+@click.option("--severity", type=click.IntRange(1, 5), default=1, show_default=True)
+@json_option
+@click.pass_obj
+@run
+async def fact_add(
+    state: CliState,
+    persona_id: str,
+    user_id: str,
+    episode_id: str,
+    text: str,
+    kind: str,
+    severity: int,
+    as_json: bool,
+) -> None:
+    """Keep a fact about a user that the model did not extract, backed by one of the
+    user's exchanges (deleting it deletes the fact); the same fact twice is kept once."""
+    async with state.app(with_model=False) as app:
+        found = await app.add_fact(
+            persona_id,
+            user_id=user_id,
+            episode_id=episode_id,
+            text=text,
+            kind=kind,
+            severity=severity,
+        )
+    emit(found, as_json, lambda: click.echo(f"kept {_fact_text(found)}"))
 
 
 @fact.command("retract")
@@ -167,6 +203,36 @@ async def persona_delete(state: CliState, persona_id: str, yes: bool, as_json: b
         confirm(f"Delete persona {persona_id!r} and all its data? This cannot be undone", yes)
         record = await app.delete_persona(persona_id)
     emit(record, as_json, lambda: click.echo(f"deleted persona {persona_id} ({record.id})"))
+
+
+def _audit_line(record: Erasure) -> str:
+    removed = (
+        f"{record.episodes} episodes, {record.facts} facts, {record.insights} insights removed"
+    )
+    beliefs = f"beliefs recomputed {record.beliefs_changed}, removed {record.beliefs_removed}"
+    review = (
+        f"; snapshot from v{record.review_from_version} flagged"
+        if record.review_from_version is not None
+        else ""
+    )
+    return (
+        f"{record.created_at:%Y-%m-%d %H:%M:%S}  {record.kind.value:<8} {record.id}  "
+        f"subject {record.subject[:16]}…  {removed}; {beliefs}{review}"
+    )
+
+
+@click.command()
+@persona_option
+@json_option
+@click.pass_obj
+@run
+async def erasures(state: CliState, persona_id: str, as_json: bool) -> None:
+    """The audit records of the persona's erasures, oldest first: what kind, when, the
+    SHA-256 subject (no id or text in clear) and what was removed or recomputed. A deleted
+    persona's records are still listed."""
+    async with state.app(with_model=False) as app:
+        records = await app.erasures(persona_id)
+    emit(records, as_json, lambda: lines(records, _audit_line, "no erasures yet"))
 
 
 @click.command()

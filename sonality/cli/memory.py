@@ -166,6 +166,7 @@ async def persona_show(state: CliState, persona_id: str, as_json: bool) -> None:
 @click.option("--message", required=True)
 @click.option("--response", required=True)
 @click.option("--id", "episode_id", help="Idempotency key: a repeated id is not stored twice.")
+@llm_option
 @json_option
 @click.pass_obj
 @run
@@ -177,35 +178,38 @@ async def record(
     message: str,
     response: str,
     episode_id: str | None,
+    llm_spec: str | None,
     as_json: bool,
 ) -> None:
     """Record one exchange (and enrich it when a model is configured).
 
-    A one-shot command: when older episodes of the persona are still pending, it enriches
-    them first, in order, so a refused model configuration exits 3 here too."""
+    A one-shot command: the exchange is stored first, then one pass enriches the persona's
+    pending episodes in order, this one last, so each model step is called once (an outage
+    leaves them pending) and a refused model configuration exits 3."""
     from sonality.errors import LLMConfigError
-    from sonality.models import EnrichmentStatus
 
-    async with state.app() as app:
-        recorded = await app.record(
-            persona_id,
-            user_id=user_id,
-            conversation_id=conversation_id,
-            message=message,
-            response=response,
-            episode_id=episode_id,
-        )
-        ep = recorded.episode
-        if ep.enrichment_status is EnrichmentStatus.PENDING and app.llm is not None:
-            await app.drain(persona_id)
+    async with state.app(llm_spec=llm_spec) as app:
+        exchange: dict[str, Any] = {
+            "user_id": user_id,
+            "conversation_id": conversation_id,
+            "message": message,
+            "response": response,
+            "episode_id": episode_id,
+        }
+        if app.llm is None:  # nothing to call: the inline path reports "no model"
+            recorded = await app.record(persona_id, **exchange)
+        else:
+            recorded = await app.record(persona_id, **exchange, enrich="off")
             try:
-                await app.enrich_pending(persona_id)
+                report = await app.enrich_pending(persona_id)
             except LLMConfigError as exc:
                 raise type(exc)(
-                    exc.message, **{**exc.context, "episode_id": ep.id, "stored": "pending"}
+                    exc.message,
+                    **{**exc.context, "episode_id": recorded.episode.id, "stored": "pending"},
                 ) from exc
-            ep = await app.store.get_episode(persona_id, ep.id)
-            recorded = recorded.model_copy(update={"episode": ep})
+            stored = await app.store.get_episode(persona_id, recorded.episode.id)
+            recorded = recorded.model_copy(update={"episode": stored, "enrichment": report})
+        ep = recorded.episode
     emit(
         recorded,
         as_json,

@@ -43,7 +43,7 @@ class Normalised(BaseModel):
     """An episode's enrichment with every value checked; ``defaulted`` lists the fields
     that were missing or out of range and were replaced by defaults."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     evidence: EvidenceAssessment
     facts: tuple[UserFactDraft, ...]

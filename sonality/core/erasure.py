@@ -62,7 +62,7 @@ def erasure_subject(persona_id: str, kind: ErasureKind, subject_id: str) -> str:
 class Replay(BaseModel):
     """The persona's opinion state after the rules ran over some evidence."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     interaction_count: int
     disagreement_window: tuple[bool, ...]

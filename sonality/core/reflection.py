@@ -50,7 +50,7 @@ __all__ = [
 class ReflectionParams(BaseModel):
     """Every reflection tunable (``Settings`` fills them at entry points)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     triggers: TriggerParams = TriggerParams()
     snapshot_min_chars: int = Field(default=30, ge=1)
@@ -77,7 +77,7 @@ class ReflectionParams(BaseModel):
 class ReflectionStart(BaseModel):
     """What one reflection knows from its start: who reflects, why, and what it read."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     id: str
     persona: Persona
@@ -100,7 +100,7 @@ class ReflectionPlan(BaseModel):
     """The outcome of one reflection: its record, the health it found, and the commit to
     apply (None when the reflection was rejected or failed)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     reflection: Reflection
     health: tuple[HealthWarning, ...]

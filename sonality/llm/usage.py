@@ -31,7 +31,7 @@ class Usage(BaseModel):
     others, so a total of 0.0 is not mistaken for "free" when prices were unknown.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     calls: int = 0
     input_tokens: int = 0

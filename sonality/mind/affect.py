@@ -70,7 +70,7 @@ INITIAL_RELATIONSHIP = "We have not really talked before."
 
 
 class _Reply(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
 
 def _text(value: str) -> str:

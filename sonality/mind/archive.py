@@ -40,7 +40,7 @@ class ImportStatus(StrEnum):
 class Imported(BaseModel):
     """What importing did with one persona of the file."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     persona_id: str
     status: ImportStatus

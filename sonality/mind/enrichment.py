@@ -27,10 +27,11 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from pydantic import BaseModel, ConfigDict
 
+from sonality.core.backlog import advance, plan_inputs
 from sonality.core.enrichment import Normalised, plan_commit
 from sonality.core.opinion import OpinionParams
 from sonality.errors import ConflictError, LLMError, LLMUnavailable
@@ -51,6 +52,7 @@ from sonality.ports import LLM, Clock, Store
 
 __all__ = ["EnrichReport", "Enricher", "interaction_ids"]
 
+
 log = get_logger("sonality.enrichment")
 
 _CONFLICT_RETRIES = 5
@@ -65,7 +67,7 @@ def interaction_ids(index: int) -> Callable[[str], str]:
 class EnrichReport(BaseModel):
     """What one ``enrich_pending`` pass did."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     persona_id: str
     enriched: int = 0
@@ -86,7 +88,10 @@ class EnrichReport(BaseModel):
 
 
 class Enricher:
-    """Enriches a persona's pending episodes in order, one transaction per episode."""
+    """Enriches a persona's pending episodes in order, in chunks of up to ``chunk_size``:
+    the model is asked about each episode of the chunk, the commits are planned from one
+    read of the persona's state carried from episode to episode (``core.backlog``), and
+    the chunk commits in one transaction. ``chunk_size=1`` is the one-by-one path."""
 
     def __init__(
         self,
@@ -97,8 +102,10 @@ class Enricher:
         params: OpinionParams,
         window_size: int = 50,
         max_attempts: int = 5,
+        chunk_size: int = 50,
     ) -> None:
         self._store = store
+        self._chunk = max(1, chunk_size)
         self._llm = llm
         self._clock = clock
         self._params = params
@@ -141,21 +148,17 @@ class Enricher:
             if self._llm is None:
                 stopped = "no_model"
             while stopped is None and (limit is None or enriched + failed < limit):
-                batch = await self._store.list_pending_episodes(persona_id, limit=50)
+                size = self._chunk if limit is None else min(self._chunk, limit - enriched - failed)
+                batch = await self._store.list_pending_episodes(persona_id, limit=size)
                 if not batch:
                     drained = True
                     break
-                for episode in batch:
-                    if limit is not None and enriched + failed >= limit:
-                        break
-                    outcome = await self._enrich_one(episode)
-                    if outcome == "enriched":
-                        enriched += 1
-                    elif outcome == "failed":
-                        failed += 1
-                    else:
-                        stopped = outcome
-                        break
+                done, outcome = await self._enrich_chunk(batch)
+                enriched += done
+                if outcome == "failed":
+                    failed += 1
+                elif outcome is not None:
+                    stopped = outcome
             remaining = 0
             if not drained:  # counting is a scan of the persona's episodes: only when needed
                 counts = await self._store.count_episodes(persona_id)
@@ -231,18 +234,13 @@ class Enricher:
             log.warning("insight_deferred", persona_id=episode.persona_id, episode_id=episode.id)
             return "llm_unavailable"
         except LLMError as exc:
-            give_up = (episode.insight_attempts + 1) % self._max_attempts == 0
-            await self._store.mark_insight_attempt(
-                episode.persona_id, episode.id, error=exc.message, failed=give_up
+            return await self._attempt_failed(
+                episode,
+                exc,
+                attempts=episode.insight_attempts,
+                mark=self._store.mark_insight_attempt,
+                event="insight_failed",
             )
-            log.warning(
-                "insight_failed",
-                persona_id=episode.persona_id,
-                episode_id=episode.id,
-                attempts=episode.insight_attempts + 1,
-                gave_up=give_up,
-            )
-            return "failed" if give_up else "llm_invalid"
         text = insight_text(reply)
         index = episode.interaction_index or 0
         insight = (
@@ -269,6 +267,32 @@ class Enricher:
             drawn=insight is not None,
         )
         return "extracted"
+
+    async def _attempt_failed(
+        self,
+        episode: Episode,
+        exc: LLMError,
+        *,
+        attempts: int,
+        mark: Callable[..., Awaitable[None]],
+        event: str,
+    ) -> str:
+        """Count one more failed attempt at a part of ``episode`` (the evidence or the
+        insight; ``attempts`` were counted before; ``mark`` is the store's
+        ``mark_enrichment_attempt`` or ``mark_insight_attempt``): every
+        ``max_attempts``-th marks the part ``failed`` (``retry_failed`` takes it up
+        again), the others leave it pending."""
+        counted = attempts + 1
+        give_up = counted % self._max_attempts == 0
+        await mark(episode.persona_id, episode.id, error=exc.message, failed=give_up)
+        log.warning(
+            event,
+            persona_id=episode.persona_id,
+            episode_id=episode.id,
+            attempts=counted,
+            gave_up=give_up,
+        )
+        return "failed" if give_up else "llm_invalid"
 
     async def _insight_reply(self, persona: Persona, episode: Episode) -> InsightReply:
         assert self._llm is not None
@@ -307,93 +331,139 @@ class Enricher:
             insight = None
         return normalise(evidence, insight)
 
-    async def _enrich_one(self, episode: Episode) -> str:
+    async def _enrich_chunk(self, batch: list[Episode]) -> tuple[int, str | None]:
+        """Ask the model about each episode of ``batch`` in order, commit the answered ones
+        in one transaction, then keep the first failure as the one-by-one path would
+        (after its predecessors are committed). Returns how many were enriched and the
+        failure's outcome (``failed``, ``llm_unavailable``, ``llm_invalid``, ``conflict``)
+        or None."""
         started = time.perf_counter()
-        persona = await self._store.get_persona(episode.persona_id)
-        try:
-            enrichment = await self._ask(persona, episode)
-        except LLMUnavailable as exc:
+        persona = await self._store.get_persona(batch[0].persona_id)
+        asked: list[tuple[Episode, Normalised]] = []
+        failure: Exception | None = None
+        for episode in batch:
+            try:
+                asked.append((episode, await self._ask(persona, episode)))
+            except Exception as exc:  # kept until the predecessors are committed
+                failure = exc
+                break
+        enriched, outcome = await self._commit_chunk(asked, persona.interaction_count, started)
+        if outcome is not None or failure is None:
+            return enriched, outcome
+        if not isinstance(failure, LLMError):
+            raise failure  # a refused configuration or a bug: nothing marked
+        return enriched, await self._keep_failure(batch[len(asked)], failure)
+
+    async def _keep_failure(self, episode: Episode, exc: LLMError) -> str:
+        if isinstance(exc, LLMUnavailable):
             # an outage: the error is kept for doctor, no attempt is counted
             await self._store.mark_enrichment_attempt(
                 episode.persona_id, episode.id, error=exc.message, failed=False, counted=False
             )
             log.warning("enrichment_deferred", persona_id=episode.persona_id, episode_id=episode.id)
             return "llm_unavailable"
-        except LLMError as exc:
-            give_up = (episode.enrichment_attempts + 1) % self._max_attempts == 0
-            await self._store.mark_enrichment_attempt(
-                episode.persona_id, episode.id, error=exc.message, failed=give_up
-            )
-            log.warning(
-                "enrichment_failed",
-                persona_id=episode.persona_id,
-                episode_id=episode.id,
-                attempts=episode.enrichment_attempts + 1,
-                gave_up=give_up,
-            )
-            return "failed" if give_up else "llm_invalid"
+        return await self._attempt_failed(
+            episode,
+            exc,
+            attempts=episode.enrichment_attempts,
+            mark=self._store.mark_enrichment_attempt,
+            event="enrichment_failed",
+        )
+
+    async def _commit_chunk(
+        self, asked: list[tuple[Episode, Normalised]], seen: int, started: float
+    ) -> tuple[int, str | None]:
+        """Plan and commit ``asked`` in one transaction; when another writer moved the
+        persona meanwhile, one by one with fresh state (the model is not asked again)."""
+        if not asked:
+            return 0, None
+        try:
+            commits = await self._plan_all(asked, seen)
+            await self._store.commit_enrichments(commits)
+        except ConflictError:
+            if len(asked) == 1:
+                return await self._commit_alone(*asked[0], seen, started)
+            done = 0
+            for episode, enrichment in asked:
+                enriched, outcome = await self._commit_alone(episode, enrichment, seen, started)
+                done += enriched
+                if outcome is not None:
+                    return done, outcome
+            return done, None
+        for (episode, enrichment), commit in zip(asked, commits, strict=True):
+            self._log_enriched(episode, enrichment, commit, started)
+        return len(commits), None
+
+    async def _commit_alone(
+        self, episode: Episode, enrichment: Normalised, seen: int, started: float
+    ) -> tuple[int, str | None]:
         for _ in range(_CONFLICT_RETRIES):
             try:
-                commit = await self._plan(persona, episode, enrichment)
-                await self._store.commit_enrichment(commit)
+                [commit] = await self._plan_all([(episode, enrichment)], seen)
+                await self._store.commit_enrichments([commit])
             except ConflictError:
                 current = await self._store.get_episode(episode.persona_id, episode.id)
                 if current.enrichment_status is not EnrichmentStatus.PENDING:
-                    return "enriched"  # another process finished it
-                persona = await self._store.get_persona(episode.persona_id)
+                    return 1, None  # another process finished it
                 continue
-            log.info(
-                "episode_enriched",
+            self._log_enriched(episode, enrichment, commit, started)
+            return 1, None
+        return 0, "conflict"
+
+    def _log_enriched(
+        self, episode: Episode, enrichment: Normalised, commit: EnrichmentCommit, started: float
+    ) -> None:
+        log.info(
+            "episode_enriched",
+            persona_id=episode.persona_id,
+            episode_id=episode.id,
+            interaction=commit.interaction_count,
+            staged=len(commit.staged),
+            committed=len(commit.committed_staged_ids),
+            facts=len(commit.facts),
+            insight_pending=commit.insight_pending,
+            blocked=enrichment.blocked,
+            defaulted=list(commit.defaulted),
+            duration_ms=round((time.perf_counter() - started) * 1000, 1),
+        )
+        if "facts" in commit.defaulted:
+            log.warning(
+                "enrichment_facts_capped",
                 persona_id=episode.persona_id,
                 episode_id=episode.id,
-                interaction=commit.interaction_count,
-                staged=len(commit.staged),
-                committed=len(commit.committed_staged_ids),
-                facts=len(commit.facts),
-                insight_pending=commit.insight_pending,
-                blocked=enrichment.blocked,
-                defaulted=list(commit.defaulted),
-                duration_ms=round((time.perf_counter() - started) * 1000, 1),
+                kept=len(enrichment.facts),
             )
-            if "facts" in commit.defaulted:
-                log.warning(
-                    "enrichment_facts_capped",
-                    persona_id=episode.persona_id,
-                    episode_id=episode.id,
-                    kept=len(enrichment.facts),
-                )
-            return "enriched"
-        return "conflict"
 
-    async def _plan(
-        self, persona: Persona, episode: Episode, enrichment: Normalised
-    ) -> EnrichmentCommit:
-        beliefs = {
-            b.topic: b for b in await self._store.list_beliefs(persona.id, include_retired=True)
-        }
-        index = persona.interaction_count + 1
-        due = await self._store.list_staged(persona.id, due_by=index)
-        facts = await self._store.list_facts(persona.id, episode.user_id)
-        evidence = enrichment.evidence
-        influence = (
-            await self._store.recent_influence(
-                persona.id,
-                episode.user_id,
-                since_interaction=index - self._params.influence_window,
+    async def _plan_all(
+        self, asked: list[tuple[Episode, Normalised]], seen: int
+    ) -> list[EnrichmentCommit]:
+        """The commits of ``asked`` in order, planned from one read of the persona's state
+        carried from each episode to the next (``core.backlog``); the influence read
+        starts from the window of interaction ``seen + 1`` (a superset when the persona
+        moved on since, which ``plan_inputs`` narrows)."""
+        state = await self._store.enrichment_state(
+            asked[0][0].persona_id,
+            [episode.user_id for episode, _ in asked],
+            since_interaction=seen + 1 - self._params.influence_window,
+        )
+        commits: list[EnrichmentCommit] = []
+        for episode, enrichment in asked:
+            inputs = plan_inputs(state, episode, influence_window=self._params.influence_window)
+            index = state.persona.interaction_count + 1
+            weighs = enrichment.evidence.direction is not Direction.NEUTRAL
+            commit = plan_commit(
+                persona=state.persona,
+                episode=episode,
+                enrichment=enrichment,
+                beliefs=inputs.beliefs,
+                due_staged=inputs.due_staged,
+                known_facts=inputs.known_facts,
+                now=self._clock.now(),
+                params=self._params,
+                window_size=self._window,
+                new_id=interaction_ids(index),
+                influence=inputs.influence if weighs and not enrichment.blocked else [],
             )
-            if evidence.direction is not Direction.NEUTRAL and not enrichment.blocked
-            else []
-        )
-        return plan_commit(
-            persona=persona,
-            episode=episode,
-            enrichment=enrichment,
-            beliefs=beliefs,
-            due_staged=due,
-            known_facts=facts,
-            now=self._clock.now(),
-            params=self._params,
-            window_size=self._window,
-            new_id=interaction_ids(index),
-            influence=influence,
-        )
+            state = advance(state, episode, commit)
+            commits.append(commit)
+        return commits

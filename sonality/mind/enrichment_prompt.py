@@ -50,7 +50,7 @@ that a constraint late in a runaway reply is still ranked first."""
 
 
 class _Loose(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
 
 class EvidencePart(_Loose):

@@ -169,24 +169,12 @@ class Eraser:
         severity: int | None = None,
     ) -> UserFact:
         """Replace a fact's text (and kind or severity); the corrected fact is active."""
-        if not isinstance(text, str) or not text.strip():
-            raise ValidationError("a corrected fact needs text", field="text")
-        if len(text) > MAX_FACT_CHARS or "\x00" in text:
-            raise ValidationError(
-                f"a fact is at most {MAX_FACT_CHARS} characters of text", field="text"
-            )
-        try:
-            new_kind = None if kind is None else FactKind(kind)
-        except ValueError:
-            raise ValidationError(
-                "kind must be constraint, preference or fact", field="kind"
-            ) from None
-        if severity is not None and (isinstance(severity, bool) or severity not in range(1, 6)):
-            raise ValidationError("severity must be 1-5", field="severity")
+        text, new_kind = _fact_text(text), _fact_kind(kind)
+        _check_severity(severity)
         fact = await self._store.get_fact(persona_id, fact_id)
         corrected = fact.model_copy(
             update={
-                "text": text.strip(),
+                "text": text,
                 "kind": new_kind or fact.kind,
                 "severity": severity if severity is not None else fact.severity,
                 "retracted": False,
@@ -195,6 +183,63 @@ class Eraser:
         stored = await self._store.correct_fact(corrected)
         log.info("fact_corrected", persona_id=persona_id, fact_id=fact_id)
         return stored
+
+    async def add_fact(
+        self,
+        persona_id: str,
+        user_id: str,
+        episode_id: str,
+        *,
+        text: str,
+        kind: FactKind | str = FactKind.FACT,
+        severity: int = 1,
+    ) -> UserFact:
+        """Store a fact the caller knows about the user, backed by one of the user's
+        exchanges; the fact the user already holds when it says the same."""
+        fact_kind = _fact_kind(kind)
+        _check_severity(severity, optional=False)
+        if fact_kind is None:
+            raise ValidationError("kind must be constraint, preference or fact", field="kind")
+        fact = UserFact(
+            id=f"fact_{uuid.uuid4().hex}",
+            persona_id=persona_id,
+            user_id=user_id,
+            kind=fact_kind,
+            text=_fact_text(text),
+            severity=severity,
+            episode_id=episode_id,
+            created_at=self._clock.now(),
+        )
+        stored = await self._store.add_fact(fact)
+        log.info(
+            "fact_added", persona_id=persona_id, fact_id=stored.id, created=stored.id == fact.id
+        )
+        return stored
+
+
+def _fact_text(text: object) -> str:
+    """A fact's text as stored: stripped, not empty, bounded, without NUL."""
+    if not isinstance(text, str) or not text.strip():
+        raise ValidationError("a fact needs text", field="text")
+    if len(text) > MAX_FACT_CHARS or "\x00" in text:
+        raise ValidationError(
+            f"a fact is at most {MAX_FACT_CHARS} characters of text", field="text"
+        )
+    return text.strip()
+
+
+def _fact_kind(kind: FactKind | str | None) -> FactKind | None:
+    try:
+        return None if kind is None else FactKind(kind)
+    except ValueError:
+        raise ValidationError("kind must be constraint, preference or fact", field="kind") from None
+
+
+def _check_severity(severity: object, *, optional: bool = True) -> None:
+    if optional and severity is None:
+        return
+    if not isinstance(severity, int) or isinstance(severity, bool) or severity not in range(1, 6):
+        raise ValidationError("severity must be 1-5", field="severity")
 
 
 def _erasure_id() -> str:

@@ -73,7 +73,16 @@ def _text(row: dict[str, Any], field: str, default: str | None) -> str:
     if not isinstance(value, str):
         kind = "null" if value is None else type(value).__name__
         raise ValueError(f"{field} must be a string, not {kind}")
+    _encodable(value, field)
     return value
+
+
+def _encodable(value: str, field: str) -> None:
+    """JSON's ``\\ud800`` escapes give a lone surrogate, which is no text at all."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"{field} holds a lone surrogate at character {exc.start + 1}") from None
 
 
 def read_exchanges(
@@ -84,11 +93,13 @@ def read_exchanges(
     default_conversation: str,
 ) -> Iterator[Exchange | BadLine]:
     """The file's lines in order, each an :class:`Exchange` or a :class:`BadLine` (blank
-    lines are skipped)."""
+    lines are skipped). Lines end at ``\\n`` (or ``\\r\\n``), as JSON Lines has them: a
+    lone ``\\r`` inside a line does not move the line numbers reported."""
     if data.startswith(_BOM):
         data = data[len(_BOM) :]
     seen: Counter[tuple[str, ...]] = Counter()
-    for line_no, raw in enumerate(data.splitlines(), 1):
+    for line_no, line in enumerate(data.split(b"\n"), 1):
+        raw = line.removesuffix(b"\r")
         if not raw.strip():
             continue
         try:
@@ -116,6 +127,8 @@ def read_exchanges(
             stamp = row.get("timestamp", row.get("created_at"))
             if stamp is not None and not isinstance(stamp, str | int | float):
                 raise ValueError("timestamp must be a string or a number")
+            if isinstance(stamp, str):
+                _encodable(stamp, "timestamp")
         except ValueError as exc:
             yield BadLine(line_no, str(exc))
             continue

@@ -111,7 +111,7 @@ def default_owner() -> str:
 class ReflectionReport(BaseModel):
     """What one ``reflect`` call decided and did (``--json`` prints it)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     persona_id: str
     trigger: str
@@ -544,7 +544,7 @@ class Reflector:
 class _Review(BaseModel):
     """What the decay review did: the decay to apply, its outcome, its model calls."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     decay: DecayResult
     outcome: str | None = None
@@ -591,7 +591,7 @@ class DueNotifier:
 class _Read(BaseModel):
     """What one reflection read at its start, beyond what the plan needs."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     start: ReflectionStart
     episodes: tuple[Episode, ...]

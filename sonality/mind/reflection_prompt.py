@@ -39,7 +39,7 @@ _RESPONSE_CHARS = 240
 class ReflectReply(BaseModel):
     """The model's answer to ``reflect``: the full new self-description."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     snapshot: str
     notes: str | None = None
@@ -48,7 +48,7 @@ class ReflectReply(BaseModel):
 class ReviewItem(BaseModel):
     """One verdict of the decay review."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     topic: str
     verdict: Verdict
@@ -63,7 +63,7 @@ class ReviewItem(BaseModel):
 class DecayReviewReply(BaseModel):
     """The model's answer to ``decay_review``: one verdict per stale belief."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     verdicts: list[ReviewItem]
 

@@ -34,8 +34,6 @@ from collections.abc import Callable
 from datetime import timedelta
 from functools import partial
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from sonality.errors import (
     ConflictError,
     LLMResponseInvalid,
@@ -50,10 +48,11 @@ from sonality.mind.affect import AffectStages
 from sonality.mind.context import ContextBuilder
 from sonality.mind.enrichment import Enricher
 from sonality.mind.lanes import Lanes
+from sonality.mind.parts import RuntimeSettings  # defined there, light for reads; public here
 from sonality.mind.recording import EpisodeRecorder
 from sonality.mind.reflection import DueNotifier
 from sonality.mind.talker import Reply, Talker
-from sonality.mind.thinker import Thinker, ThinkerBudget
+from sonality.mind.thinker import Thinker
 from sonality.models import (
     AffectPlacement,
     Episode,
@@ -68,49 +67,6 @@ from sonality.ports import LLM, Clock, Store
 __all__ = ["DualProcess", "RuntimeSettings"]
 
 log = get_logger("sonality.runtime")
-
-
-class RuntimeSettings(BaseModel):
-    """Tunables of the dual-process runtime (MIRROR's constants by default)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    max_wait_seconds: float = Field(default=0.0, ge=0)
-    """How long the Talker may wait for the conversation's running Thinker (0: never)."""
-    window_tokens: int = Field(default=20_000, ge=100)
-    narrative_tokens: int = Field(default=3_000, ge=50)
-    monologue_history_tokens: int = Field(default=10_000, ge=100)
-    monologue_input_tokens: int = Field(default=10_000, ge=500)
-    extra_input_tokens: int = Field(default=13_000, ge=1_000)
-    """Per-turn bound on the Thinker's input tokens (MIRROR: 13k)."""
-    extra_output_tokens: int = Field(default=6_000, ge=100)
-    """Per-turn bound on the output tokens of the monologue, the controller and the affect
-    stages (MIRROR: 6k). Enforced: their prompts' ``max_tokens`` must add up to at most
-    this (the Thinker refuses to start otherwise) and the LLM port holds each call to its
-    prompt's ``max_tokens``, re-ask included."""
-    excerpt_tokens: int = Field(default=2_000, ge=100)
-    thread_tokens: int = Field(default=400, ge=20)
-    affect_field_tokens: int = Field(default=150, ge=20)
-    max_attempts: int = Field(default=3, ge=1)
-    """Invalid replies before a turn's Thinker is abandoned (outages never give up)."""
-    stale_pending_seconds: float = Field(default=600.0, gt=0)
-    """A turn pending longer than this is taken over by ``retry`` (its process died)."""
-    keep_narratives: int = Field(default=50, ge=1)
-    shutdown_seconds: float | None = 120.0
-    """How long ``close`` waits for background thinking before cancelling it."""
-
-    def budget(self) -> ThinkerBudget:
-        return ThinkerBudget(
-            history_tokens=self.monologue_history_tokens,
-            monologue_input_tokens=self.monologue_input_tokens,
-            extra_input_tokens=self.extra_input_tokens,
-            narrative_tokens=self.narrative_tokens,
-            excerpt_tokens=self.excerpt_tokens,
-            thread_tokens=self.thread_tokens,
-            keep_narratives=self.keep_narratives,
-            max_attempts=self.max_attempts,
-            output_tokens=self.extra_output_tokens,
-        )
 
 
 class DualProcess:

@@ -48,7 +48,7 @@ _FIRST_CACHE = 1024
 class Reply(BaseModel):
     """What ``respond`` returns: the answer and where it was recorded."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     text: str
     persona_id: str

@@ -89,7 +89,7 @@ controller, here with the affect stages too)."""
 class MonologueReply(BaseModel):
     """Schema of the monologue call: three non-blank first-person threads."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     reasoning: str
     memory: str

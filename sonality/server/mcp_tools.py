@@ -1,7 +1,8 @@
 """The MCP server: Sonality's memory as tools and resources, with the official SDK.
 
 Tools: ``record_exchange``, ``get_context``, ``search_memory``, ``list_beliefs``,
-``list_facts``, ``reflect``. Resources: ``sonality://personas/{persona_id}/snapshot``
+``list_facts``, ``add_fact``, ``retract_fact``, ``correct_fact``, ``reflect`` (the fact
+tools need ``write``, as their REST routes do). Resources: ``sonality://personas/{persona_id}/snapshot``
 (the current self-description) and ``sonality://personas/{persona_id}/beliefs``.
 
 Two transports share these: ``sonality mcp`` over stdio (the local user's own process,
@@ -26,7 +27,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from sonality import __version__
 from sonality.errors import SonalityError
-from sonality.models import KeyScope
+from sonality.models import KeyScope, UserFact
 from sonality.server.auth import NO_AUTH, Caller
 from sonality.server.errors import HttpError, body, status_and_kind
 from sonality.service import Sonality
@@ -54,6 +55,17 @@ def _episode(e: Any) -> dict[str, Any]:
     }
 
 
+def _fact(f: UserFact) -> dict[str, Any]:
+    return {
+        "fact_id": f.id,
+        "kind": f.kind.value,
+        "text": f.text,
+        "severity": f.severity,
+        "episode_id": f.episode_id,
+        "retracted": f.retracted,
+    }
+
+
 def _reported(tool: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
     """Report a Sonality error to the MCP client as the tool's error text (its kind and
     message; the SDK hides the text of any other exception)."""
@@ -64,6 +76,8 @@ def _reported(tool: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
             return await tool(*args, **kwargs)
         except SonalityError as exc:
             raise ToolError(f"{status_and_kind(exc)[1]}: {exc}") from None
+        except HttpError as exc:  # the key lacks the scope
+            raise ToolError(f"{exc.kind}: {exc.message}") from None
 
     return wrapper
 
@@ -150,10 +164,53 @@ def build(sonality: Callable[[], Sonality | None]) -> MCPServer:
     async def list_facts(persona_id: str, user_id: str) -> list[dict[str, Any]]:
         """What the persona keeps about the user (constraints first)."""
         facts = await app(persona_id, KeyScope.READ).facts(persona_id, user_id=user_id)
-        return [
-            {"fact_id": f.id, "kind": f.kind.value, "text": f.text, "severity": f.severity}
-            for f in facts
-        ]
+        return [_fact(f) for f in facts]
+
+    @server.tool()
+    @_reported
+    async def add_fact(
+        persona_id: str,
+        user_id: str,
+        episode_id: str,
+        text: str,
+        kind: str = "fact",
+        severity: int = 1,
+    ) -> dict[str, Any]:
+        """Keep a fact about the user (kind: constraint, preference or fact; severity 1-5,
+        5 = safety-critical), backed by the user's exchange ``episode_id``; when the user
+        already holds the same fact, that one is returned."""
+        added = await app(persona_id, KeyScope.WRITE).add_fact(
+            persona_id,
+            user_id=user_id,
+            episode_id=episode_id,
+            text=text,
+            kind=kind,
+            severity=severity,
+        )
+        return _fact(added)
+
+    @server.tool()
+    @_reported
+    async def retract_fact(persona_id: str, fact_id: str) -> dict[str, Any]:
+        """Retract a fact: it stays stored but leaves every context."""
+        retracted = await app(persona_id, KeyScope.WRITE).retract_fact(persona_id, fact_id=fact_id)
+        return _fact(retracted)
+
+    @server.tool()
+    @_reported
+    async def correct_fact(
+        persona_id: str,
+        fact_id: str,
+        text: str,
+        kind: str | None = None,
+        severity: int | None = None,
+    ) -> dict[str, Any]:
+        """Correct a wrongly kept fact in place (its text, and optionally kind or
+        severity); a corrected fact is active again."""
+        corrected = await app(persona_id, KeyScope.WRITE).correct_fact(
+            persona_id, fact_id=fact_id, text=text, kind=kind, severity=severity
+        )
+        return _fact(corrected)
 
     @server.tool()
     @_reported

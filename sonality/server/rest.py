@@ -414,21 +414,35 @@ async def respond(persona_id: str, body: RespondIn, caller: CallerDep, app: Sona
 class DrainIn(Body):
     conversation_id: str | None = None
     max_seconds: float | None = Field(default=None, gt=0, le=600)
+    everywhere: bool = False
+    """Also wait until the store holds none of the work, whichever process does it."""
 
 
 class Drained(BaseModel):
     drained: bool
     """False when ``max_seconds`` ran out first."""
+    pending_episodes: int
+    """The persona's episodes the store still holds as pending, after the wait."""
+    pending_turns: int
+    """Thinker turns (of the conversation, or the persona) still pending, after the wait."""
 
 
 @router.post("/v1/personas/{persona_id}/drain", tags=["agent"])
 async def drain(persona_id: str, body: DrainIn, caller: CallerDep, app: SonalityDep) -> Drained:
-    """Wait for the background thinking of a conversation (or all of the persona's)."""
+    """Wait for the background work (Thinker, enrichment) this process started for the
+    conversation (or the persona); with ``everywhere``, also until the store holds none
+    pending, whichever process does it (at most ``max_seconds``, 30 s by default). The
+    answer counts what the store still holds as pending either way, so a client behind
+    a load balancer can tell whether other processes are still at work."""
     await _known(persona_id, caller, app, WRITE)
     done = await app.drain(
-        persona_id, conversation_id=body.conversation_id, max_seconds=body.max_seconds
+        persona_id,
+        conversation_id=body.conversation_id,
+        max_seconds=body.max_seconds,
+        everywhere=body.everywhere,
     )
-    return Drained(drained=done)
+    left = await app.pending(persona_id, conversation_id=body.conversation_id)
+    return Drained(drained=done, pending_episodes=left.episodes, pending_turns=left.turns)
 
 
 @router.get("/v1/personas/{persona_id}/conversations/{conversation_id}/narrative", tags=["agent"])
@@ -583,6 +597,31 @@ async def erasures(persona_id: str, caller: CallerDep, app: SonalityDep) -> list
     """The persona's erasure audit records, oldest first (no user text, no id in clear)."""
     caller.require(persona_id, ADMIN)
     return await app.erasures(persona_id)
+
+
+class FactIn(Body):
+    episode_id: str
+    """The user's exchange the fact comes from (erasing it erases the fact)."""
+    text: str
+    kind: FactKind = FactKind.FACT
+    severity: int = 1
+
+
+@router.post("/v1/personas/{persona_id}/users/{user_id}/facts", tags=["forget"])
+async def add_fact(
+    persona_id: str, user_id: str, body: FactIn, caller: CallerDep, app: SonalityDep
+) -> UserFact:
+    """Add a fact about the user, backed by one of the user's exchanges; when the user
+    already holds the same fact, that one is returned and nothing is written."""
+    caller.require(persona_id, WRITE)
+    return await app.add_fact(
+        persona_id,
+        user_id=user_id,
+        episode_id=body.episode_id,
+        text=body.text,
+        kind=body.kind,
+        severity=body.severity,
+    )
 
 
 @router.post("/v1/personas/{persona_id}/facts/{fact_id}/retract", tags=["forget"])

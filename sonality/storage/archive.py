@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import json
+import struct
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
@@ -108,9 +109,8 @@ def encode_embedding(values: Sequence[float] | bytes | None) -> str | None:
     """An embedding as stored (float values or a little-endian float32 BLOB) → base64."""
     if values is None:
         return None
-    import numpy as np  # on first use: the SQLite store imports this module on every open
-
-    raw = values if isinstance(values, bytes) else np.asarray(values, dtype="<f4").tobytes()
+    # struct rounds each float to float32 as numpy's astype does, without importing numpy
+    raw = values if isinstance(values, bytes) else struct.pack(f"<{len(values)}f", *values)
     return base64.b64encode(raw).decode("ascii")
 
 
@@ -122,9 +122,7 @@ def decode_embedding(text: str) -> list[float]:
         raise ValidationError("an archived embedding is not base64") from exc
     if len(raw) % 4:
         raise ValidationError("an archived embedding is not a float32 vector")
-    import numpy as np
-
-    return [float(x) for x in np.frombuffer(raw, dtype="<f4")]
+    return list(struct.unpack(f"<{len(raw) // 4}f", raw))
 
 
 def canonical(archive: PersonaArchive) -> PersonaArchive:

@@ -13,6 +13,7 @@ import math
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
+from sonality.core.enrichment import fact_key
 from sonality.errors import ConflictError, LeaseHeld, NotFoundError, ValidationError
 from sonality.models import (
     EnrichmentCommit,
@@ -31,18 +32,22 @@ from sonality.models import (
     ThinkerTurn,
     ThoughtCommit,
     TurnUsage,
+    UserFact,
 )
 
 __all__ = [
     "ERROR_MAX_CHARS",
     "FLOAT32_MAX",
     "embedding",
+    "enrichment_chunk",
     "enrichment_may_commit",
     "episode_counts",
     "episode_not_found",
     "erasure_may_commit",
     "fact_not_found",
+    "fact_source",
     "first_snapshot",
+    "held_fact",
     "insight_counts",
     "insight_may_commit",
     "insights_consumed",
@@ -87,6 +92,24 @@ def user_not_found(persona_id: str, user_id: str) -> NotFoundError:
 
 def fact_not_found(persona_id: str, fact_id: str) -> NotFoundError:
     return NotFoundError("no such fact", persona_id=persona_id, fact_id=fact_id)
+
+
+def fact_source(fact: UserFact, episode_user_id: str | None) -> None:
+    """A fact hangs off an exchange of its own user (``episode_user_id``: the user of the
+    stored episode ``fact.episode_id``, None when there is none)."""
+    if episode_user_id != fact.user_id:
+        raise NotFoundError(
+            "no such episode of this user",
+            persona_id=fact.persona_id,
+            episode_id=fact.episode_id,
+        )
+
+
+def held_fact(known: Iterable[UserFact], text: str) -> UserFact | None:
+    """The fact of ``known`` (a user's active facts) that says what ``text`` says, by
+    :func:`~sonality.core.enrichment.fact_key`, or None: a user never holds one fact twice."""
+    key = fact_key(text)
+    return next((f for f in known if fact_key(f.text) == key), None)
 
 
 # personas and snapshots -----------------------------------------------------------------
@@ -202,6 +225,15 @@ def episode_counts(rows: Iterable[tuple[str, int]]) -> dict[str, int]:
 
 
 # enrichment -------------------------------------------------------------------------------
+
+
+def enrichment_chunk(commits: Sequence[EnrichmentCommit]) -> str:
+    """The one persona a chunk of enrichment commits belongs to (``ValidationError`` when
+    they mix personas or there are none)."""
+    personas = {c.persona_id for c in commits}
+    if len(personas) != 1:
+        raise ValidationError("an enrichment chunk mixes personas", personas=len(personas))
+    return personas.pop()
 
 
 def enrichment_may_commit(

@@ -82,6 +82,24 @@ def test_forget_and_episode_delete_with_yes(env: dict[str, str]) -> None:
     assert code == 4
 
 
+def test_fact_add_keeps_a_fact_once_and_refuses_another_users_episode(
+    env: dict[str, str],
+) -> None:
+    """fact add keeps a fact backed by the user's episode (listed by facts), the same
+    words again return the kept fact; an episode of another user is exit 4, a bad
+    severity a usage error (exit 2), and neither writes."""
+    _seed(env)
+    add = ("fact", "add", "--persona", "ada", "--user", "u1", "--episode", "e3")
+    code, out, err = invoke(env, *add, "--text", "Uses a wheelchair.", "--kind", "constraint")
+    assert code == 0, err
+    kept = json.loads(invoke(env, *add, "--text", "uses a WHEELCHAIR", "--json")[1])
+    assert out.startswith(f"kept {kept['id']} [constraint, severity 1, active]")
+    assert invoke(env, "fact", "add", *add[2:6], "--episode", "e2", "--text", "x")[0] == 4
+    assert invoke(env, *add, "--text", "x", "--severity", "9")[0] == 2
+    code, out, _ = invoke(env, "facts", "--persona", "ada", "--user", "u1", "--json")
+    assert [f["text"] for f in json.loads(out)] == ["Uses a wheelchair."]
+
+
 def test_persona_delete_and_fact_commands(env: dict[str, str]) -> None:
     """persona delete --yes removes the persona (then exit 4); fact retract/correct on an
     unknown fact is exit 4 and a bad severity is a usage error."""
@@ -141,6 +159,32 @@ def test_copy_from_sqlite_to_neo4j(
     assert code == 3 and "store URL" in err
 
 
+def test_erasures_lists_the_audit_records(either_env: dict[str, str]) -> None:
+    """`erasures` lists a persona's audit records oldest first, as text and JSON, without
+    the erased ids; none yet says so; they are still listed after the persona's deletion;
+    a persona that never existed is exit 4."""
+    env = either_env
+    _seed(env)
+    code, out, _ = invoke(env, "erasures", "--persona", "ada")
+    assert (code, out) == (0, "no erasures yet\n")
+    assert invoke(env, "forget", "--persona", "ada", "--user", "u1", "--yes")[0] == 0
+    assert invoke(env, "episode", "delete", "--persona", "ada", "e2", "--yes")[0] == 0
+    code, out, _ = invoke(env, "erasures", "--persona", "ada", "--json")
+    assert code == 0
+    records = json.loads(out)
+    assert [(r["kind"], r["episodes"]) for r in records] == [("user", 2), ("episode", 1)]
+    assert not {"u1", "e2"} & {str(v) for r in records for v in r.values()}  # ids hashed
+    code, out, _ = invoke(env, "erasures", "--persona", "ada")
+    assert code == 0 and len(out.splitlines()) == 2
+    assert out.splitlines()[0].split()[2:4] == ["user", records[0]["id"]]
+    assert "2 episodes" in out.splitlines()[0] and not {"u1", "e2"} & set(out.split())
+    assert invoke(env, "persona", "delete", "ada", "--yes")[0] == 0
+    code, out, _ = invoke(env, "erasures", "--persona", "ada", "--json")
+    assert code == 0 and [r["kind"] for r in json.loads(out)] == ["user", "episode", "persona"]
+    code, out, err = invoke(env, "erasures", "--persona", "nobody")
+    assert (code, out) == (4, "") and "nobody" in err
+
+
 @pytest.mark.parametrize(
     "args",
     [
@@ -160,6 +204,7 @@ def test_copy_from_sqlite_to_neo4j(
         ("episode", "delete", "--persona", "nobody", "e1", "--yes"),
         ("fact", "retract", "--persona", "nobody", "f1"),
         ("export", "--persona", "nobody"),
+        ("erasures", "--persona", "nobody"),
     ],
     ids=lambda args: " ".join(args[:2]),
 )
@@ -207,9 +252,25 @@ READS = [
     ["snapshot", "history", "--persona", "ada"],
     ["snapshot", "show", "--persona", "ada"],
     ["export", "--persona", "ada"],
+    ["erasures", "--persona", "ada"],
     ["doctor"],
 ]
 """The read-only commands (``tools/bench_cli_startup.py --reads`` times them)."""
+
+
+def test_the_startup_bench_times_every_read_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    """tools/bench_cli_startup.py --reads times exactly the read commands listed here."""
+    import importlib.util
+
+    tools = Path(__file__).resolve().parents[2] / "tools"
+    monkeypatch.syspath_prepend(str(tools))  # as running the script puts it first
+    spec = importlib.util.spec_from_file_location(
+        "bench_cli_startup", tools / "bench_cli_startup.py"
+    )
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert [r[:2] for r in bench.READS] == [r[:2] for r in READS]
 
 
 def _loaded_after(env: dict[str, str], reads: list[list[str]], modules: tuple[str, ...]) -> str:
@@ -245,17 +306,30 @@ def test_read_commands_import_no_litellm_even_with_a_model_configured(
 
 
 def test_listing_reads_load_only_their_own_command_modules(env: dict[str, str]) -> None:
-    """A read that ranks nothing (beliefs, facts, episodes, personas, reflections, snapshot)
-    loads neither numpy nor another group's command module: the server's, the evaluation
-    suite's, chat's, the demo's or the browser's."""
+    """A read that ranks nothing (every one but context: the export packs embeddings
+    without it) loads neither numpy nor another group's command module: the server's, the
+    evaluation suite's, chat's, the demo's or the browser's; with SONALITY_STORE set,
+    platformdirs (which only finds the default store) is not loaded either."""
     _seed(env)
-    reads = [r for r in READS if r[0] not in ("context", "export")]
+    reads = [r for r in READS if r[0] != "context"]
     unneeded = (
-        *("numpy", "sonality.eval", "sonality.cli.eval", "sonality.cli.serve"),
+        *("numpy", "platformdirs", "sonality.eval", "sonality.cli.eval", "sonality.cli.serve"),
         *("sonality.cli.chat", "sonality.cli.demo", "sonality.cli.browse"),
     )
     out = _loaded_after(env, reads, unneeded)
     assert "message 1" in out  # the episodes listing did run
+
+
+def test_reads_load_no_write_side_pipeline(env: dict[str, str]) -> None:
+    """No read command loads the write-side pipelines the facade builds on first use: the
+    dual-process runtime (Talker, Thinker, affect) and the erasure pipeline."""
+    _seed(env)
+    unneeded = (
+        *("sonality.mind.runtime", "sonality.mind.talker", "sonality.mind.thinker"),
+        *("sonality.mind.affect", "sonality.mind.erasure", "sonality.core.erasure"),
+    )
+    out = _loaded_after(env, READS, unneeded)
+    assert "message 1" in out  # the context block and the export did run
 
 
 def test_demo_context_shows_the_identity_once(env: dict[str, str]) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from factories import TOPIC, add_episode, add_persona, dump, make_commit
 
-from sonality.errors import ConflictError
+from sonality.errors import ConflictError, ValidationError
 from sonality.models import EnrichmentStatus, Episode
 
 
@@ -150,3 +150,46 @@ async def test_commit_updates_an_existing_belief(store: Any) -> None:
     await store.commit_enrichment(commit)
     assert await store.list_beliefs("p1") == list(commit.beliefs)
     assert (await store.list_beliefs("p1"))[0].position == 0.125
+
+
+async def test_a_chunk_of_commits_applies_each_in_order(store: Any) -> None:
+    """commit_enrichments applies consecutive commits as one-by-one commits would: each
+    episode enriched with its own index, the persona at the last count."""
+    await add_persona(store)
+    episodes = [await add_episode(store, f"e{i}", minute=i) for i in range(1, 4)]
+    await store.commit_enrichments(
+        [make_commit(e, expected=i, insight_id=f"ins-{e.id}") for i, e in enumerate(episodes)]
+    )
+    stored = [await store.get_episode("p1", e.id) for e in episodes]
+    assert [e.interaction_index for e in stored] == [1, 2, 3]
+    assert all(e.enrichment_status is EnrichmentStatus.ENRICHED for e in stored)
+    assert (await store.get_persona("p1")).interaction_count == 3
+    assert len(await store.list_insights("p1")) == 3
+
+
+async def test_a_refused_commit_in_a_chunk_rolls_back_the_whole_chunk(store: Any) -> None:
+    """When the second commit of a chunk does not follow the first (a stale count), the
+    chunk raises ConflictError and nothing of it is written, the first commit included."""
+    await add_persona(store)
+    e1 = await add_episode(store, "e1", minute=1)
+    e2 = await add_episode(store, "e2", minute=2)
+    before = await dump(store, "p1")
+    with pytest.raises(ConflictError):
+        await store.commit_enrichments(
+            [make_commit(e1, expected=0), make_commit(e2, expected=0, insight_id="ins-2")]
+        )
+    assert await dump(store, "p1") == before
+
+
+async def test_a_chunk_mixing_personas_is_refused(store: Any) -> None:
+    """A chunk naming two personas is a ValidationError and writes nothing."""
+    await add_persona(store)
+    await add_persona(store, "p2")
+    e1 = await add_episode(store, "e1", minute=1)
+    other = await add_episode(store, "x1", persona_id="p2", minute=2)
+    before = (await dump(store, "p1"), await dump(store, "p2"))
+    with pytest.raises(ValidationError):
+        await store.commit_enrichments(
+            [make_commit(e1, expected=0), make_commit(other, expected=0)]
+        )
+    assert (await dump(store, "p1"), await dump(store, "p2")) == before

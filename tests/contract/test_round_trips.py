@@ -92,6 +92,25 @@ async def test_enrichment_commit_is_one_statement(neo4j_store: Any, statements: 
     assert len(sent) == 1, sent
 
 
+async def test_an_enrichment_chunk_is_one_statement(
+    neo4j_store: Any, statements: Statements
+) -> None:
+    """Three consecutive enrichment commits of one persona (a backlog chunk) send one
+    statement; the state the chunk plans from is read in one transaction."""
+    await add_persona(neo4j_store)
+    episodes = [await add_episode(neo4j_store, f"e{i}", minute=i) for i in range(1, 4)]
+    commits = [make_commit(e, expected=i, insight_id=f"ins-{e.id}") for i, e in enumerate(episodes)]
+    with statements.counting() as sent:
+        await neo4j_store.commit_enrichments(commits)
+    assert len(sent) == 1, sent
+    assert (await neo4j_store.get_persona("p1")).interaction_count == 3
+    units = neo4j_store.transaction_stats.units
+    with statements.counting() as sent:
+        await neo4j_store.enrichment_state("p1", ["u1", "u2"], since_interaction=0)
+    assert neo4j_store.transaction_stats.units == units + 1
+    assert len(sent) == 5, sent
+
+
 async def test_reflection_units_are_one_or_two_statements(
     neo4j_store: Any, statements: Statements
 ) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from sonality.errors import NotFoundError, PersonaNotFound, ValidationError
@@ -74,3 +76,84 @@ async def test_deleting_a_persona_removes_everything_but_its_audit_record(
     assert await app.beliefs("bob") == bob_beliefs
     await play(app, clock, "ada", [])
     assert await app.beliefs("ada") == [] and await app.episodes("ada") == []
+
+
+async def test_an_added_fact_is_kept_once_and_erased_with_its_episode(
+    app: Sonality, clock: FrozenClock
+) -> None:
+    """add_fact stores a fact backed by the user's episode, in every context; the same
+    words again (case, spacing) return the stored fact and write nothing; erasing the
+    episode erases the fact."""
+    await play(app, clock, "ada", [Turn(1, "u1", "c1"), Turn(3, "u1", "c1")])
+    before = await app.facts("ada", user_id="u1")
+    added = await app.add_fact(
+        "ada",
+        user_id="u1",
+        episode_id="e3",
+        text="  The user cannot climb stairs.  ",
+        kind="constraint",
+        severity=5,
+    )
+    assert (added.user_id, added.episode_id, added.text, added.kind, added.severity) == (
+        "u1",
+        "e3",
+        "The user cannot climb stairs.",
+        FactKind.CONSTRAINT,
+        5,
+    )
+    again = await app.add_fact(
+        "ada", user_id="u1", episode_id="e1", text="the user CANNOT climb   stairs"
+    )
+    assert again == added
+    assert await app.facts("ada", user_id="u1") == [*before, added]
+    context = await app.context("ada", user_id="u1", message="Where shall we meet?")
+    assert "The user cannot climb stairs." in context.as_prompt()
+    await app.delete_episode("ada", episode_id="e3")
+    assert added.id not in {f.id for f in await app.facts("ada", user_id="u1")}
+
+
+async def test_concurrent_adds_of_one_fact_store_it_once(app: Sonality, clock: FrozenClock) -> None:
+    """Eight concurrent add_fact calls with the same words (different spacing and case)
+    store one fact, and every call answers with it."""
+    await play(app, clock, "ada", [Turn(1, "u1", "c1"), Turn(3, "u1", "c1")])
+    before = await app.facts("ada", user_id="u1")
+    spellings = ["The user fears dogs.", "the user FEARS dogs.", "  The user fears  dogs. "]
+    added = await asyncio.gather(
+        *(
+            app.add_fact("ada", user_id="u1", episode_id="e3", text=spellings[i % 3])
+            for i in range(8)
+        )
+    )
+    assert len({fact.id for fact in added}) == 1
+    assert await app.facts("ada", user_id="u1") == [*before, added[0]]
+
+
+async def test_bad_added_facts_are_rejected_and_write_nothing(
+    app: Sonality, clock: FrozenClock
+) -> None:
+    """An episode of another user or none, an unknown persona, empty or over-long text,
+    NUL, an unknown kind and a severity outside 1-5 are one error each; no fact is
+    written."""
+    await play(app, clock, "ada", [Turn(1, "u1", "c1"), Turn(4, "u2", "c2")])
+    good = {"user_id": "u1", "episode_id": "e1", "text": "likes tea"}
+    with pytest.raises(NotFoundError, match="no such episode of this user"):
+        await app.add_fact("ada", **{**good, "episode_id": "e4"})  # u2's episode
+    with pytest.raises(NotFoundError, match="no such episode of this user"):
+        await app.add_fact("ada", **{**good, "episode_id": "e99"})
+    with pytest.raises(PersonaNotFound):
+        await app.add_fact("nobody", **good)
+    for bad in (
+        {"text": "   "},
+        {"text": "x" * 2_001},
+        {"text": "tea\x00"},
+        {"kind": "rumour"},
+        {"severity": 0},
+        {"severity": 6},
+        {"severity": True},
+        {"user_id": "u1\n"},
+        {"episode_id": "e1' OR 1=1"},
+    ):
+        with pytest.raises(ValidationError):
+            await app.add_fact("ada", **{**good, **bad})  # type: ignore[arg-type]
+    assert await app.facts("ada", user_id="u1") == []
+    assert await app.facts("ada", user_id="u2") == []

@@ -10,7 +10,13 @@ Case kinds (one JSON object per line; ``why`` says what the case probes):
   is the test's directory; ``files`` maps names to ``{"hex": ...}`` bytes written there);
 - ``env``: ``{"env": {...}, "args": [...]}``: a setting, read before anything is opened;
 - ``reply``: ``{"reply": ...}``: what the model answers to ``assess_evidence`` for a fresh
-  episode; ``expect`` then describes what is stored.
+  episode; ``expect`` then describes what is stored;
+- ``ingest``: one line of a file for ``sonality ingest``, between two good lines: ``line``
+  (a JSON value, written as JSON), ``raw`` (text, or a list of parts joined) or ``hex``
+  (bytes). A bad line is reported on stderr as ``line 2: …`` (one line) with the exit
+  code, and both good lines are stored all the same; ``{"stored": true}`` means the line
+  is stored verbatim. Only behaviour is checked (reports, exit codes, what is stored),
+  never how ingest writes.
 
 Values JSON cannot carry are tagged: ``{"$int": "…"}`` (a big integer), ``{"$repeat":
 [text, n]}``, ``{"$bytes_arg": hex}`` (a CLI argument decoded with surrogateescape, as
@@ -151,6 +157,9 @@ async def test_bad_input_is_one_line_error_or_stored_verbatim(
     elif kind == "reply":
         await reply_case(seeded, store, case, expect)
         return
+    elif kind == "ingest":
+        await ingest_case(request, store, case, expect, tmp_path)
+        return
     else:
         raise AssertionError(f"unknown case kind {kind!r}")
     if "exit" in expect:
@@ -184,15 +193,7 @@ async def cli_case(
 ) -> None:
     for name, spec in case.get("files", {}).items():
         (tmp / name).write_bytes(bytes.fromhex(spec["hex"]))
-    url = store_url(request, store)
-    env = {
-        "SONALITY_STORE": url,
-        "SONALITY_EMBEDDING_DIMENSIONS": str(EMBEDDING_DIMENSIONS),
-        "SONALITY_LOG_FORMAT": "json",
-        "SONALITY_LOG_LEVEL": "CRITICAL",
-        "SONALITY_MODEL": "",
-        **decode(case.get("env", {}), tmp),
-    }
+    env = {**cli_env(request, store), **decode(case.get("env", {}), tmp)}
     args = decode(case["args"], tmp)
     result = await asyncio.to_thread(CliRunner().invoke, main, args, env=env)
     output = result.stdout + result.stderr
@@ -202,6 +203,63 @@ async def cli_case(
     assert len(errors) == 1 and "Traceback" not in output, output
     if "says" in expect:
         assert expect["says"] in errors[0], errors[0]
+
+
+def cli_env(request: pytest.FixtureRequest, store: Any) -> dict[str, str]:
+    return {
+        "SONALITY_STORE": store_url(request, store),
+        "SONALITY_EMBEDDING_DIMENSIONS": str(EMBEDDING_DIMENSIONS),
+        "SONALITY_LOG_FORMAT": "json",
+        "SONALITY_LOG_LEVEL": "CRITICAL",
+        "SONALITY_MODEL": "",
+    }
+
+
+async def ingest_case(
+    request: pytest.FixtureRequest,
+    store: Any,
+    case: dict[str, Any],
+    expect: dict[str, Any],
+    tmp: Path,
+) -> None:
+    if "hex" in case:
+        line = bytes.fromhex(case["hex"])
+    elif "raw" in case:
+        raw = decode(case["raw"], tmp)
+        line = ("".join(raw) if isinstance(raw, list) else raw).encode("utf-8")
+    else:
+        line = json.dumps(decode(case["line"], tmp)).encode("utf-8")
+    good = [
+        {"message": f"before {case['id']}", "response": "kept", "user_id": "g1"},
+        {"message": f"after {case['id']}", "response": "kept", "user_id": "g1"},
+    ]
+    path = tmp / "exchanges.jsonl"
+    path.write_bytes(b"\n".join([json.dumps(good[0]).encode(), line, json.dumps(good[1]).encode()]))
+    facts_and_beliefs = [state[2:] for state in await fingerprint(store)]
+    before = {e.id for e in await store.list_episodes("ada", limit=1000)}
+    args = ["-q", "ingest", str(path), "--persona", "ada", "--no-enrich"]
+    result = await asyncio.to_thread(CliRunner().invoke, main, args, env=cli_env(request, store))
+    output = result.stdout + result.stderr
+    assert "Traceback" not in output, output
+    assert result.exception is None or isinstance(result.exception, SystemExit), output
+    reports = [x for x in result.stderr.splitlines() if x.startswith("line ")]
+    errors = [x for x in result.stderr.splitlines() if x.startswith(("error:", "Error:"))]
+    new = [e for e in await store.list_episodes("ada", limit=1000) if e.id not in before]
+    stored = sorted((e.user_message, e.agent_response, e.user_id) for e in new)
+    kept = [(g["message"], g["response"], g["user_id"]) for g in good]
+    if "exit" in expect:
+        assert result.exit_code == expect["exit"], output
+        assert len(reports) == 1 and reports[0].startswith("line 2: "), output
+        assert expect["says"] in reports[0], reports[0]
+        one_line(reports[0])
+        assert len(errors) == 1 and "lines=[2]" in errors[0], output
+        assert stored == sorted(kept), stored
+    else:
+        assert result.exit_code == 0 and reports == errors == [], output
+        written = json.loads(line)
+        middle = (written["message"], written.get("response", ""), "user")  # --user's default
+        assert stored == sorted([*kept, middle]), stored
+    assert [state[2:] for state in await fingerprint(store)] == facts_and_beliefs
 
 
 def store_url(request: pytest.FixtureRequest, store: Any) -> str:

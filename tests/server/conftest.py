@@ -2,8 +2,13 @@
 free port) on each store, with the scripted model of ``tests/server/model.py`` plugged in
 through ``--llm``, and an admin key made with ``sonality key create``.
 
-One server per store per module (``served``); its stderr (the server's logs) is kept in
-a file the security tests read.
+One server per store for the whole session (``served``), shared by every module: each
+module works on personas of its own (``ada``, ``cleo``, ``mia``, ``zoe``, ``alpha``/``beta``,
+``duo``/``trio``) and with keys bound to them where it counts what a key sees, so no module
+depends on another's data or order. pytest groups the tests of one store's server
+together, so Neo4j is wiped once, before that server starts, and nothing wipes it while
+the server runs. Its stderr (the server's logs) is kept in a file the security tests
+read.
 """
 
 from __future__ import annotations
@@ -117,11 +122,11 @@ def start(env: dict[str, str], log: Path, *args: str, port: int | None = None) -
     raise AssertionError(f"the server did not start: {served.logs()[-3000:]}")
 
 
-@pytest.fixture(scope="module", params=["sqlite", pytest.param("neo4j", marks=pytest.mark.neo4j)])
+@pytest.fixture(scope="session", params=["sqlite", pytest.param("neo4j", marks=pytest.mark.neo4j)])
 def served(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Served]:
-    """A server per store for the module, with an admin key in ``served.admin``."""
+    """A server per store for the session, with an admin key in ``served.admin``."""
     folder = tmp_path_factory.mktemp(f"serve-{request.param}")
     if request.param == "sqlite":
         url = f"sqlite:///{folder / 'sonality.db'}"

@@ -26,9 +26,11 @@ def talk(rendered: RenderedPrompt, variables: Mapping[str, Any]) -> str | LLMUna
 
 async def monologue(rendered: RenderedPrompt, variables: Mapping[str, Any]) -> dict[str, str]:
     """Threads naming the turn; in a process started with ``SONALITY_TEST_SLOW_THINKER``
-    set, each takes 60 s (long enough to kill the process in the middle of a thought)."""
-    if os.environ.get("SONALITY_TEST_SLOW_THINKER"):
-        await asyncio.sleep(60)
+    set to a number of seconds, each takes that long (to kill the process in the middle
+    of a thought, or to drain while another process thinks)."""
+    slow = os.environ.get("SONALITY_TEST_SLOW_THINKER")
+    if slow:
+        await asyncio.sleep(float(slow))
     t = variables["turn"]
     return {"reasoning": f"Turn {t}.", "memory": f"Turn {t} said something.", "goal": "Help."}
 

@@ -49,6 +49,38 @@ def test_fact_retract_and_correct(served: Served, zoe: str) -> None:
     assert missing.status_code == 404 and missing.json()["kind"] == "not_found"
 
 
+def test_fact_add_over_rest(served: Served, zoe: str) -> None:
+    """POST users/{user}/facts adds a fact backed by the user's episode, once for the same
+    words; another user's episode is 404, bad input 400 or 422, a read key 403, and none
+    of them writes."""
+    fact = {"episode_id": "uma1", "text": "The user is vegan.", "kind": "preference"}
+    with served.client() as c:
+        before = c.get("/v1/personas/zoe/users/uma/facts").json()
+        added = c.post("/v1/personas/zoe/users/uma/facts", json=fact)
+        assert added.status_code == 200, added.text
+        assert (added.json()["user_id"], added.json()["severity"]) == ("uma", 1)
+        again = c.post(
+            "/v1/personas/zoe/users/uma/facts", json={**fact, "text": "the user is VEGAN"}
+        )
+        assert again.json() == added.json()
+        after = c.get("/v1/personas/zoe/users/uma/facts").json()
+        assert after == [*before, added.json()]
+        for bad, status in (
+            ({"episode_id": "vic1"}, 404),
+            ({"text": ""}, 400),
+            ({"severity": 7}, 400),
+            ({"kind": "rumour"}, 422),
+            ({"colour": "red"}, 422),
+        ):
+            r = c.post("/v1/personas/zoe/users/uma/facts", json={**fact, **bad})
+            assert r.status_code == status, (bad, r.text)
+        reader = c.post("/v1/keys", json={"scope": "read", "persona_ids": ["zoe"]}).json()
+    with served.client(reader["token"]) as c:
+        r = c.post("/v1/personas/zoe/users/uma/facts", json={**fact, "text": "likes tea"})
+        assert r.status_code == 403 and r.json()["kind"] == "forbidden"
+        assert c.get("/v1/personas/zoe/users/uma/facts").json() == after
+
+
 def test_export_then_import_round_trips(served: Served, zoe: str) -> None:
     """An export imported again is unchanged (idempotent), byte-identical on re-export."""
     with served.client() as c:

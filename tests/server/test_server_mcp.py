@@ -16,18 +16,29 @@ from mcp.client.streamable_http import streamable_http_client
 from tests.conftest import ROOT
 from tests.server.conftest import MODEL, SONALITY, Served
 
-TOOLS = {"get_context", "list_beliefs", "list_facts", "record_exchange", "reflect", "search_memory"}
+TOOLS = {
+    "add_fact",
+    "correct_fact",
+    "get_context",
+    "list_beliefs",
+    "list_facts",
+    "record_exchange",
+    "reflect",
+    "retract_fact",
+    "search_memory",
+}
 
 
 @pytest.fixture(scope="module")
 def persona(served: Served) -> dict[str, str]:
-    """Persona ``mia`` (and ``other``) with a write key for ``mia`` alone."""
+    """Persona ``mia`` (and ``other``) with a write key and a read key for ``mia`` alone."""
     with served.client() as c:
         for pid in ("mia", "other"):
             r = c.post("/v1/personas", json={"id": pid, "name": pid, "core_identity": f"{pid}."})
             assert r.status_code == 201, r.text
         key = c.post("/v1/keys", json={"scope": "write", "persona_ids": ["mia"]}).json()
-    return {"token": key["token"]}
+        reader = c.post("/v1/keys", json={"scope": "read", "persona_ids": ["mia"]}).json()
+    return {"token": key["token"], "reader": reader["token"]}
 
 
 def _payload(result: Any) -> Any:
@@ -69,6 +80,7 @@ async def _exercise(session: ClientSession, user: str) -> None:
     assert [f["episode_id"] for f in found] == [f"{user}-1"]
     facts = _payload(await session.call_tool("list_facts", {"persona_id": "mia", "user_id": user}))
     assert [f["text"] for f in facts] == ["The user is allergic to peanuts."]
+    await _facts_round_trip(session, user)
     beliefs = _payload(await session.call_tool("list_beliefs", {"persona_id": "mia"}))
     assert "nuclear_power" in [b["topic"] for b in beliefs]
     report = _payload(await session.call_tool("reflect", {"persona_id": "mia", "dry_run": True}))
@@ -77,6 +89,80 @@ async def _exercise(session: ClientSession, user: str) -> None:
     assert snapshot.contents[0].text == "mia."  # type: ignore[union-attr]
     held = await session.read_resource("sonality://personas/mia/beliefs")
     assert "nuclear_power" in held.contents[0].text  # type: ignore[union-attr]
+
+
+async def _facts_round_trip(session: ClientSession, user: str) -> None:
+    """add_fact, correct_fact and retract_fact change what list_facts and get_context
+    show; bad input is the tool's error text and changes nothing."""
+    ids = {"persona_id": "mia"}
+
+    async def listed() -> list[str]:
+        found = _payload(await session.call_tool("list_facts", {**ids, "user_id": user}))
+        return [f["text"] for f in found]
+
+    added = _payload(
+        await session.call_tool(
+            "add_fact",
+            {
+                **ids,
+                "user_id": user,
+                "episode_id": f"{user}-1",
+                "text": "The user uses a wheelchair.",
+                "kind": "constraint",
+                "severity": 5,
+            },
+        )
+    )
+    assert (added["kind"], added["severity"], added["episode_id"]) == ("constraint", 5, f"{user}-1")
+    again = _payload(
+        await session.call_tool(
+            "add_fact",
+            {
+                **ids,
+                "user_id": user,
+                "episode_id": f"{user}-1",
+                "text": "the user uses a WHEELCHAIR",
+            },
+        )
+    )
+    assert again["fact_id"] == added["fact_id"]
+    assert await listed() == ["The user is allergic to peanuts.", "The user uses a wheelchair."]
+    context = await session.call_tool(
+        "get_context", {**ids, "user_id": user, "message": "shall we hike?"}
+    )
+    assert "uses a wheelchair" in context.content[0].text  # type: ignore[union-attr]
+    for tool, args, error in (
+        ("add_fact", {"user_id": user, "episode_id": "nope", "text": "x"}, "not_found: no such"),
+        ("add_fact", {"user_id": user, "episode_id": f"{user}-1", "text": " "}, "validation:"),
+        (
+            "add_fact",
+            {"user_id": user, "episode_id": f"{user}-1", "text": "x", "severity": 9},
+            "validation:",
+        ),
+        (
+            "correct_fact",
+            {"fact_id": added["fact_id"], "text": "x", "kind": "rumour"},
+            "validation:",
+        ),
+        ("retract_fact", {"fact_id": "fact_nope"}, "not_found: no such fact"),
+    ):
+        refused = await session.call_tool(tool, {**ids, **args})
+        assert refused.is_error and error in refused.content[0].text, (tool, refused)  # type: ignore[union-attr]
+    assert await listed() == ["The user is allergic to peanuts.", "The user uses a wheelchair."]
+    fixed = _payload(
+        await session.call_tool(
+            "correct_fact",
+            {**ids, "fact_id": added["fact_id"], "text": "The user uses crutches.", "severity": 4},
+        )
+    )
+    assert (fixed["text"], fixed["kind"], fixed["severity"]) == (
+        "The user uses crutches.",
+        "constraint",
+        4,
+    )
+    gone = _payload(await session.call_tool("retract_fact", {**ids, "fact_id": added["fact_id"]}))
+    assert gone["retracted"] is True
+    assert await listed() == ["The user is allergic to peanuts."]
 
 
 async def test_mcp_over_stdio(served: Served, persona: dict[str, str]) -> None:
@@ -126,3 +212,41 @@ async def test_mcp_http_is_behind_the_key(served: Served, persona: dict[str, str
     assert refused.is_error and "no such persona" in refused.content[0].text  # type: ignore[union-attr]
     with served.client() as c:
         assert c.get("/v1/personas/other/episodes").json() == []
+
+
+async def test_mcp_fact_tools_need_a_write_key(served: Served, persona: dict[str, str]) -> None:
+    """A read key lists facts but add_fact, correct_fact and retract_fact fail as
+    "forbidden", exactly as their REST routes do, and the facts stay as they were."""
+    with served.client(persona["token"]) as c:
+        r = c.post(
+            "/v1/personas/mia/record",
+            json={
+                "user_id": "scoped",
+                "conversation_id": "s1",
+                "episode_id": "scoped-1",
+                "message": "I am allergic to peanuts.",
+                "response": "Noted.",
+            },
+        )
+        assert r.status_code == 200, r.text
+        [fact] = c.get("/v1/personas/mia/users/scoped/facts").json()
+    headers = {"Authorization": f"Bearer {persona['reader']}"}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=30) as http,
+        streamable_http_client(f"{served.url}/mcp", http_client=http) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        listed = _payload(
+            await session.call_tool("list_facts", {"persona_id": "mia", "user_id": "scoped"})
+        )
+        assert [f["fact_id"] for f in listed] == [fact["id"]]
+        for tool, args in (
+            ("add_fact", {"user_id": "scoped", "episode_id": "scoped-1", "text": "likes tea"}),
+            ("correct_fact", {"fact_id": fact["id"], "text": "likes tea"}),
+            ("retract_fact", {"fact_id": fact["id"]}),
+        ):
+            refused = await session.call_tool(tool, {"persona_id": "mia", **args})
+            assert refused.is_error and "forbidden: " in refused.content[0].text, tool  # type: ignore[union-attr]
+    with served.client() as c:
+        assert c.get("/v1/personas/mia/users/scoped/facts").json() == [fact]

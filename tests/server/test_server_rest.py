@@ -144,7 +144,7 @@ def test_reflection_and_snapshots(served: Served, ada: str) -> None:
 
 def test_respond_drain_and_narrative(served: Served, ada: str) -> None:
     """respond answers with the Talker at once; after drain the conversation has a
-    narrative written by the Thinker."""
+    narrative written by the Thinker, and the store holds nothing of it pending."""
     with served.client() as c:
         reply = c.post(
             "/v1/personas/ada/respond",
@@ -156,7 +156,7 @@ def test_respond_drain_and_narrative(served: Served, ada: str) -> None:
         narrative = c.get("/v1/personas/ada/conversations/r1/narrative")
         none_yet = c.get("/v1/personas/ada/conversations/never/narrative")
     assert reply["text"] == "You said: Hello there" and reply["turn"] == 1
-    assert drained == {"drained": True}
+    assert drained == {"drained": True, "pending_episodes": 0, "pending_turns": 0}
     assert narrative.status_code == 200 and narrative.json()["turn"] == 1
     assert none_yet.status_code == 404 and none_yet.json()["kind"] == "not_found"
 

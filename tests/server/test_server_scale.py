@@ -6,8 +6,6 @@ file too)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,44 +13,35 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.server.conftest import _WIPE, Served, cli, start, store_env
+from tests.server.conftest import Served, start
 
 
-@pytest.fixture(scope="module", params=["sqlite", pytest.param("neo4j", marks=pytest.mark.neo4j)])
-def pair(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[Served, Served]]:
-    """Two ``sonality serve`` processes on one store, with persona ``duo``."""
-    folder = tmp_path_factory.mktemp(f"pair-{request.param}")
-    if request.param == "sqlite":
-        url = f"sqlite:///{folder / 'sonality.db'}"
-    else:
-        request.getfixturevalue("neo4j_session_store")
-        url = request.getfixturevalue("neo4j_uri")
-        wipe = subprocess.run(
-            [sys.executable, "-c", _WIPE, url], env=store_env(url), capture_output=True, text=True
+@pytest.fixture(scope="module")
+def pair(served: Served) -> Iterator[tuple[Served, Served]]:
+    """Two ``sonality serve`` processes on one store, with persona ``duo``: the session's
+    server and a second one started here on the same store."""
+    with served.client() as c:
+        r = c.post(
+            "/v1/personas", json={"id": "duo", "name": "Duo", "core_identity": "Duo thinks twice."}
         )
-        assert wipe.returncode == 0, wipe.stderr
-    env = store_env(url)
-    admin = cli(env, "key", "create", "--scope", "admin")["token"]
-    cli(env, "persona", "create", "duo", "--name", "Duo", "--identity", "Duo thinks twice.")
-    first = start(env, folder / "a.log")
-    second = start(env, folder / "b.log")
-    first.admin = second.admin = admin
+        assert r.status_code == 201, r.text
+    second = start(served.env, served.log.with_name(f"second-{served.backend}.log"))
+    second.admin = served.admin
     try:
-        yield first, second
+        yield served, second
     finally:
-        first.stop()
         second.stop()
 
 
 def _drain(servers: tuple[Served, ...], conversation: str) -> None:
+    """Each process drains its own work; after the last, the store holds none pending."""
     for server in servers:
         with server.client() as c:
             r = c.post(
                 "/v1/personas/duo/drain", json={"conversation_id": conversation, "max_seconds": 60}
             )
-            assert r.json() == {"drained": True}
+            assert r.json()["drained"] is True, r.text
+    assert r.json()["pending_turns"] == 0
 
 
 def _thinking_in_order(server: Served, conversation: str, turns: int) -> None:
@@ -115,7 +104,7 @@ def test_a_killed_process_leaves_its_turn_to_the_other(
 ) -> None:
     """A process killed while thinking about a turn leaves it pending in the store; the
     next turn, answered by another process, thinks about both in order."""
-    env = {**pair[0].env, "SONALITY_TEST_SLOW_THINKER": "1"}
+    env = {**pair[0].env, "SONALITY_TEST_SLOW_THINKER": "60"}
     slow = start(env, tmp_path / "slow.log")
     try:
         with slow.client(pair[0].admin) as c:
@@ -141,3 +130,42 @@ def test_a_killed_process_leaves_its_turn_to_the_other(
     assert r.status_code == 200 and r.json()["turn"] == 2
     _drain((survivor,), "killed")
     _thinking_in_order(survivor, "killed", 2)
+
+
+def test_drain_everywhere_waits_for_another_process(
+    pair: tuple[Served, Served], tmp_path: Path
+) -> None:
+    """drain covers the receiving process's own work: asked of a process that did not
+    answer the turn, it returns at once and counts the turn another process is still
+    thinking about as pending; with ``everywhere`` it waits (up to ``max_seconds``)
+    until the store holds none of it, and says what is left when time runs out."""
+    with pair[0].client() as c:
+        r = c.post("/v1/personas", json={"id": "trio", "name": "Trio", "core_identity": "Trio."})
+        assert r.status_code == 201, r.text
+    env = {**pair[0].env, "SONALITY_TEST_SLOW_THINKER": "8"}
+    slow = start(env, tmp_path / "slow.log")
+    drain = "/v1/personas/trio/drain"
+    try:
+        with slow.client(pair[0].admin) as c:
+            r = c.post(
+                "/v1/personas/trio/respond",
+                json={"user_id": "lee", "conversation_id": "spread", "message": "Think slowly"},
+            )
+        assert r.status_code == 200, r.text
+        with pair[1].client() as c:
+            local = c.post(drain, json={"conversation_id": "spread", "max_seconds": 30}).json()
+            short = c.post(
+                drain, json={"conversation_id": "spread", "max_seconds": 0.5, "everywhere": True}
+            ).json()
+            waited = c.post(
+                drain, json={"conversation_id": "spread", "max_seconds": 60, "everywhere": True}
+            ).json()
+            whole = c.post(drain, json={"max_seconds": 5, "everywhere": True}).json()
+            turns = c.get("/v1/personas/trio/conversations/spread/turns").json()
+    finally:
+        slow.stop()
+    assert (local["drained"], local["pending_turns"]) == (True, 1)
+    assert (short["drained"], short["pending_turns"]) == (False, 1)
+    assert waited == {"drained": True, "pending_episodes": 0, "pending_turns": 0}
+    assert whole == waited
+    assert [t["status"] for t in turns] == ["done"]

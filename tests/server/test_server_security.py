@@ -66,6 +66,9 @@ def _probes(persona: str) -> list[tuple[str, str, dict[str, object] | None]]:
         ("post", f"/v1/personas/{p}/drain", {}),
         ("post", f"/v1/personas/{p}/enrich", None),
         ("post", f"/v1/personas/{p}/snapshots/rollback", {"to_version": 1}),
+        ("post", f"/v1/personas/{p}/users/u1/facts", {"episode_id": "e1", "text": "likes tea"}),
+        ("post", f"/v1/personas/{p}/facts/f1/retract", None),
+        ("patch", f"/v1/personas/{p}/facts/f1", {"text": "likes tea"}),
     ]
 
 
@@ -76,6 +79,7 @@ def test_cross_tenant_probes_learn_nothing(served: Served, tenants: dict[str, st
     rng = random.Random(13)
     with served.client() as admin:
         before = admin.get("/v1/personas/beta/episodes").json()
+        facts = admin.get("/v1/personas/beta/users/u1/facts").json()
     with served.client(tenants["alpha"]) as c:
         for _ in range(220):
             method, path, body = rng.choice(_probes("beta"))
@@ -93,6 +97,7 @@ def test_cross_tenant_probes_learn_nothing(served: Served, tenants: dict[str, st
     assert [m["id"] for m in models["data"]] == ["sonality/alpha"]
     with served.client() as admin:
         assert admin.get("/v1/personas/beta/episodes").json() == before
+        assert admin.get("/v1/personas/beta/users/u1/facts").json() == facts
 
 
 def test_a_bound_key_cannot_manage_keys_or_others(served: Served, tenants: dict[str, str]) -> None:

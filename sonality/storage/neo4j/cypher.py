@@ -82,6 +82,7 @@ class Query(StrEnum):
 
     # staged updates
     STAGED_INFLUENCE = "staged/influence"
+    STAGED_INFLUENCE_USERS = "staged/influence_users"
     STAGED_LIST = "staged/list"
 
     # insights, and the retried insight part of enriched episodes
@@ -103,6 +104,7 @@ class Query(StrEnum):
     FACT_CORRECT = "fact/correct"
     FACT_GET = "fact/get"
     FACT_LIST = "fact/list"
+    FACT_LIST_USERS = "fact/list_users"
     FACT_RETRACT = "fact/retract"
 
     # reflection: the lease, the one-transaction commit, attempts, reads

@@ -18,12 +18,14 @@ from sonality.errors import NotFoundError, PersonaNotFound
 from sonality.models import (
     Belief,
     EnrichmentCommit,
+    EnrichmentState,
     Episode,
     Insight,
     InsightCommit,
     InsightState,
     InsightStatus,
     ProvenanceEdge,
+    StagedInfluence,
     StagedUpdate,
     UserFact,
     UserInfluence,
@@ -40,6 +42,7 @@ from sonality.storage.neo4j.executor import (
     lock_persona,
     write_matched,
 )
+from sonality.storage.neo4j.personas import persona_from
 
 __all__ = ["Neo4jEnrichment", "belief_props", "provenance_from"]
 
@@ -63,31 +66,27 @@ async def _upsert_beliefs(tx: AsyncManagedTransaction, beliefs: Sequence[Belief]
         raise PersonaNotFound("no such persona", persona_id=missing[0])
 
 
-async def _commit(tx: AsyncManagedTransaction, commit: EnrichmentCommit) -> None:
-    """Everything one enriched interaction changes, in one statement
-    (``enrichment/commit``): the checks run in it under the persona lock; what it reports
-    back decides here whether the transaction stands (a raise rolls it back)."""
+def _commit_params(commit: EnrichmentCommit) -> dict[str, Any]:
+    return {
+        "episode_id": commit.episode_id,
+        "expected_interaction_count": commit.expected_interaction_count,
+        "fields": shapes.enriched_episode(commit),
+        "interaction_count": commit.interaction_count,
+        "disagreement_window": list(commit.disagreement_window),
+        "shift_total": commit.shift_total,
+        "insight": None if commit.insight is None else codec.encode(commit.insight),
+        "facts": [codec.encode(f) for f in commit.facts],
+        "staged": [codec.encode(s) for s in commit.staged],
+        "committed_staged_ids": sorted(set(commit.committed_staged_ids)),
+        "beliefs": [belief_props(b) for b in commit.beliefs],
+        "topics": list(commit.topics),
+        "edges": [codec.encode(e) for e in commit.provenance],
+    }
+
+
+def _check(commit: EnrichmentCommit, row: dict[str, Any]) -> None:
+    """What the statement reported for one commit: a raise rolls the transaction back."""
     pid = commit.persona_id
-    row = await fetch_one(
-        tx,
-        Query.ENRICHMENT_COMMIT,
-        persona_id=pid,
-        episode_id=commit.episode_id,
-        expected_interaction_count=commit.expected_interaction_count,
-        fields=shapes.enriched_episode(commit),
-        interaction_count=commit.interaction_count,
-        disagreement_window=list(commit.disagreement_window),
-        shift_total=commit.shift_total,
-        insight=None if commit.insight is None else codec.encode(commit.insight),
-        facts=[codec.encode(f) for f in commit.facts],
-        staged=[codec.encode(s) for s in commit.staged],
-        committed_staged_ids=sorted(set(commit.committed_staged_ids)),
-        beliefs=[belief_props(b) for b in commit.beliefs],
-        topics=list(commit.topics),
-        edges=[codec.encode(e) for e in commit.provenance],
-    )
-    if row is None:
-        raise PersonaNotFound("no such persona", persona_id=pid)
     checks.enrichment_may_commit(commit, row["found_count"], row["found_status"])
     checks.wrote_all(
         "a fact names a user or episode the persona lacks",
@@ -104,6 +103,43 @@ async def _commit(tx: AsyncManagedTransaction, commit: EnrichmentCommit) -> None
         pid,
         len(commit.provenance),
         row["edges_written"],
+    )
+
+
+async def _commit_all(tx: AsyncManagedTransaction, commits: Sequence[EnrichmentCommit]) -> None:
+    """Consecutive commits of one persona in one statement (``enrichment/commit``): the
+    checks of each run in it, under the persona lock, against what the commits before it
+    left; what it reports back decides here whether the transaction stands (a raise rolls
+    it back)."""
+    pid = checks.enrichment_chunk(commits)
+    rows = await fetch(
+        tx, Query.ENRICHMENT_COMMIT, persona_id=pid, commits=[_commit_params(c) for c in commits]
+    )
+    if not rows:
+        raise PersonaNotFound("no such persona", persona_id=pid)
+    for commit, row in zip(commits, rows, strict=True):
+        _check(commit, row)
+
+
+async def _state(
+    tx: AsyncManagedTransaction, persona_id: str, user_ids: list[str], since: int
+) -> EnrichmentState:
+    persona = await fetch_one(tx, Query.PERSONA_GET, persona_id=persona_id)
+    if persona is None:
+        raise PersonaNotFound("no such persona", persona_id=persona_id)
+    ids = {"persona_id": persona_id}
+    beliefs = await fetch(tx, Query.BELIEF_LIST, **ids, include_retired=True)
+    staged = await fetch(tx, Query.STAGED_LIST, **ids, due_by=None)
+    facts = await fetch(tx, Query.FACT_LIST_USERS, **ids, user_ids=user_ids)
+    influence = await fetch(tx, Query.STAGED_INFLUENCE_USERS, **ids, user_ids=user_ids, since=since)
+    return EnrichmentState(
+        persona=persona_from(persona["persona"]),
+        beliefs=tuple(Belief.model_validate(codec.decode(r["belief"], Belief)) for r in beliefs),
+        staged=tuple(
+            StagedUpdate.model_validate(codec.decode(r["staged"], StagedUpdate)) for r in staged
+        ),
+        facts=tuple(UserFact.model_validate(codec.decode(r["fact"], UserFact)) for r in facts),
+        influence=tuple(StagedInfluence.model_validate(r) for r in influence),
     )
 
 
@@ -128,7 +164,21 @@ class Neo4jEnrichment(Neo4jAggregate):
 
     async def commit_enrichment(self, commit: EnrichmentCommit) -> None:
         """Apply everything one interaction changed, in one transaction."""
-        await self._db.write("commit_enrichment", _commit, commit)
+        await self._db.write("commit_enrichment", _commit_all, (commit,))
+
+    async def commit_enrichments(self, commits: Sequence[EnrichmentCommit]) -> None:
+        """Apply consecutive enrichment commits of one persona in one transaction, each
+        checked as ``commit_enrichment`` checks it; any refusal rolls them all back."""
+        if commits:
+            await self._db.write("commit_enrichments", _commit_all, tuple(commits))
+
+    async def enrichment_state(
+        self, persona_id: str, user_ids: Sequence[str], *, since_interaction: int
+    ) -> EnrichmentState:
+        """What planning the persona's next enrichments reads, in one read transaction."""
+        return await self._db.read(
+            "enrichment_state", _state, persona_id, sorted(set(user_ids)), since_interaction
+        )
 
     async def commit_insight(self, commit: InsightCommit) -> None:
         """Apply a retried insight extraction in one transaction (``ConflictError`` when

@@ -194,6 +194,22 @@ async def _correct(tx: AsyncManagedTransaction, fact: UserFact) -> UserFact:
     return fact_from(row["fact"])
 
 
+async def _add_fact(tx: AsyncManagedTransaction, fact: UserFact) -> UserFact:
+    """Under the persona's lock (which enrichment commits also take), so that two
+    concurrent adds of the same text store it once."""
+    await lock_persona(tx, fact.persona_id)
+    ids = {"persona_id": fact.persona_id}
+    source = await fetch_one(tx, Query.EPISODE_GET, **ids, episode_id=fact.episode_id)
+    checks.fact_source(fact, None if source is None else episode_from(source["episode"]).user_id)
+    known = await fetch(tx, Query.FACT_LIST, **ids, user_id=fact.user_id)
+    held = checks.held_fact([fact_from(r["fact"]) for r in known], fact.text)
+    if held is not None:
+        return held
+    wrote = await count(tx, Query.ENRICHMENT_CREATE_FACTS, **ids, facts=[codec.encode(fact)])
+    checks.wrote_all("a fact names an unknown user or episode", fact.persona_id, 1, wrote)
+    return await _get_fact(tx, fact.persona_id, fact.id)
+
+
 async def _delete_persona(tx: AsyncManagedTransaction, persona_id: str, record: Erasure) -> None:
     await lock_persona(tx, persona_id)
     await fetch(tx, Query.ERASURE_DELETE_PERSONA, persona_id=persona_id)
@@ -230,6 +246,10 @@ class Neo4jErasure(Neo4jAggregate):
     async def correct_fact(self, fact: UserFact) -> UserFact:
         """Replace a stored fact's kind, text, severity and retraction."""
         return await self._db.write("correct_fact", _correct, fact)
+
+    async def add_fact(self, fact: UserFact) -> UserFact:
+        """Store a fact of a user's exchange unless the user holds the same one."""
+        return await self._db.write("add_fact", _add_fact, fact)
 
     async def delete_persona(self, persona_id: str, record: Erasure) -> None:
         """Remove the persona and everything it owns but its erasure records."""

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from sonality.models import ContextReads
 from sonality.storage import checks
-from sonality.storage.sqlite.enrichment import _beliefs, _facts
+from sonality.storage.sqlite.enrichment import _beliefs, active_facts
 from sonality.storage.sqlite.episodes import _list, _similar
 from sonality.storage.sqlite.executor import SqliteAggregate
 from sonality.storage.sqlite.personas import _current, get_persona
@@ -40,7 +40,7 @@ def _reads(
     return ContextReads(
         persona=persona,
         snapshot=_current(conn, persona_id),
-        facts=tuple(_facts(conn, persona_id, user_id)),
+        facts=tuple(active_facts(conn, persona_id, user_id)),
         beliefs=tuple(_beliefs(conn, persona_id, False)),
         similar=tuple(similar),
         recent=tuple(_list(conn, persona_id, user_id, None, recent, None)) if recent else (),

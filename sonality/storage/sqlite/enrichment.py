@@ -12,12 +12,14 @@ from sonality.errors import NotFoundError
 from sonality.models import (
     Belief,
     EnrichmentCommit,
+    EnrichmentState,
     Episode,
     Insight,
     InsightCommit,
     InsightState,
     InsightStatus,
     ProvenanceEdge,
+    StagedInfluence,
     StagedUpdate,
     UserFact,
     UserInfluence,
@@ -26,12 +28,15 @@ from sonality.storage import checks, shapes
 from sonality.storage.sqlite import codec
 from sonality.storage.sqlite.episodes import episode_columns, episode_from
 from sonality.storage.sqlite.executor import SqliteAggregate, insert_statement, persona_counters
+from sonality.storage.sqlite.personas import get_persona
 
 __all__ = [
     "BELIEF_FIELDS",
     "FACT_FIELDS",
+    "INSERT_FACT",
     "STAGED_FIELDS",
     "SqliteEnrichment",
+    "active_facts",
     "insert_insight",
 ]
 
@@ -83,7 +88,7 @@ _UPSERT_BELIEF = (
 )
 _INSERT_STAGED = insert_statement("staged_updates", STAGED_FIELDS)
 _INSERT_INSIGHT = insert_statement("insights", _INSIGHT_FIELDS)
-_INSERT_FACT = insert_statement("user_facts", FACT_FIELDS)
+INSERT_FACT = insert_statement("user_facts", FACT_FIELDS)
 _PROVENANCE = ("episode_id", "topic", "delta", "committed_at")
 
 
@@ -136,7 +141,7 @@ def _commit(conn: sqlite3.Connection, commit: EnrichmentCommit) -> None:
     )
     if commit.insight is not None:
         insert_insight(conn, commit.insight)
-    conn.executemany(_INSERT_FACT, [codec.encode(f) for f in commit.facts])
+    conn.executemany(INSERT_FACT, [codec.encode(f) for f in commit.facts])
     conn.executemany(_INSERT_STAGED, [codec.encode(s) for s in commit.staged])
     committed = 0
     for staged_id in commit.committed_staged_ids:
@@ -291,13 +296,47 @@ def _insights(
     return [Insight.model_validate(codec.decode(row)) for row in rows]
 
 
-def _facts(conn: sqlite3.Connection, persona_id: str, user_id: str) -> list[UserFact]:
+def active_facts(conn: sqlite3.Connection, persona_id: str, user_id: str) -> list[UserFact]:
     rows = conn.execute(
         f"SELECT {', '.join(FACT_FIELDS)} FROM user_facts WHERE persona_id = ? "
         "AND user_id = ? AND retracted = 0 ORDER BY created_at, id",
         (persona_id, user_id),
     )
     return [UserFact.model_validate(codec.decode(row)) for row in rows]
+
+
+def _state(
+    conn: sqlite3.Connection, persona_id: str, user_ids: Sequence[str], since: int
+) -> EnrichmentState:
+    persona = get_persona(conn, persona_id)
+    users = sorted(set(user_ids))
+    marks = ", ".join("?" for _ in users)
+    facts = conn.execute(
+        f"SELECT {', '.join(FACT_FIELDS)} FROM user_facts WHERE persona_id = ? "
+        f"AND user_id IN ({marks}) AND retracted = 0",
+        (persona_id, *users),
+    )
+    influence = conn.execute(
+        "SELECT e.user_id, s.id AS staged_id, s.episode_id, s.topic, s.signed_delta, "
+        "s.staged_at, e.user_message AS message "
+        "FROM staged_updates AS s JOIN episodes AS e "
+        "ON e.persona_id = s.persona_id AND e.id = s.episode_id "
+        f"WHERE s.persona_id = ? AND s.staged_at > ? AND e.user_id IN ({marks})",
+        (persona_id, since, *users),
+    )
+    return EnrichmentState(
+        persona=persona,
+        beliefs=tuple(_beliefs(conn, persona_id, True)),
+        staged=tuple(_staged(conn, persona_id, None)),
+        facts=tuple(UserFact.model_validate(codec.decode(row)) for row in facts),
+        influence=tuple(StagedInfluence.model_validate(codec.decode(row)) for row in influence),
+    )
+
+
+def _commit_all(conn: sqlite3.Connection, commits: Sequence[EnrichmentCommit]) -> None:
+    checks.enrichment_chunk(commits)
+    for commit in commits:
+        _commit(conn, commit)
 
 
 def _retract(conn: sqlite3.Connection, persona_id: str, user_id: str, fact_id: str) -> None:
@@ -315,6 +354,18 @@ class SqliteEnrichment(SqliteAggregate):
     async def commit_enrichment(self, commit: EnrichmentCommit) -> None:
         """Apply everything one interaction changed, in one transaction."""
         await self._db.write(_commit, commit)
+
+    async def commit_enrichments(self, commits: Sequence[EnrichmentCommit]) -> None:
+        """Apply consecutive enrichment commits of one persona in one transaction, each
+        checked as ``commit_enrichment`` checks it; any refusal rolls them all back."""
+        if commits:
+            await self._db.write(_commit_all, tuple(commits))
+
+    async def enrichment_state(
+        self, persona_id: str, user_ids: Sequence[str], *, since_interaction: int
+    ) -> EnrichmentState:
+        """What planning the persona's next enrichments reads, in one read transaction."""
+        return await self._db.read(_state, persona_id, tuple(user_ids), since_interaction)
 
     async def commit_insight(self, commit: InsightCommit) -> None:
         """Apply a retried insight extraction in one transaction (``ConflictError`` when
@@ -379,7 +430,7 @@ class SqliteEnrichment(SqliteAggregate):
 
     async def list_facts(self, persona_id: str, user_id: str) -> list[UserFact]:
         """The user's facts that are not retracted, oldest first."""
-        return await self._db.read(_facts, persona_id, user_id)
+        return await self._db.read(active_facts, persona_id, user_id)
 
     async def retract_fact(self, persona_id: str, user_id: str, fact_id: str) -> None:
         """Mark a fact retracted (``NotFoundError`` if that user has no such fact)."""

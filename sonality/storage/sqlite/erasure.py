@@ -24,7 +24,13 @@ from sonality.models import (
 )
 from sonality.storage import checks, shapes
 from sonality.storage.sqlite import codec
-from sonality.storage.sqlite.enrichment import BELIEF_FIELDS, FACT_FIELDS, STAGED_FIELDS
+from sonality.storage.sqlite.enrichment import (
+    BELIEF_FIELDS,
+    FACT_FIELDS,
+    INSERT_FACT,
+    STAGED_FIELDS,
+    active_facts,
+)
 from sonality.storage.sqlite.episodes import episode_columns, episode_from
 from sonality.storage.sqlite.executor import (
     SqliteAggregate,
@@ -363,6 +369,19 @@ def _correct(conn: sqlite3.Connection, fact: UserFact) -> UserFact:
     return _get_fact(conn, fact.persona_id, fact.id)
 
 
+def _add_fact(conn: sqlite3.Connection, fact: UserFact) -> UserFact:
+    source = conn.execute(
+        "SELECT user_id FROM episodes WHERE persona_id = ? AND id = ?",
+        (fact.persona_id, fact.episode_id),
+    ).fetchone()
+    checks.fact_source(fact, None if source is None else source[0])
+    held = checks.held_fact(active_facts(conn, fact.persona_id, fact.user_id), fact.text)
+    if held is not None:
+        return held
+    conn.execute(INSERT_FACT, codec.encode(fact))
+    return _get_fact(conn, fact.persona_id, fact.id)
+
+
 def _delete_persona(conn: sqlite3.Connection, persona_id: str, record: Erasure) -> None:
     persona_counters(conn, persona_id)
     for statement in _DELETE_PERSONA.values():
@@ -422,6 +441,10 @@ class SqliteErasure(SqliteAggregate):
     async def correct_fact(self, fact: UserFact) -> UserFact:
         """Replace a stored fact's kind, text, severity and retraction."""
         return await self._db.write(_correct, fact)
+
+    async def add_fact(self, fact: UserFact) -> UserFact:
+        """Store a fact of a user's exchange unless the user holds the same one."""
+        return await self._db.write(_add_fact, fact)
 
     async def delete_persona(self, persona_id: str, record: Erasure) -> None:
         """Remove the persona and everything it owns but its erasure records."""
