@@ -339,40 +339,48 @@ async def bench_backend(
 
 
 async def similarity_routes(store: Any, report: Report, size: int, samples: int) -> None:
-    """The chosen search (the process's cache) and the server-side query forms of Neo4j
-    5.26, forced (exact scan, vector index); recall@10 of each against the exact scan."""
+    """Every similarity form the store has, forced: the process's cache, the server-side
+    forms of 5.26 (exact scan, vector index with oversampling) and, on 2026.x with the
+    scoped index, the in-index filtered search; recall@10 of each against the exact scan,
+    and which one the store chose at connect time."""
     from sonality.storage.neo4j.episodes import SimilarityRoute
 
     embedder = HashEmbedder(DIMS)
     queries = [(await embedder.embed([text(i * 7 + 3)]))[0] for i in range(samples)]
     found: dict[str, list[list[str]]] = {}
-    route, cached = store.similarity_route, store.similarity_cache
-    forms = (
-        ("exact", False, SimilarityRoute(exact_max=10**9)),
-        ("index", False, SimilarityRoute(exact_max=-1)),
-        ("cache", True, route),
-    )
-    for name, cache, form in forms:
-        store.similarity_cache, store.similarity_route = cache, form
+    chosen = store.similarity_form
+    saved = (store.similarity_search, store.similarity_cache, store.similarity_route)
+    forms = [
+        ("exact", False, False, SimilarityRoute(exact_max=10**9)),
+        ("index", False, False, SimilarityRoute(exact_max=-1)),
+        ("cache", False, True, saved[2]),
+    ]
+    if store._db.scoped_index:  # 2026.x after V0036: the in-index search, forced
+        forms.append(("search", True, True, saved[2]))
+    for name, search, cache, route in forms:
+        store.similarity_search, store.similarity_cache, store.similarity_route = (
+            search,
+            cache,
+            route,
+        )
         results: list[list[str]] = []
 
-        async def search(i: int, results: list[list[str]] = results) -> None:
+        async def run(i: int, results: list[list[str]] = results) -> None:
             hits = await store.similar_episodes("bench", f"u{i % 50}", queries[i], k=10)
             results.append([e.id for e, _ in hits])
 
-        report.latency(f"similar_episodes k=10, {name}", size, await timed(samples, search))
+        report.latency(f"similar_episodes k=10, {name}", size, await timed(samples, run))
         found[name] = results
-    store.similarity_route, store.similarity_cache = route, cached
+    store.similarity_search, store.similarity_cache, store.similarity_route = saved
     total = sum(len(b) for b in found["exact"])
 
     def recall(name: str) -> float:
         pairs = zip(found[name], found["exact"], strict=True)
         return sum(len(set(a) & set(b)) for a, b in pairs) / total
 
-    chosen = "cache" if cached else f"route (exact_max {route.exact_max})"
+    others = ", ".join(f"{name} {recall(name):.3f}" for name in found if name != "exact")
     print(
-        f"neo4j   recall@10 at {size} ({size // 50} episodes/user): chosen = {chosen}; "
-        f"cache {recall('cache'):.3f}, index route {recall('index'):.3f}",
+        f"neo4j   recall@10 at {size} ({size // 50} episodes/user): chosen = {chosen}; {others}",
         flush=True,
     )
 

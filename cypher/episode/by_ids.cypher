@@ -1,6 +1,9 @@
-// The user's embedded episodes among $ids (a similarity cache's hits); an id missing from
-// the answer was deleted, moved out of the user's scope or lost its embedding.
+// The user's embedded episodes among $ids (a similarity cache's candidates) with their
+// similarity computed here as the exact scan computes it (Neo4j reports cosine as
+// (1 + cos) / 2, mapped back to [-1, 1]); an id missing from the answer was deleted, moved
+// out of the user's scope or lost its embedding.
 UNWIND $ids AS id
 MATCH (e:Episode {persona_id: $persona_id, id: id})
 WHERE e.user_id = $user_id AND e.embedding_rev IS NOT NULL
-RETURN e {.*, embedding: null} AS episode
+RETURN e {.*, embedding: null} AS episode,
+       2 * vector.similarity.cosine(e.embedding, $embedding) - 1 AS similarity

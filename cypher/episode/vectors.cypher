@@ -1,7 +1,8 @@
 // What a similarity cache needs to catch up with one user (sonality/storage/neo4j/vectors.py):
-// the user's episodes stamped after $since — their embedding only when the cache does not
-// hold that stamp already ($known: id -> stamp) — and how many embedded episodes the user
-// has. Both read the (persona_id, user_id, embedding_rev) index; the count touches no node.
+// the user's episodes stamped after $since that the cache does not hold at that stamp
+// ($known: id -> stamp of the cached rows stamped after $since), how many embedded
+// episodes the user has (both through the (persona_id, user_id, embedding_rev) index; the
+// count touches no node) and the server's clock in the unit of the stamps.
 CALL () {
   MATCH (e:Episode)
   WHERE e.persona_id = $persona_id AND e.user_id = $user_id AND e.embedding_rev IS NOT NULL
@@ -10,10 +11,8 @@ CALL () {
 CALL () {
   MATCH (e:Episode)
   WHERE e.persona_id = $persona_id AND e.user_id = $user_id AND e.embedding_rev > $since
-  RETURN collect({
-    id: e.id,
-    rev: e.embedding_rev,
-    embedding: CASE WHEN $known[e.id] = e.embedding_rev THEN null ELSE e.embedding END
-  }) AS rows
+    AND coalesce($known[e.id] <> e.embedding_rev, true)
+  RETURN collect({id: e.id, rev: e.embedding_rev, embedding: e.embedding}) AS rows
 }
-RETURN embedded, rows
+WITH embedded, rows, datetime.realtime() AS now
+RETURN embedded, rows, (now.epochSeconds * 1000000 + now.microsecond) * 1000 AS now

@@ -53,6 +53,9 @@ class UserMatrix:
     matrix: Matrix = field(init=False)
     last_rev: int = 0
     """The highest revision stamp read so far."""
+    read_at: int = -1
+    """When the entry last caught up, on the backend's clock (-1: never; a backend whose
+    stamps are not serialised re-reads a window before it)."""
 
     def __post_init__(self) -> None:
         import numpy as np

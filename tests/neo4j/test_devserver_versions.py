@@ -189,9 +189,10 @@ async def test_filtered_vector_search_returns_only_the_scoped_users_episodes(
 async def test_store_on_2026_searches_inside_the_scoped_index(
     neo4j_2026: Any, driver: AsyncDriver
 ) -> None:
-    """On 2026.x, after migrating (V0036 scopes the index), the store picks the in-index
-    filtered search at connect time: similar_episodes and context_reads give the user's
-    exact top 5 (computed here), only that user's, and the cache form agrees."""
+    """On 2026.x, after migrating (V0036 scopes the index), the store sees the scoped index
+    at connect time and, asked to (similarity_search), searches inside it:
+    similar_episodes and context_reads give the user's exact top 5 (computed here), only
+    that user's; the default form there, the cache, agrees."""
     from sonality.models import EpisodeDraft
     from sonality.storage.neo4j.store import Neo4jStore
     from tests.contract.factories import T0, add_persona, cosine, vector
@@ -224,11 +225,12 @@ async def test_store_on_2026_searches_inside_the_scoped_index(
             neo4j_2026.bolt_uri, embedding_dimensions=EMBEDDING_DIMENSIONS
         )
         try:
+            assert reopened.similarity_form == "cache"
+            cached = await reopened.similar_episodes("p1", "u1", query, k=5)
+            reopened.similarity_search = True
             assert reopened.similarity_form == "search"
             found = await reopened.similar_episodes("p1", "u1", query, k=5)
             reads = await reopened.context_reads("p1", "u1", query, similar_k=5, recent=2)
-            reopened.similarity_search = False
-            cached = await reopened.similar_episodes("p1", "u1", query, k=5)
         finally:
             await reopened.close()
     finally:

@@ -11,21 +11,23 @@ Keeping it right across processes:
   ``episode/append_batch``: the episode's ``seq``; ``episode/set_embedding``, used by
   re-embedding and ``import``: the server's clock, above the previous stamp) — all in the
   unit of ``seq``, microseconds × 1000.
-* A search first reads the user's rows stamped after the last stamp it saw minus
-  :data:`WINDOW` (through the ``(persona_id, user_id, embedding_rev)`` index; the
-  embedding only for rows the cache does not hold at that stamp). Stamps come from the
-  clock, not from a lock, so a transaction may commit a little after a later-stamped one;
-  the window re-reads the recent past to catch it.
+* A search first reads the user's rows stamped after its previous catch-up (on the
+  server's clock) minus :data:`WINDOW`, through the ``(persona_id, user_id,
+  embedding_rev)`` index, leaving out the rows the cache holds at that stamp. Stamps
+  come from the clock, not from a lock, so a transaction may commit a little after a
+  later-stamped one; the window re-reads the recent past to catch it.
 * The same statement counts the user's embedded episodes (from the index alone). When
   the cache holds another number of rows — an episode deleted (``forget_user``,
   ``delete_episode``, ``delete_persona``, ``delete_all``, an import after a deletion), or
   a write that committed later than the window — the entry is rebuilt from scratch.
-* The hits are read back by id (``episode/by_ids``, the user's embedded episodes only);
-  a hit that no longer exists means a deletion the count could not see (one deleted and
-  one added), and the entry is rebuilt and searched again.
+* The best ``k`` + :data:`MARGIN` candidates are read back by id (``episode/by_ids``,
+  the user's embedded episodes only) with their similarity computed by the server as its
+  exact scan computes it, and ranked by it (ties: the later ``seq`` first), so the answer
+  is the exact scan's. A candidate that no longer exists means a deletion the count could
+  not see (one deleted and one added): the entry is rebuilt and searched again.
 
 A search is thus one read statement to catch up (usually empty), the product, and one to
-read the ``k`` episodes — never a scan of the user's vectors on the server.
+read the candidates — never a scan of the user's vectors on the server.
 """
 
 from __future__ import annotations
@@ -39,10 +41,15 @@ from sonality.storage.neo4j.cypher import Query
 from sonality.storage.neo4j.executor import fetch, fetch_one
 from sonality.storage.vectors import MatrixCache, UserMatrix, normalise_rows
 
-__all__ = ["WINDOW", "Neo4jEmbeddingCache"]
+__all__ = ["MARGIN", "WINDOW", "Neo4jEmbeddingCache"]
 
 WINDOW = 60 * 1_000_000 * 1000
-"""How far back (60 s in the unit of ``seq``) each catch-up re-reads stamps."""
+"""How far before its previous catch-up (60 s in the unit of ``seq``) a catch-up re-reads
+stamps: a write stamped earlier than that and committed after it is left to the count."""
+
+MARGIN = 5
+"""Candidates read back beyond ``k``: the server recomputes their similarity as its exact
+scan does, so float32 rounding in the cache cannot swap the k-th and the next."""
 
 
 class Neo4jEmbeddingCache(MatrixCache):
@@ -56,7 +63,7 @@ class Neo4jEmbeddingCache(MatrixCache):
         the user's embedded-episode count."""
         import numpy as np
 
-        since = entry.last_rev - WINDOW if entry.ids else -1
+        since = entry.read_at - WINDOW if entry.read_at >= 0 else -1
         known = {i: rev for i, rev in entry.revs.items() if rev > since}
         row = await fetch_one(
             tx,
@@ -79,6 +86,7 @@ class Neo4jEmbeddingCache(MatrixCache):
                 normalise_rows(flat, self.dimensions),
                 [int(r["rev"]) for r in fitting],
             )
+        entry.read_at = int(row["now"])
         return int(row["embedded"])
 
     async def _refresh(
@@ -101,25 +109,24 @@ class Neo4jEmbeddingCache(MatrixCache):
     ) -> list[tuple[dict[str, Any], float]]:
         """Up to ``k`` of the user's embedded episodes (their stored properties) by cosine,
         best first (ties: the later ``seq`` first, as the server's exact scan orders them)."""
-        found: dict[str, dict[str, Any]] = {}
-        hits: list[tuple[str, float]] = []
+        found: dict[str, tuple[dict[str, Any], float]] = {}
+        candidates: list[tuple[str, float]] = []
         for _ in range(2):
-            hits = (await self._refresh(tx, persona_id, user_id)).top(query, k, ties=True)
-            if not hits:
+            entry = await self._refresh(tx, persona_id, user_id)
+            candidates = entry.top(query, k + MARGIN, ties=True)
+            if not candidates:
                 return []
             rows: list[dict[str, Any]] = await fetch(
                 tx,
                 Query.EPISODE_BY_IDS,
                 persona_id=persona_id,
                 user_id=user_id,
-                ids=[i for i, _ in hits],
+                ids=[i for i, _ in candidates],
+                embedding=list(query),
             )
-            found = {str(r["episode"]["id"]): r["episode"] for r in rows}
-            if len(found) == len(hits):
+            found = {str(r["episode"]["id"]): (r["episode"], float(r["similarity"])) for r in rows}
+            if len(found) == len(candidates):
                 break
             self.forget(persona_id, user_id)  # a hit disappeared: rebuild and search again
-        ranked = sorted(
-            ((found[i], score) for i, score in hits if i in found),
-            key=lambda pair: (-pair[1], -int(pair[0]["seq"])),
-        )
+        ranked = sorted(found.values(), key=lambda pair: (-pair[1], -int(pair[0]["seq"])))
         return ranked[:k]

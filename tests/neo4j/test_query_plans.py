@@ -1,0 +1,58 @@
+"""Neo4j plans of the reads whose cost must not follow the history's size: the latest
+episodes (of the persona, of a user, and in context/read) come from an index read in
+order, stopping at the limit, with no sort of the whole history."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from sonality.storage.neo4j.cypher import Query, load
+from tests.contract.factories import add_persona, make_draft
+
+pytestmark = pytest.mark.neo4j
+
+
+def _operators(plan: Any) -> list[tuple[str, int, str]]:
+    """(operator, rows, details) of every operator of a profiled plan."""
+    details = str(plan.get("args", {}).get("Details", ""))
+    found = [(str(plan["operatorType"]).split("@")[0], int(plan.get("rows", 0)), details)]
+    for child in plan.get("children", []):
+        found += _operators(child)
+    return found
+
+
+@pytest.mark.parametrize(
+    ("query", "params"),
+    [
+        (Query.EPISODE_LIST, {"user_id": None}),
+        (Query.EPISODE_LIST_USER, {"user_id": "u1"}),
+        (Query.CONTEXT_READ, {"user_id": "u1", "recent": 3}),
+    ],
+    ids=["persona", "user", "context"],
+)
+async def test_latest_episodes_stop_at_the_limit(
+    neo4j_store: Any, query: Query, params: dict[str, Any]
+) -> None:
+    """Over 60 episodes, the latest 3 are read from an ordered index seek that yields at
+    most 3 rows, and nothing sorts the history by seq."""
+    await add_persona(neo4j_store)
+    await neo4j_store.append_episodes(
+        [make_draft(f"e{i}", user_id=f"u{i % 2}", minute=i) for i in range(60)]
+    )
+    arguments = {
+        "persona_id": "p1",
+        "conversation_id": None,
+        "since_interaction": None,
+        "limit": 3,
+        **params,
+    }
+    async with neo4j_store._driver.session(database="neo4j") as session:
+        result = await session.run("PROFILE " + load(query), arguments)
+        plan = (await result.consume()).profile
+    operators = _operators(plan)
+    seeks = [rows for name, rows, details in operators if "e:Episode" in details]
+    assert seeks and max(seeks) <= 3, operators
+    sorts = {"Sort", "Top", "PartialSort", "PartialTop"}
+    assert not [o for o in operators if o[0] in sorts and "seq" in o[2]], operators
