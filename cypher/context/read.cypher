@@ -1,6 +1,8 @@
 // What context reads besides the similar episodes, in one statement: the persona, its
 // CURRENT snapshot, the user's active facts (oldest first), the active beliefs (by topic)
-// and the user's $recent latest episodes (through the (persona_id, user_id, seq) index).
+// and the user's $recent latest episodes (through the (persona_id, user_id, seq) index,
+// named by a hint: the planner's statistics could otherwise pick the (persona_id, user_id,
+// embedding_rev) index and sort the user's history).
 // No row: no such persona.
 MATCH (p:Persona {id: $persona_id})
 OPTIONAL MATCH (p)-[:CURRENT]->(s:Snapshot)
@@ -20,6 +22,7 @@ CALL () {
 }
 CALL () {
   OPTIONAL MATCH (e:Episode)
+  USING INDEX e:Episode(persona_id, user_id, seq)
   WHERE e.persona_id = $persona_id AND e.user_id = $user_id AND e.seq IS NOT NULL
   WITH e
   ORDER BY e.persona_id DESC, e.user_id DESC, e.seq DESC

@@ -3,6 +3,7 @@
 // instead of sorting the persona's whole history. Null filters are ignored (a user or a
 // conversation is read through episode/list_user or episode/list_conversation).
 MATCH (e:Episode)
+USING INDEX e:Episode(persona_id, seq)
 WHERE e.persona_id = $persona_id
   AND e.seq IS NOT NULL
   AND ($user_id IS NULL OR e.user_id = $user_id)

@@ -1,7 +1,9 @@
 // One user's episodes, most recent first, read backwards through the (persona_id,
 // user_id, seq) index: the scan stops after $limit matches, so the cost follows neither
-// the persona's history nor the user's. Null filters are ignored.
+// the persona's history nor the user's (the hint keeps the planner on that index).
+// Null filters are ignored.
 MATCH (e:Episode)
+USING INDEX e:Episode(persona_id, user_id, seq)
 WHERE e.persona_id = $persona_id
   AND e.user_id = $user_id
   AND e.seq IS NOT NULL
