@@ -247,12 +247,13 @@ async def ingest(
     exchange itself (persona, user, conversation, message, response, and its timestamp or
     occurrence number), never from the file's name or the line's number: re-running,
     copying or extending the file stores nothing twice. Bad lines (not UTF-8, not JSON,
-    wrong field types) are reported with their number; good ones are kept. A progress bar
-    per phase (storing, enriching) is drawn on stderr; `sonality -q ingest` hides them.
+    wrong field types, an id already taken by another exchange) are reported with their
+    number; good ones are kept. A progress bar per phase (storing, enriching) is drawn on
+    stderr; `sonality -q ingest` hides them.
     """
     import asyncio
 
-    from sonality.errors import ValidationError
+    from sonality.errors import ConflictError, ValidationError
     from sonality.mind.ingest import BadLine, read_exchanges
     from sonality.mind.recording import Exchange
     from sonality.observability import quiet
@@ -271,11 +272,22 @@ async def ingest(
         )
         stored = skipped = 0
         bad: list[dict[str, Any]] = []
-        batch: list[Exchange] = []
+        batch: list[tuple[int, Exchange]] = []
 
         async def flush(bar: Any) -> None:
             nonlocal stored, skipped
-            created = await app.record_batch(persona_id, batch)
+            try:
+                created = await app.record_batch(persona_id, [ex for _, ex in batch])
+            except ConflictError:
+                # An id stored before (or earlier in the file) for another exchange: the
+                # batch rolled back whole, so store it line by line and report only the
+                # lines whose id is taken.
+                created = []
+                for line, exchange in batch:
+                    try:
+                        created += await app.record_batch(persona_id, [exchange])
+                    except ConflictError as exc:
+                        bad.append({"line": line, "error": str(exc)})
             stored += sum(created)
             skipped += len(created) - sum(created)
             bar.update(len(batch))
@@ -299,11 +311,12 @@ async def ingest(
                     bad.append({"line": item.line, "error": str(exc)})
                     bar.update(1)
                     continue
-                batch.append(exchange)
+                batch.append((item.line, exchange))
                 if len(batch) >= _INGEST_BATCH:
                     await flush(bar)
             if batch:
                 await flush(bar)
+        bad.sort(key=lambda item: int(item["line"]))
         report = None if no_enrich else await _enrich_with_bar(app, persona_id, state, show)
     result: dict[str, Any] = {
         "stored": stored,

@@ -197,3 +197,27 @@ def test_ingest_stores_in_batches(ada: dict[str, str], tmp_path: Path) -> None:
     assert stamps == 2
     assert [m for m, _ in turns] == [f"message {i}" for i in range(3, 2_500, 5)]
     assert [t for _, t in turns] == list(range(1, 501))
+
+
+def test_an_id_taken_by_another_exchange_is_a_bad_line_and_the_rest_is_stored(
+    ada: dict[str, str], tmp_path: Path
+) -> None:
+    """A line whose id is already stored for another exchange, or used earlier in the file
+    for another one, is reported with its number; every other line of its batch is stored."""
+    assert _ingest(ada, _write(tmp_path / "first.jsonl", _line("kept", id="x1")))["stored"] == 1
+    result = _ingest(
+        ada,
+        _write(
+            tmp_path / "second.jsonl",
+            _line("a"),
+            _line("not the stored exchange", id="x1"),
+            _line("b", id="y1"),
+            _line("c"),
+            _line("not the exchange of line 3", id="y1"),
+            _line("d"),
+        ),
+    )
+    assert [item["line"] for item in result["bad_lines"]] == [2, 5]  # type: ignore[union-attr]
+    assert (result["stored"], result["already_stored"]) == (4, 0)
+    _, out, _ = invoke(ada, "episodes", "--persona", "ada", "--json")
+    assert sorted(e["user_message"] for e in json.loads(out)) == ["a", "b", "c", "d", "kept"]
