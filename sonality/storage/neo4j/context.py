@@ -55,7 +55,9 @@ class Neo4jContext(Neo4jEpisodes):
             facts=tuple(UserFact.model_validate(codec.decode(f, UserFact)) for f in row["facts"]),
             beliefs=tuple(Belief.model_validate(codec.decode(b, Belief)) for b in row["beliefs"]),
             similar=tuple(similar),
-            recent=tuple(episode_from(e) for e in row["recent"]),
+            recent=tuple(
+                episode_from(codec.times_from_micros(e, "created_at")) for e in row["recent"]
+            ),
         )
 
     async def context_reads(

@@ -70,7 +70,8 @@ class Neo4jEmbeddingCache(MatrixCache):
         import numpy as np
 
         since = entry.read_at - WINDOW if entry.read_at >= 0 else -1
-        known = {i: rev for i, rev in entry.revs.items() if rev > since}
+        recent = entry.last_rev > since  # else no cached row is inside the window
+        known = {i: rev for i, rev in entry.revs.items() if rev > since} if recent else {}
         [row] = await fetch_plain(
             tx,
             Query.EPISODE_VECTORS,
