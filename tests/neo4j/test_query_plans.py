@@ -28,7 +28,7 @@ def _operators(plan: Any) -> list[tuple[str, int, str]]:
     [
         (Query.EPISODE_LIST, {"user_id": None}),
         (Query.EPISODE_LIST_USER, {"user_id": "u1"}),
-        (Query.CONTEXT_READ, {"user_id": "u1", "recent": 3}),
+        (Query.CONTEXT_READ, {"user_id": "u1", "recent": 3, "since": None, "known": {}}),
     ],
     ids=["persona", "user", "context"],
 )
