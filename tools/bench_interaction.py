@@ -9,7 +9,8 @@ a few seconds of unmeasured floor writes and appends, which warm the JVM, the dr
 and the page cache; the ratios use it, and it is measured again at the end of the store's
 run to show the drift), append_episode,
 record with an instant scripted model (inline and background), 16 concurrent appenders on
-one persona (episodes/s, driver retries; without embeddings, then with), on Neo4j the same
+one persona (episodes/s, driver retries; without embeddings, then with) beside 16
+concurrent floor writes (their ceiling on this machine, in the same run), on Neo4j the same
 append, embedded writers and a 1,000-episode bulk batch with the opt-in vector index made
 (``--vector-index on`` keeps it for the whole run instead), enrichment of a backlog
 (interactions/s), the bulk
@@ -310,6 +311,18 @@ async def bench_backend(
         retried = "" if retries is None else f"driver retries {retries.retries - before}"
         report.rate(label, writers * each, rate, retried)
 
+    async def floors(w: int) -> None:
+        for j in range(each):
+            await floor_write(2_000_000 + w * each + j)
+
+    began = time.perf_counter()
+    await asyncio.gather(*(floors(w) for w in range(writers)))
+    report.rate(
+        "16 concurrent floor writes",
+        writers * each,
+        writers * each / (time.perf_counter() - began),
+        "(the ceiling)",
+    )
     await crowd("16 concurrent appenders, 1 persona", "crowd-")
     await crowd("16 appenders, with embeddings", "crowd-v-")
     if open_indexed is not None:
