@@ -39,6 +39,7 @@ __all__ = [
     "ContextReads",
     "ConversationMind",
     "Direction",
+    "EnrichmentBacklog",
     "EnrichmentCommit",
     "EnrichmentState",
     "EnrichmentStatus",
@@ -460,6 +461,17 @@ class UserFact(Frozen):
     episode_id: Identifier
     created_at: datetime
     retracted: bool = False
+
+
+class EnrichmentBacklog(Frozen):
+    """What an enrichment pass reads before it asks the model, in one read
+    (``Store.enrichment_backlog``): the persona and its oldest pending episodes."""
+
+    persona: Persona
+    episodes: tuple[Episode, ...]
+    """Up to the limit asked for, oldest first (by ``seq``): the order enrichment follows."""
+    pending: int | None = None
+    """How many of the persona's episodes are pending in all (when asked for)."""
 
 
 class EnrichmentState(Frozen):

@@ -5,8 +5,8 @@
 // whose checks fail writes nothing and its found_count/found_status say why (the adapter
 // raises ConflictError, rolling back the commits before it too); otherwise its writes
 // follow, and the counts of what each batch wrote come back so the adapter can refuse a
-// commit that named unknown users, episodes or beliefs. One row per commit, by index;
-// no row: no such persona.
+// commit that named unknown users, episodes or beliefs, with the episode as written (so
+// nothing needs to read it back). One row per commit, by index; no row: no such persona.
 MATCH (p:Persona {id: $persona_id})
 SET p._lock = true
 REMOVE p._lock
@@ -130,8 +130,8 @@ CALL (p, index) {
     RETURN count(*) AS edges_written
   }
   RETURN found_count, found_status, facts_written, staged_written, staged_committed,
-         beliefs_written, edges_written
+         beliefs_written, edges_written, e {.*, embedding: null} AS episode
 }
 RETURN index, found_count, found_status, facts_written, staged_written, staged_committed,
-       beliefs_written, edges_written
+       beliefs_written, edges_written, episode
 ORDER BY index
