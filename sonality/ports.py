@@ -309,10 +309,12 @@ class EnrichmentStore(Protocol):
         ...
 
     async def enrichment_backlog(
-        self, persona_id: str, *, limit: int, count: bool = False
+        self, persona_id: str, *, limit: int, influence_window: int, count: bool = False
     ) -> EnrichmentBacklog:
-        """In one read: the persona and its oldest ``limit`` pending episodes (by ``seq``),
-        and with ``count`` how many are pending in all. ``PersonaNotFound`` when unknown."""
+        """In one read: the persona's oldest ``limit`` pending episodes (by ``seq``), the
+        state their commits are planned from (``enrichment_state`` for their users, since
+        the persona's next interaction minus ``influence_window``) and with ``count`` how
+        many are pending in all. ``PersonaNotFound`` when unknown."""
         ...
 
     async def enrichment_state(

@@ -41,6 +41,7 @@ from sonality.models import (
     Direction,
     EnrichmentBacklog,
     EnrichmentCommit,
+    EnrichmentState,
     EnrichmentStatus,
     Episode,
     Insight,
@@ -186,10 +187,14 @@ class Enricher:
             stopped = "no_model"
         while stopped is None and (limit is None or enriched + failed < limit):
             size = self._chunk if limit is None else min(self._chunk, limit - enriched - failed)
-            # one read before the model: the persona and the chunk (with a limit, also the
-            # pending count, so the report's remaining needs no scan of the episodes)
+            # one read before the model: the chunk and the state its commits are planned
+            # from (with a limit, also the pending count: the report's remaining then needs
+            # no scan of the episodes)
             backlog = await self._store.enrichment_backlog(
-                persona_id, limit=size, count=limit is not None
+                persona_id,
+                limit=size,
+                influence_window=self._params.influence_window,
+                count=limit is not None,
             )
             if not backlog.episodes:
                 drained = True
@@ -402,9 +407,7 @@ class Enricher:
             except Exception as exc:  # kept until the predecessors are committed
                 failure = exc
                 break
-        enriched, outcome, stored = await self._commit_chunk(
-            asked, persona.interaction_count, started
-        )
+        enriched, outcome, stored = await self._commit_chunk(asked, backlog.state, started)
         if outcome is not None or failure is None:
             return enriched, outcome, stored
         if not isinstance(failure, LLMError):
@@ -428,14 +431,16 @@ class Enricher:
         )
 
     async def _commit_chunk(
-        self, asked: list[tuple[Episode, Normalised]], seen: int, started: float
+        self, asked: list[tuple[Episode, Normalised]], state: EnrichmentState, started: float
     ) -> tuple[int, str | None, list[Episode]]:
-        """Plan and commit ``asked`` in one transaction; when another writer moved the
-        persona meanwhile, one by one with fresh state (the model is not asked again)."""
+        """Plan ``asked`` from ``state`` (read with the chunk, before the model) and commit
+        them in one transaction; when another writer moved the persona meanwhile (or it
+        reflected), one by one with fresh state (the model is not asked again)."""
         if not asked:
             return 0, None, []
+        seen = state.persona.interaction_count
         try:
-            commits = await self._plan_all(asked, seen)
+            commits = self._plan_all(asked, state)
             stored = await self._store.commit_enrichments(commits)
         except ConflictError:
             done: list[Episode] = []
@@ -457,7 +462,14 @@ class Enricher:
         this commit or by another process meanwhile)."""
         for _ in range(_CONFLICT_RETRIES):
             try:
-                [commit] = await self._plan_all([(episode, enrichment)], seen)
+                # the influence read starts from the window of interaction seen + 1 (a
+                # superset when the persona moved on since, which plan_inputs narrows)
+                state = await self._store.enrichment_state(
+                    episode.persona_id,
+                    [episode.user_id],
+                    since_interaction=seen + 1 - self._params.influence_window,
+                )
+                [commit] = self._plan_all([(episode, enrichment)], state)
                 stored = await self._store.commit_enrichments([commit])
             except ConflictError:
                 current = await self._store.get_episode(episode.persona_id, episode.id)
@@ -492,18 +504,11 @@ class Enricher:
                 kept=len(enrichment.facts),
             )
 
-    async def _plan_all(
-        self, asked: list[tuple[Episode, Normalised]], seen: int
+    def _plan_all(
+        self, asked: list[tuple[Episode, Normalised]], state: EnrichmentState
     ) -> list[EnrichmentCommit]:
-        """The commits of ``asked`` in order, planned from one read of the persona's state
-        carried from each episode to the next (``core.backlog``); the influence read
-        starts from the window of interaction ``seen + 1`` (a superset when the persona
-        moved on since, which ``plan_inputs`` narrows)."""
-        state = await self._store.enrichment_state(
-            asked[0][0].persona_id,
-            [episode.user_id for episode, _ in asked],
-            since_interaction=seen + 1 - self._params.influence_window,
-        )
+        """The commits of ``asked`` in order, planned from ``state`` carried from each
+        episode to the next (``core.backlog``)."""
         commits: list[EnrichmentCommit] = []
         for episode, enrichment in asked:
             inputs = plan_inputs(state, episode, influence_window=self._params.influence_window)

@@ -125,30 +125,40 @@ async def test_an_enrichment_chunk_is_one_statement(
 
 
 async def test_the_backlog_read_is_one_statement(neo4j_store: Any, statements: Statements) -> None:
-    """The read an enrichment pass makes before the model (the persona, the oldest pending
-    episodes, the pending count) is one statement, oldest first."""
+    """The read an enrichment pass makes before the model (the oldest pending episodes,
+    the pending count, the planning state) is one statement and reads what
+    enrichment_state reads."""
     await add_persona(neo4j_store)
-    for i in range(1, 4):
+    e1 = await add_episode(neo4j_store, "e1", minute=1)
+    await neo4j_store.commit_enrichment(make_commit(e1, expected=0))
+    for i in range(2, 5):
         await add_episode(neo4j_store, f"e{i}", minute=i)
     with statements.counting() as sent:
-        backlog = await neo4j_store.enrichment_backlog("p1", limit=2, count=True)
+        backlog = await neo4j_store.enrichment_backlog(
+            "p1", limit=2, influence_window=10, count=True
+        )
     assert len(sent) == 1, sent
-    assert [e.id for e in backlog.episodes] == ["e1", "e2"]
-    assert backlog.pending == 3 and backlog.persona.id == "p1"
-    assert (await neo4j_store.enrichment_backlog("p1", limit=2)).pending is None
+    assert [e.id for e in backlog.episodes] == ["e2", "e3"]
+    assert backlog.pending == 3 and backlog.persona.interaction_count == 1
+    users = sorted({e.user_id for e in backlog.episodes})
+    assert backlog.state == await neo4j_store.enrichment_state("p1", users, since_interaction=-8)
+    assert backlog.state.beliefs and backlog.state.influence
+    plain = await neo4j_store.enrichment_backlog("p1", limit=2, influence_window=10)
+    assert plain.pending is None
 
 
-INLINE_RECORD_UNITS = 4
-"""An inline ``record`` with an idle lane: the append, the backlog read, the state read
-and the enrichment commit (which returns the episode): one statement each."""
+INLINE_RECORD_UNITS = 3
+"""An inline ``record`` with an idle lane: the append, the backlog read (the episode is
+the oldest pending one; the planning state) and the enrichment commit (which returns the
+episode): one statement each."""
 
 
-async def test_an_inline_record_is_four_round_trips(
+async def test_an_inline_record_is_three_round_trips(
     neo4j_store: Any, statements: Statements
 ) -> None:
-    """record(enrich="inline") with an instant model sends four statements in four units
-    of work (append, backlog read, state read, commit) and returns the enriched episode;
-    a second record of the same persona costs the same."""
+    """record(enrich="inline") with an instant model sends three statements in three
+    units of work (append, backlog read, commit) and returns the enriched episode as
+    stored; a second record of the same persona costs the same."""
     llm = ScriptedLLM()
     llm.default("assess_evidence", scripts.evidence_reply)
     llm.default("extract_insight", scripts.insight_reply)

@@ -71,6 +71,7 @@ def _commit_params(commit: EnrichmentCommit) -> dict[str, Any]:
     return {
         "episode_id": commit.episode_id,
         "expected_interaction_count": commit.expected_interaction_count,
+        "expected_reflection_at": commit.expected_reflection_at,
         "fields": shapes.enriched_episode(commit),
         "interaction_count": commit.interaction_count,
         "disagreement_window": list(commit.disagreement_window),
@@ -88,7 +89,9 @@ def _commit_params(commit: EnrichmentCommit) -> dict[str, Any]:
 def _check(commit: EnrichmentCommit, row: dict[str, Any]) -> None:
     """What the statement reported for one commit: a raise rolls the transaction back."""
     pid = commit.persona_id
-    checks.enrichment_may_commit(commit, row["found_count"], row["found_status"])
+    checks.enrichment_may_commit(
+        commit, row["found_count"], row["found_status"], row["found_reflection_at"]
+    )
     checks.wrote_all(
         "a fact names a user or episode the persona lacks",
         pid,
@@ -129,17 +132,34 @@ async def _commit_all(
     return [episode_from(row["episode"]) for row in rows]
 
 
+def _state_from(row: dict[str, Any]) -> EnrichmentState:
+    return EnrichmentState(
+        persona=persona_from(row["persona"]),
+        beliefs=tuple(Belief.model_validate(codec.decode(b, Belief)) for b in row["beliefs"]),
+        staged=tuple(
+            StagedUpdate.model_validate(codec.decode(s, StagedUpdate)) for s in row["staged"]
+        ),
+        facts=tuple(UserFact.model_validate(codec.decode(f, UserFact)) for f in row["facts"]),
+        influence=tuple(StagedInfluence.model_validate(r) for r in row["influence"]),
+    )
+
+
 async def _backlog(
-    tx: AsyncManagedTransaction, persona_id: str, limit: int, count: bool
+    tx: AsyncManagedTransaction, persona_id: str, limit: int, count: bool, window: int
 ) -> EnrichmentBacklog:
     row = await fetch_one(
-        tx, Query.ENRICHMENT_BACKLOG, persona_id=persona_id, limit=limit, count=count
+        tx,
+        Query.ENRICHMENT_BACKLOG,
+        persona_id=persona_id,
+        limit=limit,
+        count=count,
+        influence_window=window,
     )
     if row is None:
         raise PersonaNotFound("no such persona", persona_id=persona_id)
     return EnrichmentBacklog(
-        persona=persona_from(row["persona"]),
         episodes=tuple(episode_from(e) for e in row["episodes"]),
+        state=_state_from(row),
         pending=row["pending"],
     )
 
@@ -152,15 +172,7 @@ async def _state(
     )
     if row is None:
         raise PersonaNotFound("no such persona", persona_id=persona_id)
-    return EnrichmentState(
-        persona=persona_from(row["persona"]),
-        beliefs=tuple(Belief.model_validate(codec.decode(b, Belief)) for b in row["beliefs"]),
-        staged=tuple(
-            StagedUpdate.model_validate(codec.decode(s, StagedUpdate)) for s in row["staged"]
-        ),
-        facts=tuple(UserFact.model_validate(codec.decode(f, UserFact)) for f in row["facts"]),
-        influence=tuple(StagedInfluence.model_validate(r) for r in row["influence"]),
-    )
+    return _state_from(row)
 
 
 async def _commit_insight(tx: AsyncManagedTransaction, commit: InsightCommit) -> None:
@@ -195,12 +207,17 @@ class Neo4jEnrichment(Neo4jAggregate):
         return await self._db.write("commit_enrichments", _commit_all, tuple(commits))
 
     async def enrichment_backlog(
-        self, persona_id: str, *, limit: int, count: bool = False
+        self, persona_id: str, *, limit: int, influence_window: int, count: bool = False
     ) -> EnrichmentBacklog:
-        """The persona and its oldest pending episodes (and how many are pending when
-        ``count``), in one statement."""
+        """The persona's oldest pending episodes with their planning state (and how many
+        are pending when ``count``), in one statement."""
         return await self._db.read(
-            "enrichment_backlog", _backlog, persona_id, checks.limit(limit), count
+            "enrichment_backlog",
+            _backlog,
+            persona_id,
+            checks.limit(limit),
+            count,
+            influence_window,
         )
 
     async def enrichment_state(

@@ -120,7 +120,10 @@ def _commit(conn: sqlite3.Connection, commit: EnrichmentCommit) -> None:
         (pid, commit.episode_id),
     ).fetchone()
     checks.enrichment_may_commit(
-        commit, int(persona["interaction_count"]), None if status is None else str(status[0])
+        commit,
+        int(persona["interaction_count"]),
+        None if status is None else str(status[0]),
+        int(persona["last_reflection_at"]),
     )
     fields = codec.encode_fields(shapes.enriched_episode(commit))
     conn.execute(_UPDATE_EPISODE, {**fields, "persona_id": pid, "episode_id": commit.episode_id})
@@ -350,7 +353,7 @@ def _commit_all(conn: sqlite3.Connection, commits: Sequence[EnrichmentCommit]) -
 
 
 def _backlog(
-    conn: sqlite3.Connection, persona_id: str, limit: int, count: bool
+    conn: sqlite3.Connection, persona_id: str, limit: int, count: bool, window: int
 ) -> EnrichmentBacklog:
     persona = get_persona(conn, persona_id)
     rows = conn.execute(
@@ -368,7 +371,9 @@ def _backlog(
                 (persona_id,),
             ).fetchone()[0]
         )
-    return EnrichmentBacklog(persona=persona, episodes=episodes, pending=pending)
+    since = persona.interaction_count + 1 - window
+    state = _state(conn, persona_id, [e.user_id for e in episodes], since)
+    return EnrichmentBacklog(episodes=episodes, state=state, pending=pending)
 
 
 def _retract(conn: sqlite3.Connection, persona_id: str, user_id: str, fact_id: str) -> None:
@@ -396,11 +401,11 @@ class SqliteEnrichment(SqliteAggregate):
         return await self._db.write(_commit_all, tuple(commits))
 
     async def enrichment_backlog(
-        self, persona_id: str, *, limit: int, count: bool = False
+        self, persona_id: str, *, limit: int, influence_window: int, count: bool = False
     ) -> EnrichmentBacklog:
-        """The persona and its oldest pending episodes (and how many are pending when
-        ``count``), in one read transaction."""
-        return await self._db.read(_backlog, persona_id, limit, count)
+        """The persona's oldest pending episodes with their planning state (and how many
+        are pending when ``count``), in one read transaction."""
+        return await self._db.read(_backlog, persona_id, limit, count, influence_window)
 
     async def enrichment_state(
         self, persona_id: str, user_ids: Sequence[str], *, since_interaction: int
