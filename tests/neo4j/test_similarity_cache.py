@@ -129,14 +129,15 @@ async def test_a_late_commit_and_a_vanished_hit_are_caught(
 
 
 async def test_on_5_26_the_cache_is_the_chosen_search(neo4j_store: Any, raw_graph: Any) -> None:
-    """5.26 skips V0036's CYPHER 25 statements: the vector index stays unscoped, the
-    migration counts as applied, and the store searches through its cache."""
+    """5.26 skips V0036's CYPHER 25 statements (the migration counts as applied), V0037
+    leaves no vector index with the default setting, and the store searches through its
+    cache."""
     assert neo4j_store.similarity_form == "cache"
     rows = await raw_graph.run(
         "SHOW VECTOR INDEXES YIELD name, properties WHERE name = 'episode_embedding' "
         "RETURN properties"
     )
-    assert rows == [{"properties": ["embedding"]}]
+    assert rows == []
     assert "V0036__episode_embedding_scoped" not in (await neo4j_store.schema_status()).pending
 
 

@@ -128,9 +128,12 @@ class Neo4jExecutor:
         self._schema_ok = False
         self.stats = TransactionStats()
         """Units of work and driver retries, for benchmarks and diagnostics."""
+        self.vector_index = False
+        """Whether the episode vector index exists and is ONLINE (it is opt-in:
+        ``SONALITY_NEO4J_VECTOR_INDEX``); set by the store at connect and when it checks
+        the schema, never assumed."""
         self.scoped_index = False
-        """Whether the vector index filters by persona and user (2026.x, migration V0036);
-        set by the store when it checks the schema."""
+        """Whether that index filters by persona and user (2026.x)."""
 
     def forget_schema(self) -> None:
         """Check the schema again before the next unit of work (after a migration)."""
