@@ -321,7 +321,10 @@ def _public_methods() -> dict[str, tuple[str, bool, list[tuple[str, str, object]
     from sonality.service import Sonality
 
     found = {}
-    for name, member in vars(Sonality).items():
+    members = {}  # what the class defines or inherits (the reads come from mind.reads)
+    for klass in reversed(Sonality.__mro__[:-1]):
+        members.update(vars(klass))
+    for name, member in members.items():
         if name.startswith("_"):
             continue
         kind = "classmethod" if isinstance(member, classmethod) else "method"

@@ -127,7 +127,7 @@ async def persona_create(
 @run
 async def persona_list(state: CliState, as_json: bool) -> None:
     """List personas."""
-    async with state.app(with_model=False) as app:
+    async with state.reads() as app:
         personas = await app.personas()
     emit(personas, as_json, lambda: lines(personas, _persona_text, "no personas yet"))
 
@@ -139,7 +139,7 @@ async def persona_list(state: CliState, as_json: bool) -> None:
 @run
 async def persona_show(state: CliState, persona_id: str, as_json: bool) -> None:
     """Show one persona with its current snapshot."""
-    async with state.app(with_model=False) as app:
+    async with state.reads() as app:
         found = await app.persona(persona_id)
         current = await app.snapshot(persona_id)
 
@@ -436,7 +436,7 @@ async def context(
 @run
 async def beliefs(state: CliState, persona_id: str, include_retired: bool, as_json: bool) -> None:
     """List a persona's beliefs."""
-    async with state.app(with_model=False) as app:
+    async with state.reads() as app:
         found = await app.beliefs(persona_id, include_retired=include_retired)
     emit(found, as_json, lambda: lines(found, _belief_text, "no beliefs yet"))
 
@@ -449,7 +449,7 @@ async def beliefs(state: CliState, persona_id: str, include_retired: bool, as_js
 @run
 async def facts(state: CliState, persona_id: str, user_id: str, as_json: bool) -> None:
     """List what a user disclosed that must not be forgotten."""
-    async with state.app(with_model=False) as app:
+    async with state.reads() as app:
         found = await app.facts(persona_id, user_id=user_id)
     emit(found, as_json, lambda: lines(found, _fact_text, "no facts yet"))
 
@@ -471,7 +471,7 @@ async def episodes(
     as_json: bool,
 ) -> None:
     """List recent episodes, newest first."""
-    async with state.app(with_model=False) as app:
+    async with state.reads() as app:
         found = await app.episodes(
             persona_id, user_id=user_id, conversation_id=conversation_id, limit=limit
         )

@@ -306,15 +306,29 @@ def test_read_commands_import_no_litellm_even_with_a_model_configured(
 
 
 def test_listing_reads_load_only_their_own_command_modules(env: dict[str, str]) -> None:
-    """A read that ranks nothing (every one but context: the export packs embeddings
-    without it) loads neither numpy nor another group's command module: the server's, the
-    evaluation suite's, chat's, the demo's or the browser's; with SONALITY_STORE set,
-    platformdirs (which only finds the default store) is not loaded either."""
+    """On a small store no read command loads numpy (context embeds the message and ranks
+    a few rows in plain floats; the export packs embeddings without it) nor another
+    group's command module: the server's, the evaluation suite's, chat's, the demo's or the
+    browser's; with SONALITY_STORE set, platformdirs (which only finds the default store)
+    is not loaded either."""
     _seed(env)
-    reads = [r for r in READS if r[0] != "context"]
     unneeded = (
         *("numpy", "platformdirs", "sonality.eval", "sonality.cli.eval", "sonality.cli.serve"),
         *("sonality.cli.chat", "sonality.cli.demo", "sonality.cli.browse"),
+    )
+    out = _loaded_after(env, READS, unneeded)
+    assert "message 1" in out  # the context block and the episodes listing did run
+
+
+def test_listing_reads_open_only_the_read_half_of_the_facade(env: dict[str, str]) -> None:
+    """Every read but context opens the facade's read-only half (``mind.reads.Reads``):
+    it imports neither the facade (``sonality.service``) nor what the facade assembles
+    (recording, enrichment and reflection pipelines, the opinion rules and tunables)."""
+    _seed(env)
+    reads = [r for r in READS if r[0] != "context"]
+    unneeded = (
+        *("sonality.service", "sonality.mind.parts", "sonality.mind.recording"),
+        *("sonality.mind.enrichment", "sonality.mind.reflection", "sonality.core.opinion"),
     )
     out = _loaded_after(env, reads, unneeded)
     assert "message 1" in out  # the episodes listing did run
