@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from sonality.cli import main
 from tests.conftest import EMBEDDING_DIMENSIONS
+from tools.bench_cli_startup import READS
 
 
 @pytest.fixture
@@ -239,38 +240,6 @@ def test_doctor_creates_nothing(env: dict[str, str], tmp_path: Path) -> None:
     code, out, _ = invoke(env, "doctor")
     assert code == 1 and "UNREACHABLE (the SQLite file does not exist" in out
     assert not (tmp_path / "cli.db").exists()
-
-
-READS = [
-    ["persona", "list"],
-    ["persona", "show", "ada"],
-    ["beliefs", "--persona", "ada"],
-    ["facts", "--persona", "ada", "--user", "u1"],
-    ["episodes", "--persona", "ada"],
-    ["context", "--persona", "ada", "--user", "u1", "--message", "tea?"],
-    ["reflections", "--persona", "ada"],
-    ["snapshot", "history", "--persona", "ada"],
-    ["snapshot", "show", "--persona", "ada"],
-    ["export", "--persona", "ada"],
-    ["erasures", "--persona", "ada"],
-    ["doctor"],
-]
-"""The read-only commands (``tools/bench_cli_startup.py --reads`` times them)."""
-
-
-def test_the_startup_bench_times_every_read_command(monkeypatch: pytest.MonkeyPatch) -> None:
-    """tools/bench_cli_startup.py --reads times exactly the read commands listed here."""
-    import importlib.util
-
-    tools = Path(__file__).resolve().parents[2] / "tools"
-    monkeypatch.syspath_prepend(str(tools))  # as running the script puts it first
-    spec = importlib.util.spec_from_file_location(
-        "bench_cli_startup", tools / "bench_cli_startup.py"
-    )
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    assert [r[:2] for r in bench.READS] == [r[:2] for r in READS]
 
 
 def _loaded_after(env: dict[str, str], reads: list[list[str]], modules: tuple[str, ...]) -> str:
