@@ -63,6 +63,7 @@ SONALITY_METHODS: dict[str, tuple[str, bool, list[tuple[str, str, object]]]] = {
         ],
     ),
     "affect_state": ("method", True, [("persona_id", _P, _REQUIRED), ("user_id", _K, _REQUIRED)]),
+    "backlog": ("method", True, [("persona_id", _P, _REQUIRED)]),
     "beliefs": ("method", True, [("persona_id", _P, _REQUIRED), ("include_retired", _K, False)]),
     "check_exchange": ("method", False, [("exchange", _P, _REQUIRED)]),
     "close": ("method", True, []),

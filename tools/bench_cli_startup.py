@@ -54,6 +54,7 @@ READS: list[list[str]] = [
     ["snapshot", "show", "--persona", "ada"],
     ["export", "--persona", "ada"],
     ["erasures", "--persona", "ada"],
+    ["pending"],
     ["doctor"],
 ]
 """Every read-only command, as run on the seeded store: timed here, and run by

@@ -1,5 +1,6 @@
 """The facade's read-only half: :class:`Reads`, the lists and lookups that only read the
-store (personas, beliefs, facts, episodes, snapshots, reflections, erasures, the export).
+store (personas, beliefs, facts, episodes, snapshots, reflections, erasures, the export,
+the backlog of model work).
 
 ``Sonality`` is a ``Reads``; a ``Reads`` alone is a store and nothing else, with the same
 checks and the same not-found rules, so a command that only lists (``sonality beliefs`` …)
@@ -9,7 +10,10 @@ importing them: what it imports stays small (see ``tests/cli``)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from sonality.mind.inputs import (
     MAX_LIMIT,
@@ -19,7 +23,7 @@ from sonality.mind.inputs import (
     check_int,
     check_topic,
 )
-from sonality.models import InsightStatus
+from sonality.models import EnrichmentStatus, InsightStatus, ThinkerStatus
 
 if TYPE_CHECKING:
     from sonality.models import (
@@ -35,7 +39,36 @@ if TYPE_CHECKING:
     )
     from sonality.ports import Store
 
-__all__ = ["Reads"]
+__all__ = ["Backlog", "Reads"]
+
+_EVER = datetime(9999, 1, 1, tzinfo=UTC)
+"""A ``stale_before`` later than any turn's last touch: every pending turn counts."""
+
+
+class Backlog(BaseModel):
+    """What a persona's stored work still waits for from a model, whichever process will
+    do it (the worker, ``sonality enrich``, the Thinker's retry job)."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    persona_id: str
+    enrichment_pending: int = Field(ge=0)
+    """Episodes not enriched yet."""
+    enrichment_failed: int = Field(ge=0)
+    """Episodes whose enrichment was given up (``sonality enrich --retry-failed``)."""
+    insights_pending: int = Field(ge=0)
+    """Enriched episodes whose insight extraction is to be retried."""
+    insights_failed: int = Field(ge=0)
+    """Insight extractions given up (``--retry-failed`` as well)."""
+    thinking_pending: int = Field(ge=0)
+    """Responded turns the Thinker has not committed yet."""
+    thinking_failed: int = Field(ge=0)
+    """Turns whose Thinker step failed; the retry job runs them again."""
+
+    @property
+    def empty(self) -> bool:
+        """Nothing waits (nothing pending, nothing failed)."""
+        return not any(self.model_dump(exclude={"persona_id"}).values())
 
 
 class Reads:
@@ -114,6 +147,23 @@ class Reads:
         pid = await self._known(persona_id)
         return await self.store.list_reflections(
             pid, limit=check_int(limit, field="limit", low=1, high=MAX_LIMIT)
+        )
+
+    async def backlog(self, persona_id: str) -> Backlog:
+        """What the persona's stored work still waits for from a model: episodes to
+        enrich, insights to retry, turns to think about (pending, and given up or failed)."""
+        pid = await self._known(persona_id)
+        episodes = await self.store.count_episodes(pid)
+        insights = await self.store.count_insight_retries(pid)
+        turns = [t.status for t in await self.store.list_thinker_retries(pid, stale_before=_EVER)]
+        return Backlog(
+            persona_id=pid,
+            enrichment_pending=episodes.get(EnrichmentStatus.PENDING.value, 0),
+            enrichment_failed=episodes.get(EnrichmentStatus.FAILED.value, 0),
+            insights_pending=insights.get("pending", 0),
+            insights_failed=insights.get("failed", 0),
+            thinking_pending=turns.count(ThinkerStatus.PENDING),
+            thinking_failed=turns.count(ThinkerStatus.FAILED),
         )
 
     # erasures and the export -------------------------------------------------------------
