@@ -39,6 +39,7 @@ __all__ = [
     "ContextReads",
     "ConversationMind",
     "Direction",
+    "EnrichmentBacklog",
     "EnrichmentCommit",
     "EnrichmentState",
     "EnrichmentStatus",
@@ -88,6 +89,7 @@ __all__ = [
     "UserFact",
     "UserFactDraft",
     "UserInfluence",
+    "VectorIndexStatus",
     "normalise_topic",
     "validate_identifier",
 ]
@@ -478,6 +480,24 @@ class EnrichmentState(Frozen):
     """The staged deltas of those users' episodes staged after the interaction asked for."""
 
 
+class EnrichmentBacklog(Frozen):
+    """What an enrichment pass reads before it asks the model, in one read
+    (``Store.enrichment_backlog``): the persona's oldest pending episodes and the state
+    their commits are planned from."""
+
+    episodes: tuple[Episode, ...]
+    """Up to the limit asked for, oldest first (by ``seq``): the order enrichment follows."""
+    state: EnrichmentState
+    """The persona and what planning reads, for the episodes' users and the influence
+    window of the persona's next interaction (``enrichment_state``)."""
+    pending: int | None = None
+    """How many of the persona's episodes are pending in all (when asked for)."""
+
+    @property
+    def persona(self) -> Persona:
+        return self.state.persona
+
+
 class ContextReads(Frozen):
     """Everything ``context`` reads, taken by the store in one read transaction (one
     consistent view; on Neo4j one session, on SQLite one ``BEGIN``)."""
@@ -497,14 +517,17 @@ class ContextReads(Frozen):
 class EnrichmentCommit(Frozen):
     """Everything one enriched interaction changes, applied by the store in one transaction.
 
-    The store checks ``expected_interaction_count`` against the persona and that the
-    episode is still pending; if either moved, it raises ``ConflictError`` and writes
-    nothing.
+    The store checks ``expected_interaction_count`` against the persona, that the
+    episode is still pending and (when given) ``expected_reflection_at``; if any moved, it
+    raises ``ConflictError`` and writes nothing.
     """
 
     persona_id: Identifier
     episode_id: Identifier
     expected_interaction_count: int
+    expected_reflection_at: int | None = None
+    """The persona's ``last_reflection_at`` the plan read: a reflection committed since
+    (it decays beliefs the plan may have read) refuses the commit. None: not checked."""
     interaction_count: int
     disagreement_window: tuple[bool, ...]
     evidence: EvidenceAssessment | None
@@ -568,11 +591,30 @@ class AppliedMigration(Frozen):
     applied_at: datetime
 
 
+class VectorIndexStatus(Frozen):
+    """Neo4j's episode vector index: what the setting asks for, what the server has."""
+
+    wanted: bool
+    """``SONALITY_NEO4J_VECTOR_INDEX`` is on."""
+    state: str | None = None
+    """The server's state of the index (``ONLINE``, ``POPULATING``…); None: none exists."""
+    scoped: bool = False
+    """It filters by persona and user inside the index (Neo4j 2026.x)."""
+    dimensions: int | None = None
+
+    @property
+    def matches(self) -> bool:
+        """The server has the index exactly when the setting asks for it."""
+        return self.wanted == (self.state is not None)
+
+
 class SchemaStatus(Frozen):
     backend: str
     applied: tuple[AppliedMigration, ...]
     pending: tuple[str, ...]
     """Names of migration steps not yet applied, in order."""
+    vector_index: VectorIndexStatus | None = None
+    """Neo4j only (``sonality migrate`` makes it match the setting)."""
 
     @property
     def current(self) -> bool:

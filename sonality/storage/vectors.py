@@ -7,15 +7,15 @@ No I/O: each backend reads the new rows its own way (:mod:`sonality.storage.sqli
 one matrix-vector product over the user's rows: a float32 numpy matrix, except while the
 user has few rows (:data:`SMALL_SEARCH`), which are plain floats scored in Python, since
 importing numpy costs a one-shot command such as ``sonality context`` more (~0.15 s) than
-scoring a few hundred rows. Both forms rank with the same rule (:func:`_ranked`); their
-scores differ only by float32 rounding.
+scoring a few hundred rows. Both forms order results by the same rule; their scores differ
+only by float32 rounding.
 """
 
 from __future__ import annotations
 
 import operator
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # numpy loads on first use, so opening a store for a read sta
     import numpy.typing as npt
 
     Matrix = npt.NDArray[np.float32]
+    RankArray = npt.NDArray[np.int64]
 
 __all__ = ["SMALL_SEARCH", "MatrixCache", "UserMatrix", "normalise_rows"]
 
@@ -65,10 +66,16 @@ class UserMatrix:
     matrix: Matrix | None = None
     """The rows as a float32 matrix (spare rows at the end), once the user has more than
     :data:`SMALL_SEARCH` allows; ``None`` before."""
+    ranks: RankArray | None = None
+    """Each matrix row's tie-break when the backend gives one (:meth:`put`'s ``ranks``)."""
     small: list[tuple[float, ...]] = field(default_factory=list)
     """The rows as plain floats while the matrix is ``None``."""
+    small_ranks: list[int] = field(default_factory=list)
+    """Their tie-breaks (0 without ranks)."""
     small_limit: int = SMALL_SEARCH
     """Rows × dimensions kept as plain floats at most."""
+    ranked: bool = False
+    """Whether ties are broken by ``ranks`` (higher first) rather than by id."""
     last_rev: int = 0
     """The highest revision stamp read so far."""
     read_at: int = -1
@@ -79,86 +86,132 @@ class UserMatrix:
         """Whether ``more`` new rows would leave the user small (rows of plain floats)."""
         return self.matrix is None and (len(self.ids) + more) * self.dimensions <= self.small_limit
 
+    def _to_matrix(self) -> None:
+        """Move the rows of plain floats to a float32 matrix (with spare rows)."""
+        import numpy as np
+
+        count = len(self.small)
+        self.matrix = np.zeros((max(16, count * 2), self.dimensions), dtype=np.float32)
+        self.ranks = np.zeros(self.matrix.shape[0], dtype=np.int64)
+        if count:
+            self.matrix[:count] = np.asarray(self.small, dtype=np.float32)
+            self.ranks[:count] = self.small_ranks
+        self.small, self.small_ranks = [], []
+
+    def _grow(self, rows: int) -> None:
+        import numpy as np
+
+        assert self.matrix is not None and self.ranks is not None
+        size = self.matrix.shape[0]
+        if rows <= size:
+            return
+        while size < rows:
+            size *= 2
+        matrix = np.zeros((size, self.dimensions), dtype=np.float32)
+        matrix[: len(self.ids)] = self.matrix[: len(self.ids)]
+        ranks = np.zeros(size, dtype=np.int64)
+        ranks[: len(self.ids)] = self.ranks[: len(self.ids)]
+        self.matrix, self.ranks = matrix, ranks
+
     def put(
         self,
         episode_ids: Sequence[str],
         vectors: Sequence[Sequence[float]] | Matrix,
         revs: Sequence[int],
+        ranks: Sequence[int] | None = None,
     ) -> None:
-        """Insert or replace rows (``vectors`` already normalised, one row per id)."""
-        if not self.fits(len(set(episode_ids) - self.rows.keys())):
+        """Insert or replace rows (``vectors`` already normalised, one row per id).
+        ``ranks``: a tie-break per row (an equal score ranks the higher first), given on
+        every call or on none."""
+        if len(vectors) != len(episode_ids) or len(revs) != len(episode_ids):
+            raise ValueError("one vector and one revision per id")
+        if ranks is not None and len(ranks) != len(episode_ids):
+            raise ValueError("one rank per id")
+        self.ranked = ranks is not None
+        if self.matrix is None and not self.fits(len(set(episode_ids) - self.rows.keys())):
             self._to_matrix()
-        for episode_id, vector, rev in zip(episode_ids, vectors, revs, strict=True):
+        if self.matrix is None:
+            self._put_small(episode_ids, vectors, revs, ranks)
+            return
+        self._grow(len(self.ids) + len(episode_ids))
+        slots: list[int] = []
+        for episode_id, rev in zip(episode_ids, revs, strict=True):
             row = self.rows.get(episode_id)
             if row is None:
                 row = len(self.ids)
                 self.ids.append(episode_id)
                 self.rows[episode_id] = row
-                self._grow(row)
-            if self.matrix is None:
-                self.small[row] = tuple(float(x) for x in vector)
-            else:
-                self.matrix[row] = vector
+            slots.append(row)
             self.revs[episode_id] = rev
-            self.last_rev = max(self.last_rev, rev)
+        if slots:
+            assert self.ranks is not None
+            self.matrix[slots] = vectors
+            if ranks is not None:
+                self.ranks[slots] = ranks
+            self.last_rev = max(self.last_rev, *revs)
 
-    def _grow(self, row: int) -> None:
-        """Make room for row ``row`` (the next one)."""
-        if self.matrix is None:
-            self.small.append(())
-        elif row == self.matrix.shape[0]:
-            import numpy as np
+    def _put_small(
+        self,
+        episode_ids: Sequence[str],
+        vectors: Sequence[Sequence[float]] | Matrix,
+        revs: Sequence[int],
+        ranks: Sequence[int] | None,
+    ) -> None:
+        for n, (episode_id, vector, rev) in enumerate(zip(episode_ids, vectors, revs, strict=True)):
+            row = self.rows.get(episode_id)
+            if row is None:
+                row = len(self.ids)
+                self.ids.append(episode_id)
+                self.rows[episode_id] = row
+                self.small.append(())
+                self.small_ranks.append(0)
+            self.small[row] = tuple(float(x) for x in vector)
+            self.small_ranks[row] = int(ranks[n]) if ranks is not None else 0
+            self.revs[episode_id] = rev
+        if revs:
+            self.last_rev = max(self.last_rev, *revs)
 
-            grown = np.zeros((row * 2, self.dimensions), dtype=np.float32)
-            grown[:row] = self.matrix
-            self.matrix = grown
-
-    def _to_matrix(self) -> None:
-        """Move the rows of plain floats to a float32 matrix (with spare rows)."""
-        if self.matrix is not None:
-            return
-        import numpy as np
-
-        count = len(self.small)
-        self.matrix = np.zeros((max(16, count * 2), self.dimensions), dtype=np.float32)
-        if count:
-            self.matrix[:count] = np.asarray(self.small, dtype=np.float32)
-        self.small = []
-
-    def top(self, query: Sequence[float], k: int, *, ties: bool = False) -> list[tuple[str, float]]:
-        """The ``k`` most similar cached ids with their cosine, best first (ties by id);
-        with ``ties``, also every other id scoring as much as the k-th (for a caller that
-        breaks ties its own way)."""
+    def top(self, query: Sequence[float], k: int) -> list[tuple[str, float]]:
+        """The ``k`` most similar cached ids with their cosine, best first; ties by rank
+        (higher first) when the rows have ranks, else by id."""
         count = len(self.ids)
         if k <= 0 or count == 0:
             return []
         if self.matrix is None:
-            unit = unit_vector(query)
-            scores = [sum(map(operator.mul, row, unit)) for row in self.small]
-            return _ranked(zip(self.ids, scores, strict=True), k, ties=ties and k < count)
+            return self._top_small(query, k)
         import numpy as np
 
+        assert self.ranks is not None
         q = _normalise(np.asarray(query, dtype=np.float32))
-        scores = np.clip(self.matrix[:count] @ q, -1.0, 1.0)
-        candidates = np.argpartition(-scores, k - 1)[:k] if k < count else np.arange(count)
-        if ties and k < count:
-            candidates = np.flatnonzero(scores >= scores[candidates].min())
-        pairs = ((self.ids[int(i)], float(scores[int(i)])) for i in candidates)
-        return _ranked(pairs, k, ties=ties and k < count)
+        # einsum's own loop, not BLAS: a multi-threaded BLAS gains nothing on a few thousand
+        # rows and its spinning threads took 15-40 ms from a loaded machine (p95)
+        scores = np.clip(np.einsum("ij,j->i", self.matrix[:count], q), -1.0, 1.0)
+        if k < count:  # every row scoring as much as the k-th, ties included
+            kth = np.partition(scores, count - k)[count - k]
+            candidates = np.flatnonzero(scores >= kth)
+        else:
+            candidates = np.arange(count)
+        if self.ranked:
+            order = np.lexsort((-self.ranks[candidates], -scores[candidates]))
+            return [(self.ids[int(i)], float(scores[int(i)])) for i in candidates[order[:k]]]
+        ranked = sorted(
+            ((self.ids[int(i)], float(scores[int(i)])) for i in candidates),
+            key=lambda pair: (-pair[1], pair[0]),
+        )
+        return ranked[:k]
 
-
-def _ranked(pairs: Iterable[tuple[str, float]], k: int, *, ties: bool) -> list[tuple[str, float]]:
-    """Scored ids best first (ties by id), cosines clipped to [-1, 1] (rounding may
-    overshoot): the first ``k``, and with ``ties`` every later one scoring as much as
-    the k-th."""
-    ranked = sorted(
-        ((i, min(1.0, max(-1.0, score))) for i, score in pairs),
-        key=lambda pair: (-pair[1], pair[0]),
-    )
-    if ties and len(ranked) > k:
-        floor = ranked[k - 1][1]
-        return [pair for pair in ranked if pair[1] >= floor]
-    return ranked[:k]
+    def _top_small(self, query: Sequence[float], k: int) -> list[tuple[str, float]]:
+        """:meth:`top` over the rows of plain floats, in the same order."""
+        unit = unit_vector(query)
+        scored = [
+            (min(1.0, max(-1.0, sum(map(operator.mul, row, unit)))), rank, episode_id)
+            for row, rank, episode_id in zip(self.small, self.small_ranks, self.ids, strict=True)
+        ]
+        if self.ranked:
+            scored.sort(key=lambda t: (-t[0], -t[1]))  # stable: then row order, as lexsort
+        else:
+            scored.sort(key=lambda t: (-t[0], t[2]))
+        return [(episode_id, score) for score, _, episode_id in scored[:k]]
 
 
 class MatrixCache:
