@@ -39,6 +39,7 @@ __all__ = [
     "ContextReads",
     "ConversationMind",
     "Direction",
+    "EnrichmentBacklog",
     "EnrichmentCommit",
     "EnrichmentState",
     "EnrichmentStatus",
@@ -479,6 +480,24 @@ class EnrichmentState(Frozen):
     """The staged deltas of those users' episodes staged after the interaction asked for."""
 
 
+class EnrichmentBacklog(Frozen):
+    """What an enrichment pass reads before it asks the model, in one read
+    (``Store.enrichment_backlog``): the persona's oldest pending episodes and the state
+    their commits are planned from."""
+
+    episodes: tuple[Episode, ...]
+    """Up to the limit asked for, oldest first (by ``seq``): the order enrichment follows."""
+    state: EnrichmentState
+    """The persona and what planning reads, for the episodes' users and the influence
+    window of the persona's next interaction (``enrichment_state``)."""
+    pending: int | None = None
+    """How many of the persona's episodes are pending in all (when asked for)."""
+
+    @property
+    def persona(self) -> Persona:
+        return self.state.persona
+
+
 class ContextReads(Frozen):
     """Everything ``context`` reads, taken by the store in one read transaction (one
     consistent view; on Neo4j one session, on SQLite one ``BEGIN``)."""
@@ -498,14 +517,17 @@ class ContextReads(Frozen):
 class EnrichmentCommit(Frozen):
     """Everything one enriched interaction changes, applied by the store in one transaction.
 
-    The store checks ``expected_interaction_count`` against the persona and that the
-    episode is still pending; if either moved, it raises ``ConflictError`` and writes
-    nothing.
+    The store checks ``expected_interaction_count`` against the persona, that the
+    episode is still pending and (when given) ``expected_reflection_at``; if any moved, it
+    raises ``ConflictError`` and writes nothing.
     """
 
     persona_id: Identifier
     episode_id: Identifier
     expected_interaction_count: int
+    expected_reflection_at: int | None = None
+    """The persona's ``last_reflection_at`` the plan read: a reflection committed since
+    (it decays beliefs the plan may have read) refuses the commit. None: not checked."""
     interaction_count: int
     disagreement_window: tuple[bool, ...]
     evidence: EvidenceAssessment | None

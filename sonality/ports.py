@@ -19,6 +19,7 @@ from sonality.models import (
     Belief,
     ContextReads,
     ConversationMind,
+    EnrichmentBacklog,
     EnrichmentCommit,
     EnrichmentState,
     Episode,
@@ -300,11 +301,20 @@ class EnrichmentStore(Protocol):
         """Apply everything one interaction changed, in one transaction."""
         ...
 
-    async def commit_enrichments(self, commits: Sequence[EnrichmentCommit]) -> None:
+    async def commit_enrichments(self, commits: Sequence[EnrichmentCommit]) -> list[Episode]:
         """Apply consecutive enrichment commits of one persona (a backlog chunk, planned
         in order from one ``enrichment_state``) in one transaction, each checked as
         ``commit_enrichment`` checks it; a refusal of any (``ConflictError`` …) rolls them
-        all back."""
+        all back. Returns the enriched episodes as stored, in the commits' order."""
+        ...
+
+    async def enrichment_backlog(
+        self, persona_id: str, *, limit: int, influence_window: int, count: bool = False
+    ) -> EnrichmentBacklog:
+        """In one read: the persona's oldest ``limit`` pending episodes (by ``seq``), the
+        state their commits are planned from (``enrichment_state`` for their users, since
+        the persona's next interaction minus ``influence_window``) and with ``count`` how
+        many are pending in all. ``PersonaNotFound`` when unknown."""
         ...
 
     async def enrichment_state(

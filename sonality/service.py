@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from datetime import timedelta
 from functools import cached_property, partial
 from types import TracebackType
@@ -97,6 +98,14 @@ _MAX_WAIT_SECONDS = 86_400.0
 _STORE_DRAIN_SECONDS = 30.0
 """How long ``drain(everywhere=True)`` watches the store when no ``max_seconds`` is given."""
 _STORE_POLL_SECONDS = 0.2
+
+
+@dataclass(frozen=True, slots=True)
+class _Pass:
+    """What a lane job did: its report, and the inline caller's episode as it left it."""
+
+    report: EnrichReport
+    episode: Episode | None = None
 
 
 class Recorded(BaseModel):
@@ -382,8 +391,8 @@ class Sonality:
         elif mode is EnrichMode.BACKGROUND and pending and self.llm is not None:
             self._enrich_later(persona_id)
         elif mode is EnrichMode.INLINE and pending:
-            report = await self._enrich_inline(episode)
-            episode = await self.store.get_episode(persona_id, episode.id)
+            report, stored = await self._enrich_inline(episode)
+            episode = stored or await self.store.get_episode(persona_id, episode.id)
         return Recorded(episode=episode, created=created, enrichment=report)
 
     def _enrich_mode(self, enrich: bool | EnrichMode | str | None) -> EnrichMode:
@@ -408,11 +417,16 @@ class Sonality:
         return future
 
     async def _enrich_pass(
-        self, persona_id: str, limit: int | None
-    ) -> EnrichReport | ConfigError | None:
-        """One lane job: enrich in order; a failure leaves the episodes pending."""
+        self, persona_id: str, limit: int | None, first: Episode | None = None
+    ) -> _Pass | ConfigError | None:
+        """One lane job: enrich in order (``first``: only that episode, and only if it is
+        the oldest pending one); a failure leaves the episodes pending."""
+        stored: Episode | None = None
         try:
-            report = await self.enricher.enrich_pending(persona_id, limit=limit)
+            if first is None:
+                report = await self.enricher.enrich_pending(persona_id, limit=limit)
+            else:
+                report, stored = await self.enricher.enrich_first(first)
         except ConfigError as exc:
             # not an outage: an inline caller must hear it (_enrich_inline raises it)
             log.warning("enrichment_refused", persona_id=persona_id, error=type(exc).__name__)
@@ -421,31 +435,34 @@ class Sonality:
         except SonalityError as exc:
             log.warning("enrichment_interrupted", persona_id=persona_id, error=type(exc).__name__)
             return None
-        self._refused.pop(persona_id, None)
+        if report.stopped_by != "backlog":
+            self._refused.pop(persona_id, None)
         if report.enriched:
             await self.reflector.notifier.notify(persona_id)
-        return report
+        return _Pass(report, stored)
 
-    async def _enrich_inline(self, episode: Episode) -> EnrichReport | None:
+    async def _enrich_inline(self, episode: Episode) -> tuple[EnrichReport | None, Episode | None]:
         """Enrich ``episode`` on its persona's lane while the caller waits, at most
-        ``record_deadline_seconds``. Never somebody else's backlog: when an older episode
-        is still pending, the lane takes it all and the caller gets ``pending`` at once."""
+        ``record_deadline_seconds``; returns the report and the episode as the lane left
+        it (None: read it back). Never somebody else's backlog: when an older episode is
+        still pending, the lane takes it all and the caller gets ``pending`` at once.
+
+        With the lane idle, one job checks that and enriches (one read, the model, one
+        commit); with the lane busy, the check is a read first, then the caller waits for
+        the lane's pass if nothing older is pending."""
         pid = episode.persona_id
-        oldest = await self.store.list_pending_episodes(pid, limit=1)
-        if oldest and oldest[0].id != episode.id:
-            self._enrich_later(pid)
-            log.info("enrichment_left_to_lane", persona_id=pid, episode_id=episode.id)
-            refused = self._refused.get(pid)
-            if refused is not None:  # the backlog waits on a refused configuration: say so
-                self._raise_refused(refused, episode)
-            return None
         if self._enrich_lanes.busy(("enrich", pid)):
+            oldest = await self.store.list_pending_episodes(pid, limit=1)
+            if oldest and oldest[0].id != episode.id:
+                return None, self._leave_to_lane(episode)
             self._enrich_later(pid)  # the lane is at it already: wait for it, bounded
             future = self._enrich_tail[pid]
         else:
-            future = self._enrich_lanes.submit(("enrich", pid), partial(self._enrich_pass, pid, 1))
+            future = self._enrich_lanes.submit(
+                ("enrich", pid), partial(self._enrich_pass, pid, 1, episode)
+            )
         try:
-            result: EnrichReport | ConfigError | None = await asyncio.wait_for(
+            result: _Pass | ConfigError | None = await asyncio.wait_for(
                 asyncio.shield(future), timeout=self.limits.record_deadline_seconds
             )
         except TimeoutError:
@@ -455,10 +472,25 @@ class Sonality:
                 episode_id=episode.id,
                 deadline_seconds=self.limits.record_deadline_seconds,
             )
-            return None
+            return None, None
         if isinstance(result, ConfigError):
             self._raise_refused(result, episode)  # not an outage: the caller must hear it
-        return result
+        if result is None:
+            return None, None
+        if result.report.stopped_by == "backlog":
+            return None, self._leave_to_lane(episode)
+        return result.report, result.episode
+
+    def _leave_to_lane(self, episode: Episode) -> Episode:
+        """An older episode is pending: the lane takes the whole backlog, ``episode``
+        comes back pending (or the refused configuration the backlog waits on is raised)."""
+        pid = episode.persona_id
+        self._enrich_later(pid)
+        log.info("enrichment_left_to_lane", persona_id=pid, episode_id=episode.id)
+        refused = self._refused.get(pid)
+        if refused is not None:  # the backlog waits on a refused configuration: say so
+            self._raise_refused(refused, episode)
+        return episode
 
     @staticmethod
     def _raise_refused(error: ConfigError, episode: Episode) -> NoReturn:

@@ -1,12 +1,14 @@
 // Consecutive enriched interactions of one persona ($commits, in their order; a list of one
 // for a single interaction), in one statement. First the persona's write lock; then, for
 // each commit in turn, the checks against what the commits before it left: the persona is
-// at the commit's expected_interaction_count and its episode is still pending. A commit
-// whose checks fail writes nothing and its found_count/found_status say why (the adapter
-// raises ConflictError, rolling back the commits before it too); otherwise its writes
-// follow, and the counts of what each batch wrote come back so the adapter can refuse a
-// commit that named unknown users, episodes or beliefs. One row per commit, by index;
-// no row: no such persona.
+// at the commit's expected_interaction_count, has not reflected since the plan read it
+// (last_reflection_at, when expected_reflection_at is given: a reflection decays beliefs)
+// and its episode is still pending. A commit whose checks fail writes nothing and its
+// found_* columns say why (the adapter raises ConflictError, rolling back the commits
+// before it too); otherwise its writes follow, and the counts of what each batch wrote come
+// back so the adapter can refuse a commit that named unknown users, episodes or beliefs,
+// with the episode as written (so nothing needs to read it back). One row per commit, by
+// index; no row: no such persona.
 MATCH (p:Persona {id: $persona_id})
 SET p._lock = true
 REMOVE p._lock
@@ -24,9 +26,11 @@ UNWIND range(0, size($commits) - 1) AS index
 CALL (p, index) {
   WITH p, $commits[index] AS c
   OPTIONAL MATCH (e:Episode {persona_id: $persona_id, id: c.episode_id})
-  WITH p, c, e, p.interaction_count AS found_count, e.enrichment_status AS found_status
-  WITH p, c, e, found_count, found_status,
-       found_count = c.expected_interaction_count AND found_status = 'pending' AS ok
+  WITH p, c, e, p.interaction_count AS found_count, e.enrichment_status AS found_status,
+       coalesce(p.last_reflection_at, 0) AS found_reflection_at
+  WITH p, c, e, found_count, found_status, found_reflection_at,
+       found_count = c.expected_interaction_count AND found_status = 'pending'
+         AND coalesce(c.expected_reflection_at = found_reflection_at, true) AS ok
   // the episode, the persona's counters and the insight
   CALL (p, e, ok, c) {
     WITH p, e, ok, c
@@ -129,9 +133,9 @@ CALL (p, index) {
     )
     RETURN count(*) AS edges_written
   }
-  RETURN found_count, found_status, facts_written, staged_written, staged_committed,
-         beliefs_written, edges_written
+  RETURN found_count, found_status, found_reflection_at, facts_written, staged_written,
+         staged_committed, beliefs_written, edges_written, e {.*, embedding: null} AS episode
 }
-RETURN index, found_count, found_status, facts_written, staged_written, staged_committed,
-       beliefs_written, edges_written
+RETURN index, found_count, found_status, found_reflection_at, facts_written, staged_written,
+       staged_committed, beliefs_written, edges_written, episode
 ORDER BY index

@@ -156,6 +156,7 @@ def plan_commit(
         persona_id=persona.id,
         episode_id=episode.id,
         expected_interaction_count=before,
+        expected_reflection_at=persona.last_reflection_at,
         interaction_count=index,
         disagreement_window=push_window(persona.disagreement_window, disagreement, window_size),
         evidence=evidence,

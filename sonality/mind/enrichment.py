@@ -39,7 +39,9 @@ from sonality.llm.prompts import Prompt
 from sonality.mind.enrichment_prompt import EvidenceReply, InsightReply, insight_text, normalise
 from sonality.models import (
     Direction,
+    EnrichmentBacklog,
     EnrichmentCommit,
+    EnrichmentState,
     EnrichmentStatus,
     Episode,
     Insight,
@@ -136,53 +138,109 @@ class Enricher:
         ``insights`` then retries pending insight parts (:meth:`retry_insights`) when the
         episodes are drained. ``LLMConfigError`` propagates, with nothing marked."""
         async with self._lock(persona_id):
-            requeued = 0
-            if retry_failed:
-                requeued = await self._store.requeue_failed(persona_id)
-                requeued += await self._store.requeue_failed_insights(persona_id)
-                if requeued:
-                    log.info("enrichment_requeued", persona_id=persona_id, requeued=requeued)
-            enriched = failed = 0
-            stopped: str | None = None
-            drained = False
-            if self._llm is None:
-                stopped = "no_model"
-            while stopped is None and (limit is None or enriched + failed < limit):
-                size = self._chunk if limit is None else min(self._chunk, limit - enriched - failed)
-                batch = await self._store.list_pending_episodes(persona_id, limit=size)
-                if not batch:
-                    drained = True
-                    break
-                done, outcome = await self._enrich_chunk(batch)
-                enriched += done
-                if outcome == "failed":
-                    failed += 1
-                elif outcome is not None:
-                    stopped = outcome
-            remaining = 0
-            if not drained:  # counting is a scan of the persona's episodes: only when needed
-                counts = await self._store.count_episodes(persona_id)
-                remaining = counts[EnrichmentStatus.PENDING.value]
-            report = EnrichReport(
-                persona_id=persona_id,
-                enriched=enriched,
-                failed=failed,
-                remaining=remaining,
-                stopped_by=stopped,
-                requeued=requeued,
+            report, _ = await self._pass(
+                persona_id, limit=limit, retry_failed=retry_failed, insights=insights
             )
-            if insights and stopped is None and drained:
-                report = await self._retry_insights(report)
-            if (
-                enriched
-                or failed
-                or requeued
-                or report.insights_extracted
-                or report.insights_failed
-                or stopped not in (None, "no_model")
-            ):
-                log.info("enrichment_pass", **report.model_dump())
             return report
+
+    async def enrich_first(self, episode: Episode) -> tuple[EnrichReport, Episode]:
+        """Enrich ``episode`` if it is its persona's oldest pending episode (an inline
+        ``record``'s own episode), else nothing: an older one is pending (the report says
+        ``stopped_by="backlog"``), or it is not pending any more. Returns the report and the
+        episode as this pass left it (read back only when this pass did not commit it).
+        ``LLMConfigError`` propagates, with nothing marked."""
+        pid = episode.persona_id
+        async with self._lock(pid):
+            report, episodes = await self._pass(pid, limit=1, first=episode)
+            mine = [e for e in episodes if e.id == episode.id]
+            if mine:
+                return report, mine[0]
+            if report.stopped_by == "backlog":
+                return report, episode  # still pending, as appended
+            return report, await self._store.get_episode(pid, episode.id)
+
+    async def _pass(
+        self,
+        persona_id: str,
+        *,
+        limit: int | None,
+        retry_failed: bool = False,
+        insights: bool = False,
+        first: Episode | None = None,
+    ) -> tuple[EnrichReport, list[Episode]]:
+        """One pass under the persona's lock (see :meth:`enrich_pending`); ``first``: stop
+        before asking the model unless that episode is the oldest pending one. Returns the
+        report and the episodes it committed, as stored."""
+        requeued = 0
+        if retry_failed:
+            requeued = await self._store.requeue_failed(persona_id)
+            requeued += await self._store.requeue_failed_insights(persona_id)
+            if requeued:
+                log.info("enrichment_requeued", persona_id=persona_id, requeued=requeued)
+        enriched = failed = 0
+        stopped: str | None = None
+        drained = False
+        left: int | None = None
+        """Pending after the last chunk, from the count its read took (with a limit)."""
+        committed: list[Episode] = []
+        if self._llm is None:
+            stopped = "no_model"
+        while stopped is None and (limit is None or enriched + failed < limit):
+            size = self._chunk if limit is None else min(self._chunk, limit - enriched - failed)
+            # one read before the model: the chunk and the state its commits are planned
+            # from (with a limit, also the pending count: the report's remaining then needs
+            # no scan of the episodes)
+            backlog = await self._store.enrichment_backlog(
+                persona_id,
+                limit=size,
+                influence_window=self._params.influence_window,
+                count=limit is not None,
+            )
+            if not backlog.episodes:
+                drained = True
+                break
+            if first is not None and backlog.episodes[0].id != first.id:
+                # an older episode is pending (stop: not on this caller's time), or the
+                # episode is not pending any more (nothing to do)
+                if backlog.episodes[0].seq < first.seq:
+                    stopped = "backlog"
+                left = backlog.pending
+                break
+            done, outcome, stored = await self._enrich_chunk(backlog)
+            enriched += done
+            committed += stored
+            if outcome == "failed":
+                failed += 1
+            elif outcome is not None:
+                stopped = outcome
+            if backlog.pending is not None:
+                left = max(0, backlog.pending - done - (outcome == "failed"))
+        remaining = 0
+        if not drained:  # counting is a scan of the persona's episodes: only when needed
+            if left is None:
+                counts = await self._store.count_episodes(persona_id)
+                left = counts[EnrichmentStatus.PENDING.value]
+            remaining = left
+        report = EnrichReport(
+            persona_id=persona_id,
+            enriched=enriched,
+            failed=failed,
+            remaining=remaining,
+            stopped_by=stopped,
+            requeued=requeued,
+        )
+        if insights and stopped is None and drained:
+            report = await self._retry_insights(report)
+        if (
+            enriched
+            or failed
+            or requeued
+            or report.insights_extracted
+            or report.insights_failed
+            or stopped not in (None, "no_model", "backlog")
+        ):
+            log.info("enrichment_pass", **report.model_dump())
+        return report, committed
 
     async def retry_insights(self, persona_id: str) -> EnrichReport:
         """Extract the persona's pending insight parts (episodes committed while their
@@ -331,14 +389,16 @@ class Enricher:
             insight = None
         return normalise(evidence, insight)
 
-    async def _enrich_chunk(self, batch: list[Episode]) -> tuple[int, str | None]:
-        """Ask the model about each episode of ``batch`` in order, commit the answered ones
+    async def _enrich_chunk(
+        self, backlog: EnrichmentBacklog
+    ) -> tuple[int, str | None, list[Episode]]:
+        """Ask the model about each episode of the chunk in order, commit the answered ones
         in one transaction, then keep the first failure as the one-by-one path would
-        (after its predecessors are committed). Returns how many were enriched and the
+        (after its predecessors are committed). Returns how many were enriched, the
         failure's outcome (``failed``, ``llm_unavailable``, ``llm_invalid``, ``conflict``)
-        or None."""
+        or None, and the committed episodes as stored."""
         started = time.perf_counter()
-        persona = await self._store.get_persona(batch[0].persona_id)
+        persona, batch = backlog.persona, backlog.episodes
         asked: list[tuple[Episode, Normalised]] = []
         failure: Exception | None = None
         for episode in batch:
@@ -347,12 +407,12 @@ class Enricher:
             except Exception as exc:  # kept until the predecessors are committed
                 failure = exc
                 break
-        enriched, outcome = await self._commit_chunk(asked, persona.interaction_count, started)
+        enriched, outcome, stored = await self._commit_chunk(asked, backlog.state, started)
         if outcome is not None or failure is None:
-            return enriched, outcome
+            return enriched, outcome, stored
         if not isinstance(failure, LLMError):
             raise failure  # a refused configuration or a bug: nothing marked
-        return enriched, await self._keep_failure(batch[len(asked)], failure)
+        return enriched, await self._keep_failure(batch[len(asked)], failure), stored
 
     async def _keep_failure(self, episode: Episode, exc: LLMError) -> str:
         if isinstance(exc, LLMUnavailable):
@@ -371,44 +431,54 @@ class Enricher:
         )
 
     async def _commit_chunk(
-        self, asked: list[tuple[Episode, Normalised]], seen: int, started: float
-    ) -> tuple[int, str | None]:
-        """Plan and commit ``asked`` in one transaction; when another writer moved the
-        persona meanwhile, one by one with fresh state (the model is not asked again)."""
+        self, asked: list[tuple[Episode, Normalised]], state: EnrichmentState, started: float
+    ) -> tuple[int, str | None, list[Episode]]:
+        """Plan ``asked`` from ``state`` (read with the chunk, before the model) and commit
+        them in one transaction; when another writer moved the persona meanwhile (or it
+        reflected), one by one with fresh state (the model is not asked again)."""
         if not asked:
-            return 0, None
+            return 0, None, []
+        seen = state.persona.interaction_count
         try:
-            commits = await self._plan_all(asked, seen)
-            await self._store.commit_enrichments(commits)
+            commits = self._plan_all(asked, state)
+            stored = await self._store.commit_enrichments(commits)
         except ConflictError:
-            if len(asked) == 1:
-                return await self._commit_alone(*asked[0], seen, started)
-            done = 0
+            done: list[Episode] = []
             for episode, enrichment in asked:
-                enriched, outcome = await self._commit_alone(episode, enrichment, seen, started)
-                done += enriched
+                outcome, mine = await self._commit_alone(episode, enrichment, seen, started)
+                done += mine
                 if outcome is not None:
-                    return done, outcome
-            return done, None
+                    return len(done), outcome, done
+            return len(done), None, done
         for (episode, enrichment), commit in zip(asked, commits, strict=True):
             self._log_enriched(episode, enrichment, commit, started)
-        return len(commits), None
+        return len(commits), None, stored
 
     async def _commit_alone(
         self, episode: Episode, enrichment: Normalised, seen: int, started: float
-    ) -> tuple[int, str | None]:
+    ) -> tuple[str | None, list[Episode]]:
+        """Commit one episode with fresh state, up to ``_CONFLICT_RETRIES`` times; returns
+        ``conflict`` when it never got through, and the episode when it is enriched (by
+        this commit or by another process meanwhile)."""
         for _ in range(_CONFLICT_RETRIES):
             try:
-                [commit] = await self._plan_all([(episode, enrichment)], seen)
-                await self._store.commit_enrichments([commit])
+                # the influence read starts from the window of interaction seen + 1 (a
+                # superset when the persona moved on since, which plan_inputs narrows)
+                state = await self._store.enrichment_state(
+                    episode.persona_id,
+                    [episode.user_id],
+                    since_interaction=seen + 1 - self._params.influence_window,
+                )
+                [commit] = self._plan_all([(episode, enrichment)], state)
+                stored = await self._store.commit_enrichments([commit])
             except ConflictError:
                 current = await self._store.get_episode(episode.persona_id, episode.id)
                 if current.enrichment_status is not EnrichmentStatus.PENDING:
-                    return 1, None  # another process finished it
+                    return None, [current]  # another process finished it
                 continue
             self._log_enriched(episode, enrichment, commit, started)
-            return 1, None
-        return 0, "conflict"
+            return None, stored
+        return "conflict", []
 
     def _log_enriched(
         self, episode: Episode, enrichment: Normalised, commit: EnrichmentCommit, started: float
@@ -434,18 +504,11 @@ class Enricher:
                 kept=len(enrichment.facts),
             )
 
-    async def _plan_all(
-        self, asked: list[tuple[Episode, Normalised]], seen: int
+    def _plan_all(
+        self, asked: list[tuple[Episode, Normalised]], state: EnrichmentState
     ) -> list[EnrichmentCommit]:
-        """The commits of ``asked`` in order, planned from one read of the persona's state
-        carried from each episode to the next (``core.backlog``); the influence read
-        starts from the window of interaction ``seen + 1`` (a superset when the persona
-        moved on since, which ``plan_inputs`` narrows)."""
-        state = await self._store.enrichment_state(
-            asked[0][0].persona_id,
-            [episode.user_id for episode, _ in asked],
-            since_interaction=seen + 1 - self._params.influence_window,
-        )
+        """The commits of ``asked`` in order, planned from ``state`` carried from each
+        episode to the next (``core.backlog``)."""
         commits: list[EnrichmentCommit] = []
         for episode, enrichment in asked:
             inputs = plan_inputs(state, episode, influence_window=self._params.influence_window)

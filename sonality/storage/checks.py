@@ -237,16 +237,24 @@ def enrichment_chunk(commits: Sequence[EnrichmentCommit]) -> str:
 
 
 def enrichment_may_commit(
-    commit: EnrichmentCommit, interaction_count: int, status: str | None
+    commit: EnrichmentCommit, interaction_count: int, status: str | None, reflection_at: int
 ) -> None:
-    """The persona is still at the count the enrichment started from, and the episode is
-    still pending (``status`` None: unknown episode); else ``ConflictError``."""
+    """The persona is still at the count the enrichment started from and has not
+    reflected since it was read (``reflection_at``: its ``last_reflection_at``), and the
+    episode is still pending (``status`` None: unknown episode); else ``ConflictError``."""
     if interaction_count != commit.expected_interaction_count:
         raise ConflictError(
             "the persona moved on since this enrichment started",
             persona_id=commit.persona_id,
             expected=commit.expected_interaction_count,
             found=interaction_count,
+        )
+    if commit.expected_reflection_at not in (None, reflection_at):
+        raise ConflictError(
+            "the persona reflected since this enrichment read its beliefs",
+            persona_id=commit.persona_id,
+            expected=commit.expected_reflection_at,
+            found=reflection_at,
         )
     if status != EnrichmentStatus.PENDING.value:
         raise ConflictError(

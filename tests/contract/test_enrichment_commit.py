@@ -75,6 +75,19 @@ async def test_stale_expected_count_conflicts_and_changes_nothing(store: Any) ->
     assert await dump(store, "p1") == before
 
 
+async def test_a_commit_planned_before_a_reflection_conflicts(store: Any) -> None:
+    """A commit whose expected_reflection_at is not the persona's last_reflection_at (a
+    reflection decayed beliefs since the plan read them) raises ConflictError and writes
+    nothing; planned from the current value, it commits."""
+    _, e2 = await _enriched_once(store)
+    before = await dump(store, "p1")
+    with pytest.raises(ConflictError, match="reflected"):
+        await store.commit_enrichment(make_commit(e2, expected=1, expected_reflection_at=3))
+    assert await dump(store, "p1") == before
+    await store.commit_enrichment(make_commit(e2, expected=1, expected_reflection_at=0))
+    assert (await store.get_episode("p1", "e2")).enrichment_status is EnrichmentStatus.ENRICHED
+
+
 async def test_second_commit_of_an_episode_conflicts(store: Any) -> None:
     """Committing an already enriched episode again raises ConflictError, nothing written."""
     e1, _ = await _enriched_once(store)

@@ -14,8 +14,10 @@ from factories import add_episode, add_persona, at, cosine, make_commit, vector
 from neo4j import AsyncManagedTransaction
 
 from sonality.errors import ConflictError
+from sonality.llm.embedders import HashEmbedder
 from sonality.models import (
     AffectState,
+    EnrichmentStatus,
     EpisodeDraft,
     MonologueEntry,
     Narrative,
@@ -27,7 +29,11 @@ from sonality.models import (
     ThinkerTurn,
     ThoughtCommit,
 )
+from sonality.service import Sonality
 from sonality.storage.neo4j.episodes import SimilarityRoute
+from sonality.testing import ScriptedLLM
+from tests.conftest import EMBEDDING_DIMENSIONS
+from tests.pipeline import scripts
 
 pytestmark = pytest.mark.neo4j
 
@@ -98,19 +104,79 @@ async def test_an_enrichment_chunk_is_one_statement(
     neo4j_store: Any, statements: Statements
 ) -> None:
     """Three consecutive enrichment commits of one persona (a backlog chunk) send one
-    statement; the state the chunk plans from is read in one transaction."""
+    statement, which returns the enriched episodes; the state the chunk plans from is one
+    statement too."""
     await add_persona(neo4j_store)
     episodes = [await add_episode(neo4j_store, f"e{i}", minute=i) for i in range(1, 4)]
     commits = [make_commit(e, expected=i, insight_id=f"ins-{e.id}") for i, e in enumerate(episodes)]
     with statements.counting() as sent:
-        await neo4j_store.commit_enrichments(commits)
+        stored = await neo4j_store.commit_enrichments(commits)
     assert len(sent) == 1, sent
+    assert [e.id for e in stored] == [e.id for e in episodes]
+    assert {e.enrichment_status for e in stored} == {EnrichmentStatus.ENRICHED}
+    assert stored == [await neo4j_store.get_episode("p1", e.id) for e in episodes]
     assert (await neo4j_store.get_persona("p1")).interaction_count == 3
     units = neo4j_store.transaction_stats.units
     with statements.counting() as sent:
-        await neo4j_store.enrichment_state("p1", ["u1", "u2"], since_interaction=0)
+        state = await neo4j_store.enrichment_state("p1", ["u1", "u2"], since_interaction=0)
     assert neo4j_store.transaction_stats.units == units + 1
-    assert len(sent) == 5, sent
+    assert len(sent) == 1, sent
+    assert state.persona.interaction_count == 3 and state.beliefs
+
+
+async def test_the_backlog_read_is_one_statement(neo4j_store: Any, statements: Statements) -> None:
+    """The read an enrichment pass makes before the model (the oldest pending episodes,
+    the pending count, the planning state) is one statement and reads what
+    enrichment_state reads."""
+    await add_persona(neo4j_store)
+    e1 = await add_episode(neo4j_store, "e1", minute=1)
+    await neo4j_store.commit_enrichment(make_commit(e1, expected=0))
+    for i in range(2, 5):
+        await add_episode(neo4j_store, f"e{i}", minute=i)
+    with statements.counting() as sent:
+        backlog = await neo4j_store.enrichment_backlog(
+            "p1", limit=2, influence_window=10, count=True
+        )
+    assert len(sent) == 1, sent
+    assert [e.id for e in backlog.episodes] == ["e2", "e3"]
+    assert backlog.pending == 3 and backlog.persona.interaction_count == 1
+    users = sorted({e.user_id for e in backlog.episodes})
+    assert backlog.state == await neo4j_store.enrichment_state("p1", users, since_interaction=-8)
+    assert backlog.state.beliefs and backlog.state.influence
+    plain = await neo4j_store.enrichment_backlog("p1", limit=2, influence_window=10)
+    assert plain.pending is None
+
+
+INLINE_RECORD_UNITS = 3
+"""An inline ``record`` with an idle lane: the append, the backlog read (the episode is
+the oldest pending one; the planning state) and the enrichment commit (which returns the
+episode): one statement each."""
+
+
+async def test_an_inline_record_is_three_round_trips(
+    neo4j_store: Any, statements: Statements
+) -> None:
+    """record(enrich="inline") with an instant model sends three statements in three
+    units of work (append, backlog read, commit) and returns the enriched episode as
+    stored; a second record of the same persona costs the same."""
+    llm = ScriptedLLM()
+    llm.default("assess_evidence", scripts.evidence_reply)
+    llm.default("extract_insight", scripts.insight_reply)
+    app = Sonality(store=neo4j_store, llm=llm, embedder=HashEmbedder(EMBEDDING_DIMENSIONS))
+    await app.create_persona("p1", name="Ada", core_identity="I follow evidence.")
+    for turn in (1, 2):
+        units = neo4j_store.transaction_stats.units
+        t = scripts.turn(turn)
+        with statements.counting() as sent:
+            recorded = await app.record(
+                "p1", user_id="u1", conversation_id="c1", message=t.message, response=t.response
+            )
+        assert len(sent) == INLINE_RECORD_UNITS, sent
+        assert neo4j_store.transaction_stats.units == units + INLINE_RECORD_UNITS
+        assert recorded.status == "enriched"
+        assert recorded.episode == await neo4j_store.get_episode("p1", recorded.episode.id)
+        assert recorded.enrichment is not None and recorded.enrichment.remaining == 0
+    await app.close()
 
 
 async def test_put_affect_is_one_statement(neo4j_store: Any, statements: Statements) -> None:

@@ -72,9 +72,11 @@ class Query(StrEnum):
     EPISODE_VECTORS = "episode/vectors"
 
     # enrichment commit (one statement)
+    ENRICHMENT_BACKLOG = "enrichment/backlog"
     ENRICHMENT_COMMIT = "enrichment/commit"
     ENRICHMENT_CREATE_FACTS = "enrichment/create_facts"
     ENRICHMENT_CREATE_STAGED = "enrichment/create_staged"
+    ENRICHMENT_STATE = "enrichment/state"
 
     # beliefs and their provenance
     BELIEF_CONTRADICTS = "belief/contradicts"
@@ -85,7 +87,6 @@ class Query(StrEnum):
 
     # staged updates
     STAGED_INFLUENCE = "staged/influence"
-    STAGED_INFLUENCE_USERS = "staged/influence_users"
     STAGED_LIST = "staged/list"
 
     # insights, and the retried insight part of enriched episodes
@@ -107,7 +108,6 @@ class Query(StrEnum):
     FACT_CORRECT = "fact/correct"
     FACT_GET = "fact/get"
     FACT_LIST = "fact/list"
-    FACT_LIST_USERS = "fact/list_users"
     FACT_RETRACT = "fact/retract"
 
     # reflection: the lease, the one-transaction commit, attempts, reads

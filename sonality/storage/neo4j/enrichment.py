@@ -17,6 +17,7 @@ from neo4j import AsyncManagedTransaction
 from sonality.errors import NotFoundError, PersonaNotFound
 from sonality.models import (
     Belief,
+    EnrichmentBacklog,
     EnrichmentCommit,
     EnrichmentState,
     Episode,
@@ -70,6 +71,7 @@ def _commit_params(commit: EnrichmentCommit) -> dict[str, Any]:
     return {
         "episode_id": commit.episode_id,
         "expected_interaction_count": commit.expected_interaction_count,
+        "expected_reflection_at": commit.expected_reflection_at,
         "fields": shapes.enriched_episode(commit),
         "interaction_count": commit.interaction_count,
         "disagreement_window": list(commit.disagreement_window),
@@ -87,7 +89,9 @@ def _commit_params(commit: EnrichmentCommit) -> dict[str, Any]:
 def _check(commit: EnrichmentCommit, row: dict[str, Any]) -> None:
     """What the statement reported for one commit: a raise rolls the transaction back."""
     pid = commit.persona_id
-    checks.enrichment_may_commit(commit, row["found_count"], row["found_status"])
+    checks.enrichment_may_commit(
+        commit, row["found_count"], row["found_status"], row["found_reflection_at"]
+    )
     checks.wrote_all(
         "a fact names a user or episode the persona lacks",
         pid,
@@ -106,11 +110,13 @@ def _check(commit: EnrichmentCommit, row: dict[str, Any]) -> None:
     )
 
 
-async def _commit_all(tx: AsyncManagedTransaction, commits: Sequence[EnrichmentCommit]) -> None:
+async def _commit_all(
+    tx: AsyncManagedTransaction, commits: Sequence[EnrichmentCommit]
+) -> list[Episode]:
     """Consecutive commits of one persona in one statement (``enrichment/commit``): the
     checks of each run in it, under the persona lock, against what the commits before it
     left; what it reports back decides here whether the transaction stands (a raise rolls
-    it back)."""
+    it back). Returns the enriched episodes as the statement left them."""
     pid = checks.enrichment_chunk(commits)
     rows = await fetch(
         tx,
@@ -123,28 +129,50 @@ async def _commit_all(tx: AsyncManagedTransaction, commits: Sequence[EnrichmentC
         raise PersonaNotFound("no such persona", persona_id=pid)
     for commit, row in zip(commits, rows, strict=True):
         _check(commit, row)
+    return [episode_from(row["episode"]) for row in rows]
+
+
+def _state_from(row: dict[str, Any]) -> EnrichmentState:
+    return EnrichmentState(
+        persona=persona_from(row["persona"]),
+        beliefs=tuple(Belief.model_validate(codec.decode(b, Belief)) for b in row["beliefs"]),
+        staged=tuple(
+            StagedUpdate.model_validate(codec.decode(s, StagedUpdate)) for s in row["staged"]
+        ),
+        facts=tuple(UserFact.model_validate(codec.decode(f, UserFact)) for f in row["facts"]),
+        influence=tuple(StagedInfluence.model_validate(r) for r in row["influence"]),
+    )
+
+
+async def _backlog(
+    tx: AsyncManagedTransaction, persona_id: str, limit: int, count: bool, window: int
+) -> EnrichmentBacklog:
+    row = await fetch_one(
+        tx,
+        Query.ENRICHMENT_BACKLOG,
+        persona_id=persona_id,
+        limit=limit,
+        count=count,
+        influence_window=window,
+    )
+    if row is None:
+        raise PersonaNotFound("no such persona", persona_id=persona_id)
+    return EnrichmentBacklog(
+        episodes=tuple(episode_from(e) for e in row["episodes"]),
+        state=_state_from(row),
+        pending=row["pending"],
+    )
 
 
 async def _state(
     tx: AsyncManagedTransaction, persona_id: str, user_ids: list[str], since: int
 ) -> EnrichmentState:
-    persona = await fetch_one(tx, Query.PERSONA_GET, persona_id=persona_id)
-    if persona is None:
-        raise PersonaNotFound("no such persona", persona_id=persona_id)
-    ids = {"persona_id": persona_id}
-    beliefs = await fetch(tx, Query.BELIEF_LIST, **ids, include_retired=True)
-    staged = await fetch(tx, Query.STAGED_LIST, **ids, due_by=None)
-    facts = await fetch(tx, Query.FACT_LIST_USERS, **ids, user_ids=user_ids)
-    influence = await fetch(tx, Query.STAGED_INFLUENCE_USERS, **ids, user_ids=user_ids, since=since)
-    return EnrichmentState(
-        persona=persona_from(persona["persona"]),
-        beliefs=tuple(Belief.model_validate(codec.decode(r["belief"], Belief)) for r in beliefs),
-        staged=tuple(
-            StagedUpdate.model_validate(codec.decode(r["staged"], StagedUpdate)) for r in staged
-        ),
-        facts=tuple(UserFact.model_validate(codec.decode(r["fact"], UserFact)) for r in facts),
-        influence=tuple(StagedInfluence.model_validate(r) for r in influence),
+    row = await fetch_one(
+        tx, Query.ENRICHMENT_STATE, persona_id=persona_id, user_ids=user_ids, since=since
     )
+    if row is None:
+        raise PersonaNotFound("no such persona", persona_id=persona_id)
+    return _state_from(row)
 
 
 async def _commit_insight(tx: AsyncManagedTransaction, commit: InsightCommit) -> None:
@@ -170,16 +198,32 @@ class Neo4jEnrichment(Neo4jAggregate):
         """Apply everything one interaction changed, in one transaction."""
         await self._db.write("commit_enrichment", _commit_all, (commit,))
 
-    async def commit_enrichments(self, commits: Sequence[EnrichmentCommit]) -> None:
+    async def commit_enrichments(self, commits: Sequence[EnrichmentCommit]) -> list[Episode]:
         """Apply consecutive enrichment commits of one persona in one transaction, each
-        checked as ``commit_enrichment`` checks it; any refusal rolls them all back."""
-        if commits:
-            await self._db.write("commit_enrichments", _commit_all, tuple(commits))
+        checked as ``commit_enrichment`` checks it; any refusal rolls them all back.
+        Returns the enriched episodes, in order."""
+        if not commits:
+            return []
+        return await self._db.write("commit_enrichments", _commit_all, tuple(commits))
+
+    async def enrichment_backlog(
+        self, persona_id: str, *, limit: int, influence_window: int, count: bool = False
+    ) -> EnrichmentBacklog:
+        """The persona's oldest pending episodes with their planning state (and how many
+        are pending when ``count``), in one statement."""
+        return await self._db.read(
+            "enrichment_backlog",
+            _backlog,
+            persona_id,
+            checks.limit(limit),
+            count,
+            influence_window,
+        )
 
     async def enrichment_state(
         self, persona_id: str, user_ids: Sequence[str], *, since_interaction: int
     ) -> EnrichmentState:
-        """What planning the persona's next enrichments reads, in one read transaction."""
+        """What planning the persona's next enrichments reads, in one statement."""
         return await self._db.read(
             "enrichment_state", _state, persona_id, sorted(set(user_ids)), since_interaction
         )

@@ -228,7 +228,10 @@ class Neo4jEpisodes(Neo4jAggregate):
             return await _search(tx, persona_id, user_id, vector, k)
         if form == "cache":
             hits = await self.vectors.search(tx, persona_id, user_id, vector, k)
-            return [(episode_from(props), score) for props, score in hits]
+            return [
+                (episode_from(codec.times_from_micros(props, "created_at")), score)
+                for props, score in hits
+            ]
         route = self.similarity_route if self._db.vector_index else EXACT_ROUTE
         return await _similar(tx, persona_id, user_id, vector, k, route)
 

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 from sonality.errors import NotFoundError
 from sonality.models import (
     Belief,
+    EnrichmentBacklog,
     EnrichmentCommit,
     EnrichmentState,
     Episode,
@@ -119,7 +120,10 @@ def _commit(conn: sqlite3.Connection, commit: EnrichmentCommit) -> None:
         (pid, commit.episode_id),
     ).fetchone()
     checks.enrichment_may_commit(
-        commit, int(persona["interaction_count"]), None if status is None else str(status[0])
+        commit,
+        int(persona["interaction_count"]),
+        None if status is None else str(status[0]),
+        int(persona["last_reflection_at"]),
     )
     fields = codec.encode_fields(shapes.enriched_episode(commit))
     conn.execute(_UPDATE_EPISODE, {**fields, "persona_id": pid, "episode_id": commit.episode_id})
@@ -333,10 +337,43 @@ def _state(
     )
 
 
-def _commit_all(conn: sqlite3.Connection, commits: Sequence[EnrichmentCommit]) -> None:
-    checks.enrichment_chunk(commits)
+def _commit_all(conn: sqlite3.Connection, commits: Sequence[EnrichmentCommit]) -> list[Episode]:
+    pid = checks.enrichment_chunk(commits)
     for commit in commits:
         _commit(conn, commit)
+    return [
+        episode_from(
+            conn.execute(
+                f"SELECT {episode_columns()} FROM episodes WHERE persona_id = ? AND id = ?",
+                (pid, commit.episode_id),
+            ).fetchone()
+        )
+        for commit in commits
+    ]
+
+
+def _backlog(
+    conn: sqlite3.Connection, persona_id: str, limit: int, count: bool, window: int
+) -> EnrichmentBacklog:
+    persona = get_persona(conn, persona_id)
+    rows = conn.execute(
+        f"SELECT {episode_columns()} FROM episodes "
+        "WHERE persona_id = ? AND enrichment_status = 'pending' ORDER BY seq LIMIT ?",
+        (persona_id, checks.limit(limit)),
+    )
+    episodes = tuple(episode_from(row) for row in rows)
+    pending = None
+    if count:
+        pending = int(
+            conn.execute(
+                "SELECT count(*) FROM episodes "
+                "WHERE persona_id = ? AND enrichment_status = 'pending'",
+                (persona_id,),
+            ).fetchone()[0]
+        )
+    since = persona.interaction_count + 1 - window
+    state = _state(conn, persona_id, [e.user_id for e in episodes], since)
+    return EnrichmentBacklog(episodes=episodes, state=state, pending=pending)
 
 
 def _retract(conn: sqlite3.Connection, persona_id: str, user_id: str, fact_id: str) -> None:
@@ -355,11 +392,20 @@ class SqliteEnrichment(SqliteAggregate):
         """Apply everything one interaction changed, in one transaction."""
         await self._db.write(_commit, commit)
 
-    async def commit_enrichments(self, commits: Sequence[EnrichmentCommit]) -> None:
+    async def commit_enrichments(self, commits: Sequence[EnrichmentCommit]) -> list[Episode]:
         """Apply consecutive enrichment commits of one persona in one transaction, each
-        checked as ``commit_enrichment`` checks it; any refusal rolls them all back."""
-        if commits:
-            await self._db.write(_commit_all, tuple(commits))
+        checked as ``commit_enrichment`` checks it; any refusal rolls them all back.
+        Returns the enriched episodes, in order."""
+        if not commits:
+            return []
+        return await self._db.write(_commit_all, tuple(commits))
+
+    async def enrichment_backlog(
+        self, persona_id: str, *, limit: int, influence_window: int, count: bool = False
+    ) -> EnrichmentBacklog:
+        """The persona's oldest pending episodes with their planning state (and how many
+        are pending when ``count``), in one read transaction."""
+        return await self._db.read(_backlog, persona_id, limit, count, influence_window)
 
     async def enrichment_state(
         self, persona_id: str, user_ids: Sequence[str], *, since_interaction: int

@@ -216,7 +216,8 @@ class SqliteAggregate:
 def persona_counters(conn: sqlite3.Connection, persona_id: str) -> sqlite3.Row:
     """The persona's counters row; ``PersonaNotFound`` when unknown."""
     row: sqlite3.Row | None = conn.execute(
-        "SELECT interaction_count, episode_seq FROM personas WHERE id = ?", (persona_id,)
+        "SELECT interaction_count, episode_seq, last_reflection_at FROM personas WHERE id = ?",
+        (persona_id,),
     ).fetchone()
     if row is None:
         raise PersonaNotFound("no such persona", persona_id=persona_id)

@@ -1,0 +1,48 @@
+// What an enrichment pass reads before it asks the model, in one statement: the persona,
+// its oldest pending episodes (up to $limit, by seq: the order enrichment follows), when
+// $count how many are pending in all (an index range of the pending ones, never a scan of
+// the persona's episodes), and the state their commits are planned from, as
+// enrichment/state reads it for the episodes' users and the influence window of the
+// persona's next interaction. No row: no such persona.
+MATCH (p:Persona {id: $persona_id})
+CALL (p) {
+  MATCH (e:Episode {persona_id: $persona_id, enrichment_status: 'pending'})
+  WITH e
+  ORDER BY e.seq
+  LIMIT $limit
+  RETURN collect(e {.*, embedding: null}) AS episodes
+}
+WITH p, episodes, [e IN episodes | e.user_id] AS user_ids,
+     p.interaction_count + 1 - $influence_window AS since
+CALL (p) {
+  MATCH (b:Belief {persona_id: $persona_id})
+  WITH b
+  ORDER BY b.topic
+  RETURN collect(b {.*}) AS beliefs
+}
+CALL (p) {
+  MATCH (s:StagedUpdate {persona_id: $persona_id})
+  WHERE s.committed_at IS NULL
+  WITH s
+  ORDER BY s.due_at, s.staged_at, s.id
+  RETURN collect(s {.*}) AS staged
+}
+CALL (user_ids) {
+  MATCH (f:UserFact {persona_id: $persona_id})
+  WHERE f.user_id IN user_ids AND NOT f.retracted
+  RETURN collect(f {.*}) AS facts
+}
+CALL (user_ids, since) {
+  MATCH (s:StagedUpdate {persona_id: $persona_id})
+  WHERE s.staged_at > since
+  MATCH (e:Episode {persona_id: $persona_id})-[:STAGED]->(s)
+  WHERE e.user_id IN user_ids
+  RETURN collect({
+    user_id: e.user_id, staged_id: s.id, episode_id: s.episode_id, topic: s.topic,
+    signed_delta: s.signed_delta, staged_at: s.staged_at, message: e.user_message
+  }) AS influence
+}
+RETURN p {.*} AS persona, episodes, beliefs, staged, facts, influence,
+       CASE WHEN $count
+         THEN COUNT { MATCH (x:Episode {persona_id: $persona_id, enrichment_status: 'pending'}) }
+       END AS pending
