@@ -77,6 +77,11 @@ class Settings(BaseSettings):
     driver's ``max_transaction_retry_time``; its own default is 30 s)."""
     neo4j_connect_seconds: float = Field(default=5.0, gt=0, le=300)
     """How long opening a connection, or waiting for one from the pool, may take."""
+    neo4j_vector_index: bool = False
+    """Keep the ``episode_embedding`` vector index (``on``) or not (``off``, the default);
+    ``sonality migrate`` creates or drops it to match. Similarity search does not need it
+    (the per-process cache is exact), and on 5.26 its HNSW insert is most of an append's
+    cost; see the README's performance section."""
 
     model: str | None = None
     """litellm model name, e.g. ``openai/gpt-4o-mini``; unset means no LLM (degraded mode)."""

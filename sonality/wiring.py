@@ -51,6 +51,7 @@ async def open_store(settings: Settings, *, create: bool = True) -> Store:
         auth=(settings.neo4j_user, password) if password else None,
         database=settings.neo4j_database,
         embedding_dimensions=settings.embedding_dimensions,
+        vector_index=settings.neo4j_vector_index,
         retry_seconds=settings.neo4j_retry_seconds,
         connect_seconds=settings.neo4j_connect_seconds,
     )

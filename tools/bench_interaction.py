@@ -9,12 +9,16 @@ a few seconds of unmeasured floor writes and appends, which warm the JVM, the dr
 and the page cache; the ratios use it, and it is measured again at the end of the store's
 run to show the drift), append_episode,
 record with an instant scripted model (inline and background), 16 concurrent appenders on
-one persona (episodes/s, driver retries), enrichment of a backlog (interactions/s), the bulk
+one persona (episodes/s, driver retries; without embeddings, then with) beside 16
+concurrent floor writes (their ceiling on this machine, in the same run), on Neo4j the same
+append, embedded writers and a 1,000-episode bulk batch with the opt-in vector index made
+(``--vector-index on`` keeps it for the whole run instead), enrichment of a backlog
+(interactions/s), the bulk
 fill through Store.append_episodes (episodes/s, 50 users, 200 conversations, embeddings),
 and context at each size (the first call per user apart: it fills the similarity cache);
 on Neo4j also the similarity search through the process's cache (the chosen path) and the
-two server-side query forms forced (exact scan, vector index), with recall@10 of the cache
-and of the index against the exact scan. ``--neo4j-version 2026`` runs the dev server
+server-side query forms forced (exact scan; the vector index when the run keeps it), with
+recall@10 of each against the exact scan. ``--neo4j-version 2026`` runs the dev server
 2026.08.1 instead of 5.26. Latencies are p50/p95 in ms with p50 as a multiple of the
 floor. Neo4j is the dev server from tools/neo4j-devserver (started here) unless
 SONALITY_BENCH_NEO4J_URI names one.
@@ -204,7 +208,10 @@ async def bench_backend(
     floor_write: Callable[[int], Awaitable[Any]],
     sizes: list[int],
     samples: int,
+    open_indexed: Callable[[], Awaitable[Store]] | None = None,
 ) -> None:
+    """``open_indexed`` (Neo4j) opens a store with the vector index setting on: its
+    migrate makes the index for the "vector index on" rows, the main store's drops it."""
     store = await open_store()
     await store.migrate()
     await store.delete_all()
@@ -275,28 +282,51 @@ async def bench_backend(
 
     writers, each = 16, max(10, samples // 4)
     retries = getattr(store, "transaction_stats", None)
-    before = 0 if retries is None else retries.retries
 
-    async def writer(w: int) -> None:
+    crowd_vectors = await embedder.embed([text(i) for i in range(writers * each)])
+
+    async def writer(w: int, prefix: str = "crowd-") -> None:
+        """``each`` appends of writer ``w``; a prefix ending in ``v-`` adds embeddings
+        (computed beforehand: the row measures the store)."""
         for j in range(each):
             i = w * each + j
             await store.append_episode(
                 EpisodeDraft(
-                    id=f"crowd-{i}",
+                    id=f"{prefix}{i}",
                     persona_id="crowd",
                     user_id=f"u{w % 8}",
                     conversation_id=f"c{w}",
                     user_message=text(i),
                     agent_response="Noted.",
                     created_at=datetime.now(UTC),
+                    embedding=crowd_vectors[i] if prefix.endswith("v-") else None,
                 )
             )
 
+    async def crowd(label: str, prefix: str) -> None:
+        before = 0 if retries is None else retries.retries
+        began = time.perf_counter()
+        await asyncio.gather(*(writer(w, prefix) for w in range(writers)))
+        rate = writers * each / (time.perf_counter() - began)
+        retried = "" if retries is None else f"driver retries {retries.retries - before}"
+        report.rate(label, writers * each, rate, retried)
+
+    async def floors(w: int) -> None:
+        for j in range(each):
+            await floor_write(2_000_000 + w * each + j)
+
     began = time.perf_counter()
-    await asyncio.gather(*(writer(w) for w in range(writers)))
-    rate = writers * each / (time.perf_counter() - began)
-    retried = "" if retries is None else f"driver retries {retries.retries - before}"
-    report.rate("16 concurrent appenders, 1 persona", writers * each, rate, retried)
+    await asyncio.gather(*(floors(w) for w in range(writers)))
+    report.rate(
+        "16 concurrent floor writes",
+        writers * each,
+        writers * each / (time.perf_counter() - began),
+        "(the ceiling)",
+    )
+    await crowd("16 concurrent appenders, 1 persona", "crowd-")
+    await crowd("16 appenders, with embeddings", "crowd-v-")
+    if open_indexed is not None:
+        await with_vector_index(store, open_indexed, report, append, crowd, samples)
 
     n = max(200, samples * 2)
     await app.record_batch(
@@ -338,6 +368,30 @@ async def bench_backend(
     await store.close()
 
 
+async def with_vector_index(
+    store: Any,
+    open_indexed: Callable[[], Awaitable[Store]],
+    report: Report,
+    append: Callable[[int], Awaitable[None]],
+    crowd: Callable[[str, str], Awaitable[None]],
+    samples: int,
+) -> None:
+    """The trade-off of the opt-in vector index, in the same run: append, 16 writers with
+    embeddings and a 1,000-episode bulk batch with the index made (a store with the
+    setting on migrates), then the main store's migrate (setting off) drops it again."""
+    if store._db.vector_index:  # the run has it on throughout (--vector-index)
+        return
+    other = await open_indexed()
+    await other.migrate()
+    await other.close()
+    report.latency(
+        "append, vector index on", "-", await timed(samples, lambda i: append(500_000 + i))
+    )
+    await crowd("16 appenders, embeddings, index on", "crowd-ixv-")
+    report.rate("bulk 1,000, vector index on", 1000, await bulk_fill(store, "warm", 0, 1000, 5_000))
+    await store.migrate()
+
+
 async def similarity_routes(store: Any, report: Report, size: int, samples: int) -> None:
     """Every similarity form the store has, forced: the process's cache, the server-side
     forms of 5.26 (exact scan, vector index with oversampling) and, on 2026.x with the
@@ -352,9 +406,10 @@ async def similarity_routes(store: Any, report: Report, size: int, samples: int)
     saved = (store.similarity_search, store.similarity_cache, store.similarity_route)
     forms = [
         ("exact", False, False, SimilarityRoute(exact_max=10**9)),
-        ("index", False, False, SimilarityRoute(exact_max=-1)),
         ("cache", False, True, saved[2]),
     ]
+    if store._db.vector_index:  # opt-in (--vector-index on): the ANN route, forced
+        forms.insert(1, ("index", False, False, SimilarityRoute(exact_max=-1)))
     if store._db.scoped_index:  # 2026.x after V0036: the in-index search, forced
         forms.append(("search", True, True, saved[2]))
     for name, search, cache, route in forms:
@@ -393,6 +448,13 @@ async def main() -> int:
     parser.add_argument("--sizes", default="1000,100000")
     parser.add_argument("--backends", default="sqlite,neo4j")
     parser.add_argument("--samples", type=int, default=200)
+    parser.add_argument(
+        "--vector-index",
+        choices=("off", "on"),
+        default="off",
+        help="Neo4j: run with the episode vector index (SONALITY_NEO4J_VECTOR_INDEX); with "
+        "off (the default) the 'vector index on' rows still show what it costs",
+    )
     parser.add_argument(
         "--neo4j-version",
         default="5.26",
@@ -450,11 +512,16 @@ async def main() -> int:
                     async with driver.session(database="neo4j") as session:
                         await session.execute_write(create_one, i)
 
-                async def open_neo4j(uri: str = uri) -> Store:
-                    return await Neo4jStore.open(uri, embedding_dimensions=DIMS)
+                async def open_neo4j(uri: str = uri, on: bool = args.vector_index == "on") -> Store:
+                    return await Neo4jStore.open(uri, embedding_dimensions=DIMS, vector_index=on)
+
+                async def open_indexed(uri: str = uri) -> Store:
+                    return await Neo4jStore.open(uri, embedding_dimensions=DIMS, vector_index=True)
 
                 try:
-                    await bench_backend("neo4j", open_neo4j, neo4j_floor, sizes, args.samples)
+                    await bench_backend(
+                        "neo4j", open_neo4j, neo4j_floor, sizes, args.samples, open_indexed
+                    )
                 finally:
                     await driver.close()
                     if server is not None:

@@ -2,7 +2,8 @@
 // CURRENT snapshot, the user's active facts (oldest first), the active beliefs (by topic)
 // and the user's $recent latest episodes (through the (persona_id, user_id, seq) index,
 // named by a hint: the planner's statistics could otherwise pick the (persona_id, user_id,
-// embedding_rev) index and sort the user's history).
+// embedding_rev) index and sort the user's history); their created_at comes as
+// microseconds since the epoch (created_at_us), which the driver reads faster than a DateTime.
 // No row: no such persona.
 MATCH (p:Persona {id: $persona_id})
 OPTIONAL MATCH (p)-[:CURRENT]->(s:Snapshot)
@@ -27,6 +28,8 @@ CALL () {
   WITH e
   ORDER BY e.persona_id DESC, e.user_id DESC, e.seq DESC
   LIMIT $recent
-  RETURN collect(e {.*, embedding: null}) AS recent
+  RETURN collect(e {.*, embedding: null, created_at: null,
+                    created_at_us: e.created_at.epochMillis * 1000 + e.created_at.microsecond % 1000})
+         AS recent
 }
 RETURN p {.*} AS persona, s {.*} AS snapshot, facts, beliefs, recent

@@ -21,21 +21,33 @@ CALL (p, existing) {
 UNION
   WITH p, existing
   WHERE existing IS NULL
-  // a user's first episode links the user to the persona (TALKS_WITH), which locks the
-  // persona: then the persona's lock comes first, as in the enrichment commit, so that the
-  // two queue instead of deadlocking (tests/neo4j/test_enrichment_locks.py)
-  OPTIONAL MATCH (known:User {persona_id: $persona_id, id: $user_id})
-  FOREACH (_ IN CASE WHEN known IS NULL THEN [1] ELSE [] END |
-    SET p._lock = true
-    REMOVE p._lock
-  )
-  WITH p
-  MERGE (u:User {persona_id: $persona_id, id: $user_id})
-    ON CREATE SET u.created_at = $created_at
-  MERGE (p)-[:TALKS_WITH]->(u)
-  MERGE (c:Conversation {persona_id: $persona_id, id: $conversation_id})
-    ON CREATE SET c.user_id = $user_id, c.last_turn = 0, c.created_at = $created_at
-  MERGE (u)-[:HAD]->(c)
+  OPTIONAL MATCH (known:Conversation {persona_id: $persona_id, id: $conversation_id})
+  CALL (p, known) {
+    // the usual case: a conversation of this user exists, so do its user, TALKS_WITH and
+    // HAD (every path that makes a Conversation makes them with it); no MERGE to check
+    WITH known
+    WHERE known IS NOT NULL AND known.user_id = $user_id
+    RETURN known AS c
+  UNION
+    WITH p, known
+    WHERE known IS NULL OR known.user_id <> $user_id
+    // a user's first episode links the user to the persona (TALKS_WITH), which locks the
+    // persona: then the persona's lock comes first, as in the enrichment commit, so that
+    // the two queue instead of deadlocking (tests/neo4j/test_enrichment_locks.py)
+    OPTIONAL MATCH (known_user:User {persona_id: $persona_id, id: $user_id})
+    FOREACH (_ IN CASE WHEN known_user IS NULL THEN [1] ELSE [] END |
+      SET p._lock = true
+      REMOVE p._lock
+    )
+    WITH p
+    MERGE (u:User {persona_id: $persona_id, id: $user_id})
+      ON CREATE SET u.created_at = $created_at
+    MERGE (p)-[:TALKS_WITH]->(u)
+    MERGE (c:Conversation {persona_id: $persona_id, id: $conversation_id})
+      ON CREATE SET c.user_id = $user_id, c.last_turn = 0, c.created_at = $created_at
+    MERGE (u)-[:HAD]->(c)
+    RETURN c
+  }
   SET c.last_turn = c.last_turn + 1
   WITH c, c.last_episode_id AS previous_id, datetime.realtime() AS now
   OPTIONAL MATCH (previous:Episode {persona_id: $persona_id, id: previous_id})

@@ -39,11 +39,17 @@ async def migrate(state: CliState, check: bool, as_json: bool) -> None:
                 raise Unsuccessful
             return
         applied = await store.migrate()
-    emit(
-        {"backend": status.backend, "applied": applied},
-        as_json,
-        lambda: click.echo("\n".join(f"applied {name}" for name in applied) or "nothing to apply"),
-    )
+        index = (await store.schema_status()).vector_index
+    result: dict[str, Any] = {"backend": status.backend, "applied": applied}
+    if index is not None:
+        result["vector_index"] = {**index.model_dump(), "matches_setting": index.matches}
+
+    def text() -> None:
+        click.echo("\n".join(f"applied {name}" for name in applied) or "nothing to apply")
+        if "vector_index" in result:
+            click.echo(f"vector index: {_vector_index_line(result['vector_index'])}")
+
+    emit(result, as_json, text)
 
 
 @click.command()
@@ -78,6 +84,12 @@ async def doctor(state: CliState, as_json: bool, call_model: bool) -> None:
             status = await store.schema_status()
             report["store"].update(reachable=True)
             report["schema"] = {"current": status.current, "pending": list(status.pending)}
+            if status.vector_index is not None:
+                index = status.vector_index
+                report["schema"]["vector_index"] = {
+                    **index.model_dump(),
+                    "matches_setting": index.matches,
+                }
             if status.current:
                 pending: dict[str, dict[str, int]] = {}
                 insights: dict[str, dict[str, int]] = {}
@@ -123,6 +135,8 @@ async def doctor(state: CliState, as_json: bool, call_model: bool) -> None:
                 "schema     "
                 + ("current" if schema["current"] else f"PENDING: {', '.join(schema['pending'])}")
             )
+            if "vector_index" in schema:
+                click.echo(f"vector     {_vector_index_line(schema['vector_index'])}")
         for pid, counts in report.get("episodes", {}).items():
             insight = report["insights"][pid]
             click.echo(
@@ -149,6 +163,18 @@ async def doctor(state: CliState, as_json: bool, call_model: bool) -> None:
     emit(report, as_json, text)
     if not healthy:
         raise Unsuccessful
+
+
+def _vector_index_line(index: dict[str, Any]) -> str:
+    """The Neo4j episode vector index in one line: the setting, what the server has."""
+    setting = "on" if index["wanted"] else "off"
+    if index["state"] is None:
+        have = "no index"
+    else:
+        scope = ", filtered by persona and user" if index["scoped"] else ""
+        have = f"episode_embedding {index['state']} ({index['dimensions']} dimensions{scope})"
+    hint = "" if index["matches_setting"] else "; run `sonality migrate` to match the setting"
+    return f"SONALITY_NEO4J_VECTOR_INDEX={setting}: {have}{hint}"
 
 
 async def _ping_model(settings: Settings) -> str | None:

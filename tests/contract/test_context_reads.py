@@ -66,3 +66,23 @@ async def test_context_reads_of_an_unknown_persona_fail(store: Any) -> None:
     """An unknown persona is PersonaNotFound, whatever else was asked."""
     with pytest.raises(PersonaNotFound):
         await store.context_reads("nobody", "u1", vector(1.0), similar_k=4, recent=2)
+
+
+async def test_context_reads_keep_times_to_the_microsecond(store: Any) -> None:
+    """Episodes read by context (latest and similar) carry their created_at to the
+    microsecond, before the epoch too, equal to get_episode's."""
+    from datetime import UTC, datetime
+
+    await add_persona(store)
+    times = [
+        datetime(2026, 3, 1, 12, 0, 7, 123456, tzinfo=UTC),
+        datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
+        datetime(2026, 3, 1, 12, 0, 8, 1, tzinfo=UTC),
+    ]
+    for i, when in enumerate(times):
+        await add_episode(store, f"t{i}", minute=i, created_at=when, embedding=vector(1.0, i))
+    reads = await store.context_reads("p1", "u1", vector(1.0), similar_k=3, recent=3)
+    stored = {i: await store.get_episode("p1", f"t{i}") for i in range(3)}
+    assert {e.id: e for e, _ in reads.similar} == {e.id: e for e in stored.values()}
+    assert {e.id: e for e in reads.recent} == {e.id: e for e in stored.values()}
+    assert [stored[i].created_at for i in range(3)] == times

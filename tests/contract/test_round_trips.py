@@ -4,7 +4,7 @@ similarity search's two routes (exact scan, vector index) answer alike, in one s
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -291,13 +291,31 @@ async def test_thought_commit_is_one_statement(neo4j_store: Any, statements: Sta
     assert [n.version for n in await neo4j_store.narrative_history("p1", "c1")] == [1]
 
 
+@pytest.fixture
+async def indexed(
+    neo4j_store: Any, neo4j_uri: str, neo4j_auth: Any, opened: list[Any]
+) -> AsyncIterator[Any]:
+    """A store with SONALITY_NEO4J_VECTOR_INDEX on, migrated (the index made) on the emptied
+    session database; the session store's migrate drops the index afterwards."""
+    from sonality.storage.neo4j.store import Neo4jStore
+
+    store = await Neo4jStore.open(
+        neo4j_uri, auth=neo4j_auth, embedding_dimensions=64, vector_index=True
+    )
+    opened.append(store)
+    await store.migrate()
+    yield store
+    await neo4j_store.migrate()
+
+
 @pytest.mark.parametrize("exact_max", [-1, 10_000], ids=["index", "exact"])
 async def test_similarity_routes_agree_with_an_exact_ranking(
-    neo4j_store: Any, statements: Statements, monkeypatch: pytest.MonkeyPatch, exact_max: int
+    indexed: Any, statements: Statements, monkeypatch: pytest.MonkeyPatch, exact_max: int
 ) -> None:
-    """Without the cache, forced to the vector index or to the exact scan, similar_episodes
-    returns the user's top 5 by cosine (computed here) in one statement, never another
-    user's."""
+    """Without the cache, forced to the vector index (the setting on) or to the exact scan,
+    similar_episodes returns the user's top 5 by cosine (computed here) in one statement,
+    never another user's."""
+    neo4j_store = indexed
     await add_persona(neo4j_store)
     drafts = [
         EpisodeDraft(

@@ -62,3 +62,36 @@ def test_data_commands_refuse_an_unmigrated_database(bare: Any, env: dict[str, s
     result = CliRunner().invoke(main, ["persona", "list"], env=env)
     assert result.exit_code == 6
     assert "sonality migrate" in result.stderr
+
+
+def test_the_vector_index_follows_the_setting(bare: Any, env: dict[str, str]) -> None:
+    """migrate with SONALITY_NEO4J_VECTOR_INDEX=on creates episode_embedding and says so;
+    doctor reports it, and with the setting off it names the mismatch and the fix (exit 0:
+    searches answer either way) until migrate drops it."""
+    runner = CliRunner()
+    on = {**env, "SONALITY_NEO4J_VECTOR_INDEX": "on"}
+    applied = runner.invoke(main, ["migrate"], env=on)
+    assert applied.exit_code == 0, applied.output
+    assert "SONALITY_NEO4J_VECTOR_INDEX=on: episode_embedding ONLINE" in applied.stdout
+    doctor = runner.invoke(main, ["doctor", "--json"], env=on)
+    assert doctor.exit_code == 0, doctor.output
+    index = json.loads(doctor.stdout)["schema"]["vector_index"]
+    assert (index["wanted"], index["state"], index["dimensions"]) == (
+        True,
+        "ONLINE",
+        EMBEDDING_DIMENSIONS,
+    )
+    assert index["matches_setting"] is True
+
+    mismatch = runner.invoke(main, ["doctor"], env=env)
+    assert mismatch.exit_code == 0, mismatch.output
+    assert "SONALITY_NEO4J_VECTOR_INDEX=off: episode_embedding ONLINE" in mismatch.stdout
+    assert "run `sonality migrate`" in mismatch.stdout
+    dropped = runner.invoke(main, ["migrate", "--json"], env=env)
+    assert dropped.exit_code == 0, dropped.output
+    index = json.loads(dropped.stdout)["vector_index"]
+    assert (index["wanted"], index["state"], index["matches_setting"]) == (False, None, True)
+    assert (
+        "SONALITY_NEO4J_VECTOR_INDEX=off: no index"
+        in runner.invoke(main, ["doctor"], env=env).stdout
+    )

@@ -112,12 +112,21 @@ async def test_2026_server_runs_a_neo4j_2026_kernel(neo4j_2026: Any, driver: Asy
 
 
 async def test_sonality_migrations_apply_on_2026(neo4j_2026: Any, driver: AsyncDriver) -> None:
-    """Every Sonality migration applies on 2026.x, the episode vector index comes online with
-    the configured dimension, and a second ``migrate`` applies nothing."""
+    """Every Sonality migration applies on 2026.x; with SONALITY_NEO4J_VECTOR_INDEX on, an
+    unscoped episode index (what a 5.26 migration left) is recreated filtered by persona and
+    user, online with the configured dimension, and a second ``migrate`` applies nothing."""
     from sonality.storage.neo4j.store import Neo4jStore
 
     await _run(driver, "MATCH (n) DETACH DELETE n")
-    store = await Neo4jStore.open(neo4j_2026.bolt_uri, embedding_dimensions=EMBEDDING_DIMENSIONS)
+    await _run(driver, "DROP INDEX episode_embedding IF EXISTS")
+    await _run(
+        driver,
+        FILTERED_INDEX.replace("CYPHER 25", "").replace("WITH [e.persona_id, e.user_id]", ""),
+        dimensions=EMBEDDING_DIMENSIONS,
+    )
+    store = await Neo4jStore.open(
+        neo4j_2026.bolt_uri, embedding_dimensions=EMBEDDING_DIMENSIONS, vector_index=True
+    )
     try:
         applied = await store.migrate()
         again = await store.migrate()
@@ -126,10 +135,17 @@ async def test_sonality_migrations_apply_on_2026(neo4j_2026: Any, driver: AsyncD
     assert applied and again == []
     rows = await _run(
         driver,
-        "SHOW VECTOR INDEXES YIELD name, state, options WHERE name = 'episode_embedding' "
-        "RETURN state, options.indexConfig['vector.dimensions'] AS dimensions",
+        "SHOW VECTOR INDEXES YIELD name, state, properties, options "
+        "WHERE name = 'episode_embedding' "
+        "RETURN state, properties, options.indexConfig['vector.dimensions'] AS dimensions",
     )
-    assert rows == [{"state": "ONLINE", "dimensions": EMBEDDING_DIMENSIONS}]
+    assert rows == [
+        {
+            "state": "ONLINE",
+            "properties": ["embedding", "persona_id", "user_id"],
+            "dimensions": EMBEDDING_DIMENSIONS,
+        }
+    ]
 
 
 async def test_filtered_vector_search_returns_only_the_scoped_users_episodes(
@@ -189,8 +205,8 @@ async def test_filtered_vector_search_returns_only_the_scoped_users_episodes(
 async def test_store_on_2026_searches_inside_the_scoped_index(
     neo4j_2026: Any, driver: AsyncDriver
 ) -> None:
-    """On 2026.x, after migrating (V0036 scopes the index), the store sees the scoped index
-    at connect time and, asked to (similarity_search), searches inside it:
+    """On 2026.x, after migrating with the vector index on (created scoped), the store sees
+    the scoped index at connect time and, asked to (similarity_search), searches inside it:
     similar_episodes and context_reads give the user's exact top 5 (computed here), only
     that user's; the default form there, the cache, agrees."""
     from sonality.models import EpisodeDraft
@@ -199,7 +215,9 @@ async def test_store_on_2026_searches_inside_the_scoped_index(
 
     await _run(driver, "MATCH (n) DETACH DELETE n")
     await _run(driver, "DROP INDEX episode_embedding IF EXISTS")
-    store = await Neo4jStore.open(neo4j_2026.bolt_uri, embedding_dimensions=EMBEDDING_DIMENSIONS)
+    store = await Neo4jStore.open(
+        neo4j_2026.bolt_uri, embedding_dimensions=EMBEDDING_DIMENSIONS, vector_index=True
+    )
     try:
         await store.migrate()
         await add_persona(store)

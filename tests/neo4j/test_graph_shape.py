@@ -172,6 +172,43 @@ async def test_users_and_conversations_are_linked(graph: Any) -> None:
     assert rows == [{"user": "u1", "c": "c1", "n": 3}, {"user": "u1", "c": "c2", "n": 2}]
 
 
+async def test_appends_link_each_user_once_also_into_another_users_conversation(
+    neo4j_store: Any, raw_graph: Any
+) -> None:
+    """Appends to a known conversation add no second TALKS_WITH or HAD; an append of another
+    user into it links that user too (User, TALKS_WITH, HAD) and continues the chain."""
+    await neo4j_store.create_persona(
+        Persona(id="p1", name="p1", core_identity="curious", created_at=T0),
+        Snapshot(persona_id="p1", version=1, text="v1", created_at=T0),
+    )
+    for i, user in enumerate(["u1", "u1", "u1", "u2", "u2"]):
+        await neo4j_store.append_episode(
+            EpisodeDraft(
+                id=f"e{i}",
+                persona_id="p1",
+                user_id=user,
+                conversation_id="c1",
+                user_message=f"m{i}",
+                agent_response="r",
+                created_at=T0 + timedelta(minutes=i),
+            )
+        )
+    links = await raw_graph.run(
+        "MATCH (:Persona {id: 'p1'})-[t:TALKS_WITH]->(u:User)-[h:HAD]->(c:Conversation) "
+        "RETURN u.id AS user, c.id AS c, count(DISTINCT t) AS t, count(DISTINCT h) AS h "
+        "ORDER BY user"
+    )
+    assert links == [
+        {"user": "u1", "c": "c1", "t": 1, "h": 1},
+        {"user": "u2", "c": "c1", "t": 1, "h": 1},
+    ]
+    assert await neo4j_store.conversation_chain("p1", "c1") == [f"e{i}" for i in range(5)]
+    turns = await raw_graph.run(
+        "MATCH (e:Episode {persona_id: 'p1'}) RETURN e.turn AS t ORDER BY t"
+    )
+    assert [r["t"] for r in turns] == [1, 2, 3, 4, 5]
+
+
 async def test_provenance_edges_carry_their_delta(graph: Any) -> None:
     """Positive deltas are SUPPORTS edges, negative ones CONTRADICTS, each with delta and
     committed_at; the belief hangs off the persona and its topic."""
@@ -270,15 +307,16 @@ async def test_every_node_carries_persona_id(graph: Any) -> None:
 
 
 async def test_embeddings_are_float_vectors(graph: Any) -> None:
-    """Embeddings are stored as float lists of the configured size and found by the index."""
+    """Embeddings are stored as float lists of the configured size that the server's own
+    vector functions read (no vector index needed: it is opt-in)."""
     rows = await graph.run(
         "MATCH (e:Episode {persona_id: 'p1', id: 'e3'}) "
         "RETURN size(e.embedding) AS n, e.embedding[2] AS hot"
     )
     assert rows == [{"n": DIMS, "hot": 1.0}]
     hits = await graph.run(
-        "CALL db.index.vector.queryNodes('episode_embedding', 1, $v) YIELD node "
-        "RETURN node.id AS id",
+        "MATCH (e:Episode {persona_id: 'p1'}) WHERE e.embedding IS NOT NULL "
+        "RETURN e.id AS id ORDER BY vector.similarity.cosine(e.embedding, $v) DESC LIMIT 1",
         v=list(_vector(2)),
     )
     assert hits == [{"id": "e3"}]

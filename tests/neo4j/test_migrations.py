@@ -53,7 +53,6 @@ INDEXES = {
     "staged_update_persona_due",
     "belief_persona",
     "snapshot_persona",
-    "episode_embedding",
 }
 
 
@@ -64,9 +63,14 @@ async def _open(
     *,
     dims: int = DIMS,
     migrations_dir: Path | None = None,
+    vector_index: bool = False,
 ) -> Neo4jStore:
     store = await Neo4jStore.open(
-        uri, auth=auth, embedding_dimensions=dims, migrations_dir=migrations_dir
+        uri,
+        auth=auth,
+        embedding_dimensions=dims,
+        migrations_dir=migrations_dir,
+        vector_index=vector_index,
     )
     opened.append(store)
     return store
@@ -75,8 +79,9 @@ async def _open(
 async def test_migrate_creates_the_schema_on_a_fresh_database(
     fresh: Any, opened: list[Neo4jStore], neo4j_uri: str, neo4j_auth: Any
 ) -> None:
-    """migrate applies V0001-V0003: every named constraint and index, the vector index with
-    the configured dimension and cosine similarity, and a checksummed Migration record each."""
+    """migrate applies every file: every named constraint and index and a checksummed
+    Migration record each; the vector index (opt-in) only with the setting on, then with
+    the configured dimension and cosine similarity."""
     store = await _open(opened, neo4j_uri, neo4j_auth)
     assert MIGRATIONS[:3] == FIRST_MIGRATIONS
     assert list((await store.schema_status()).pending) == MIGRATIONS
@@ -85,6 +90,9 @@ async def test_migrate_creates_the_schema_on_a_fresh_database(
 
     assert await fresh.constraint_names() >= CONSTRAINTS
     assert await fresh.index_names() >= INDEXES
+    assert "episode_embedding" not in await fresh.index_names()
+    on = await _open(opened, neo4j_uri, neo4j_auth, vector_index=True)
+    assert await on.migrate() == []
     [vector_index] = await fresh.run(
         "SHOW VECTOR INDEXES YIELD name, state, labelsOrTypes, properties, options "
         "WHERE name = 'episode_embedding' RETURN *"
@@ -192,10 +200,11 @@ async def test_schema_status_lists_pending_then_none(
 
 
 async def test_vector_index_of_another_dimension_fails_at_open(
-    neo4j_session_store: Any, neo4j_uri: str, neo4j_auth: Any
+    fresh: Any, opened: list[Neo4jStore], neo4j_uri: str, neo4j_auth: Any
 ) -> None:
     """Opening with embedding_dimensions unlike the existing index's raises SchemaError
     naming both dimensions."""
+    await (await _open(opened, neo4j_uri, neo4j_auth, vector_index=True)).migrate()
     with pytest.raises(SchemaError, match=r"64 dimensions.*say 32") as caught:
         await Neo4jStore.open(neo4j_uri, auth=neo4j_auth, embedding_dimensions=32)
     assert caught.value.context["index_dimensions"] == DIMS

@@ -107,12 +107,45 @@ async def test_a_late_commit_and_a_vanished_hit_are_caught(
 
 
 async def test_on_5_26_the_cache_is_the_chosen_search(neo4j_store: Any, raw_graph: Any) -> None:
-    """5.26 skips V0036's CYPHER 25 statements: the vector index stays unscoped, the
-    migration counts as applied, and the store searches through its cache."""
+    """5.26 skips V0036's CYPHER 25 statements (the migration counts as applied), V0037
+    leaves no vector index with the default setting, and the store searches through its
+    cache."""
     assert neo4j_store.similarity_form == "cache"
     rows = await raw_graph.run(
         "SHOW VECTOR INDEXES YIELD name, properties WHERE name = 'episode_embedding' "
         "RETURN properties"
     )
-    assert rows == [{"properties": ["embedding"]}]
+    assert rows == []
     assert "V0036__episode_embedding_scoped" not in (await neo4j_store.schema_status()).pending
+
+
+async def test_many_equal_embeddings_read_back_k_plus_margin(
+    neo4j_store: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Thirty equal embeddings tie for the top: the cache breaks the tie by the later seq
+    as the exact scan does, so it reads back k + MARGIN candidates (not every tie) and
+    answers the exact scan's episodes in its order."""
+    from neo4j import AsyncManagedTransaction
+
+    from sonality.storage.neo4j.vectors import MARGIN
+
+    await add_persona(neo4j_store)
+    await neo4j_store.append_episodes(
+        [make_draft(f"t{i}", minute=i, embedding=QUERY) for i in range(30)]
+        + [make_draft(f"o{i}", minute=40 + i, embedding=_head(i)) for i in range(10)]
+    )
+    sent: list[int] = []
+    original = AsyncManagedTransaction.run
+
+    async def run(self: AsyncManagedTransaction, query: Any, *args: Any, **kwargs: Any) -> Any:
+        params = args[0] if args and isinstance(args[0], dict) else kwargs
+        if "ids" in params:
+            sent.append(len(params["ids"]))
+        return await original(self, query, *args, **kwargs)
+
+    with monkeypatch.context() as m:
+        m.setattr(AsyncManagedTransaction, "run", run)
+        cached = [e.id for e, _ in await neo4j_store.similar_episodes("p1", "u1", QUERY, k=5)]
+    assert sent == [5 + MARGIN]
+    assert cached == [i for i, _ in await _exact(neo4j_store, monkeypatch, 5)]
+    assert cached == ["t29", "t28", "t27", "t26", "t25"]

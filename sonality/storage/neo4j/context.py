@@ -20,7 +20,7 @@ from sonality.storage import checks
 from sonality.storage.neo4j import codec
 from sonality.storage.neo4j.cypher import Query
 from sonality.storage.neo4j.episodes import Neo4jEpisodes, episode_from
-from sonality.storage.neo4j.executor import fetch_one
+from sonality.storage.neo4j.executor import fetch_plain
 from sonality.storage.neo4j.personas import persona_from, snapshot_from
 
 __all__ = ["Neo4jContext"]
@@ -38,11 +38,12 @@ class Neo4jContext(Neo4jEpisodes):
         similar_k: int,
         recent: int,
     ) -> ContextReads:
-        row = await fetch_one(
+        rows = await fetch_plain(
             tx, Query.CONTEXT_READ, persona_id=persona_id, user_id=user_id, recent=recent
         )
-        if row is None:
+        if not rows:
             raise PersonaNotFound("no such persona", persona_id=persona_id)
+        row = rows[0]
         if row["snapshot"] is None:
             raise StoreError("persona has no CURRENT snapshot", persona_id=persona_id)
         similar: list[tuple[Episode, float]] = []
@@ -54,7 +55,9 @@ class Neo4jContext(Neo4jEpisodes):
             facts=tuple(UserFact.model_validate(codec.decode(f, UserFact)) for f in row["facts"]),
             beliefs=tuple(Belief.model_validate(codec.decode(b, Belief)) for b in row["beliefs"]),
             similar=tuple(similar),
-            recent=tuple(episode_from(e) for e in row["recent"]),
+            recent=tuple(
+                episode_from(codec.times_from_micros(e, "created_at")) for e in row["recent"]
+            ),
         )
 
     async def context_reads(

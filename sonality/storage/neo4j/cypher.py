@@ -31,6 +31,9 @@ class Query(StrEnum):
     SCHEMA_AWAIT_INDEXES = "schema/await_indexes"
     SCHEMA_RECORD_MIGRATION = "schema/record_migration"
     SCHEMA_VECTOR_INDEX = "schema/vector_index"
+    SCHEMA_VECTOR_INDEX_CREATE = "schema/vector_index_create"
+    SCHEMA_VECTOR_INDEX_CREATE_SCOPED = "schema/vector_index_create_scoped"
+    SCHEMA_VECTOR_INDEX_DROP = "schema/vector_index_drop"
 
     # personas
     PERSONA_CREATE = "persona/create"

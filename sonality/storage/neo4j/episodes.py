@@ -2,7 +2,8 @@
 
 ``(:Persona)-[:TALKS_WITH]->(:User)-[:HAD]->(:Conversation)-[:HAS_EPISODE]->(:Episode)``,
 ``(:Episode)-[:NEXT]->(:Episode)`` within a conversation. The embedding is a float32
-vector property read by the ``episode_embedding`` vector index.
+vector property; the ``episode_embedding`` vector index over it is opt-in
+(``SONALITY_NEO4J_VECTOR_INDEX``), and a search uses it only when the store found it ONLINE.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 from neo4j import AsyncManagedTransaction
 from neo4j.exceptions import ConstraintError
 
-from sonality.errors import ConflictError, PersonaNotFound
+from sonality.errors import ConfigError, ConflictError, PersonaNotFound
 from sonality.models import EnrichmentStatus, Episode, EpisodeDraft
 from sonality.storage import checks, shapes
 from sonality.storage.neo4j import codec
@@ -28,7 +29,7 @@ from sonality.storage.neo4j.executor import (
 )
 from sonality.storage.neo4j.vectors import Neo4jEmbeddingCache
 
-__all__ = ["Neo4jEpisodes", "SimilarityRoute", "episode_from"]
+__all__ = ["EXACT_ROUTE", "Neo4jEpisodes", "SimilarityRoute", "episode_from"]
 
 
 def episode_from(props: Any) -> Episode:
@@ -127,6 +128,10 @@ class SimilarityRoute:
     max_candidates: int = 10_000
 
 
+EXACT_ROUTE = SimilarityRoute(exact_max=2**62)
+"""The route without a vector index: always the exact scoped scan."""
+
+
 async def _similar(
     tx: AsyncManagedTransaction,
     persona_id: str,
@@ -175,15 +180,16 @@ class Neo4jEpisodes(Neo4jAggregate):
     """The ``EpisodeStore`` part of the Neo4j store."""
 
     similarity_search = False
-    """Use the in-index filtered search when the server has the scoped vector index
-    (Neo4j 2026.x after migration V0036). Off by default: measured on 2026.08.1 at 100k
-    episodes over 50 users, its recall@10 against the exact scan was 0.41 (asked for k);
-    see the README's performance section."""
+    """Use the in-index filtered search; it needs the scoped vector index (Neo4j 2026.x
+    with ``SONALITY_NEO4J_VECTOR_INDEX`` on), else a search raises ``ConfigError``. Off
+    by default: measured on 2026.08.1 at 100k episodes over 50 users, its recall@10
+    against the exact scan was 0.41 (asked for k); see the README's performance section."""
     similarity_cache = True
     """Otherwise search the process's embedding cache (``vectors.py``); ``False`` runs the
     query forms of :class:`SimilarityRoute` on the server instead."""
     similarity_route = SimilarityRoute()
-    """How similar_episodes searches without the cache (an instance may replace it)."""
+    """How similar_episodes searches without the cache (an instance may replace it); its
+    index branch only when the vector index is ONLINE, else :data:`EXACT_ROUTE`."""
 
     _vector_cache: Neo4jEmbeddingCache | None = None
 
@@ -197,8 +203,14 @@ class Neo4jEpisodes(Neo4jAggregate):
     @property
     def similarity_form(self) -> str:
         """How similarity is searched now: ``search`` (the scoped index of 2026.x),
-        ``cache`` or ``route`` (see the attributes above)."""
-        if self.similarity_search and self._db.scoped_index:
+        ``cache`` or ``route`` (see the attributes above). ``ConfigError`` when the search
+        is asked for and the server has no scoped index ONLINE."""
+        if self.similarity_search:
+            if not self._db.scoped_index:
+                raise ConfigError(
+                    "the in-index similarity search needs the scoped vector index: Neo4j "
+                    "2026.x with SONALITY_NEO4J_VECTOR_INDEX=on, then `sonality migrate`"
+                )
             return "search"
         return "cache" if self.similarity_cache else "route"
 
@@ -216,8 +228,12 @@ class Neo4jEpisodes(Neo4jAggregate):
             return await _search(tx, persona_id, user_id, vector, k)
         if form == "cache":
             hits = await self.vectors.search(tx, persona_id, user_id, vector, k)
-            return [(episode_from(props), score) for props, score in hits]
-        return await _similar(tx, persona_id, user_id, vector, k, self.similarity_route)
+            return [
+                (episode_from(codec.times_from_micros(props, "created_at")), score)
+                for props, score in hits
+            ]
+        route = self.similarity_route if self._db.vector_index else EXACT_ROUTE
+        return await _similar(tx, persona_id, user_id, vector, k, route)
 
     def _vector(self, embedding: Sequence[float]) -> list[float]:
         return checks.embedding(embedding, self._db.embedding_dimensions)

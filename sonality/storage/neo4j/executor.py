@@ -50,6 +50,7 @@ __all__ = [
     "count",
     "fetch",
     "fetch_one",
+    "fetch_plain",
     "lock_persona",
     "translate_errors",
     "write_matched",
@@ -127,9 +128,12 @@ class Neo4jExecutor:
         self._schema_ok = False
         self.stats = TransactionStats()
         """Units of work and driver retries, for benchmarks and diagnostics."""
+        self.vector_index = False
+        """Whether the episode vector index exists and is ONLINE (it is opt-in:
+        ``SONALITY_NEO4J_VECTOR_INDEX``); set by the store at connect and when it checks
+        the schema, never assumed."""
         self.scoped_index = False
-        """Whether the vector index filters by persona and user (2026.x, migration V0036);
-        set by the store when it checks the schema."""
+        """Whether that index filters by persona and user (2026.x)."""
 
     def forget_schema(self) -> None:
         """Check the schema again before the next unit of work (after a migration)."""
@@ -202,6 +206,18 @@ async def fetch(
     """All rows of ``query`` as dicts."""
     result = await tx.run(load(query), params)
     return await result.data()
+
+
+async def fetch_plain(
+    tx: AsyncManagedTransaction, query: Query, /, **params: Any
+) -> list[dict[str, Any]]:
+    """All rows of ``query`` as dicts of the values the driver decoded, for statements
+    that return maps, lists and scalars but no node, relationship or path: it skips the
+    recursive walk of :func:`fetch` (``Record.data``), which visits every element of every
+    list — 256 steps per embedding, a second per 2,000 of them."""
+    result = await tx.run(load(query), params)
+    keys = result.keys()
+    return [dict(zip(keys, record, strict=True)) async for record in result]
 
 
 async def fetch_one(

@@ -13,14 +13,17 @@ separated by ``;`` and ``//`` comments. Each applied file is recorded as
   accepts parameters inside ``OPTIONS {indexConfig: {...}}`` of ``CREATE VECTOR INDEX``, so
   the embedding dimension reaches the vector index as ``$embedding_dimensions``; nothing is
   ever substituted into the text, and the checksum is of the file as shipped.
-* The vector index ``episode_embedding`` must have the configured dimension; an existing
-  one with another dimension raises :class:`SchemaError` (before and after migrating, and
+* The vector index ``episode_embedding`` is opt-in (``SONALITY_NEO4J_VECTOR_INDEX``,
+  off by default; ``V0037`` drops the one earlier migrations made). It is not a versioned
+  step but a setting: after the versioned files, :meth:`Neo4jLedger.migrate` creates it
+  (on) or drops it (off), idempotently, in the form the server speaks — plain on 5.26,
+  filtered by persona and user on a server that speaks Cypher 25 (an unscoped one left by
+  a 5.26 migration is recreated scoped there). When it exists it must have the configured
+  dimension; another one raises :class:`SchemaError` (before and after migrating, and
   when a store opens) instead of failing later at query time.
 * Version-conditional statements: a statement that begins with ``CYPHER 25`` (after its
   comments) runs only on a server that speaks Cypher 25 (2025.06 and later) and is
-  skipped on 5.26; the file is recorded as applied either way. ``V0036`` uses it to
-  recreate ``episode_embedding`` with the persona and user as filter properties, which
-  only 2026.x can search inside the index (:attr:`Neo4jLedger.scoped_index`).
+  skipped on 5.26; the file is recorded as applied either way (``V0036``).
 
 Driver exceptions pass through; the store translates them at its boundary.
 """
@@ -28,6 +31,7 @@ Driver exceptions pass through; the store translates them at its boundary.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any, LiteralString
@@ -35,7 +39,7 @@ from typing import Any, LiteralString
 from neo4j import AsyncDriver, AsyncManagedTransaction
 
 from sonality.errors import SchemaError
-from sonality.models import AppliedMigration, SchemaStatus
+from sonality.models import AppliedMigration, SchemaStatus, VectorIndexStatus
 from sonality.observability import get_logger
 from sonality.resources import resource_dir
 from sonality.storage import migrations
@@ -49,6 +53,7 @@ __all__ = [
     "MIGRATION_PARAMETERS",
     "VECTOR_INDEX",
     "Neo4jLedger",
+    "VectorIndexState",
     "discover",
     "needs_cypher_25",
     "server_version",
@@ -79,6 +84,22 @@ def server_version(agent: str) -> tuple[int, ...]:
     """``Neo4j/2026.08.1`` → ``(2026, 8, 1)``; ``()`` when unreadable."""
     digits = agent.partition("/")[2].split("-")[0].split(".")
     return tuple(int(d) for d in digits) if all(d.isdigit() for d in digits) else ()
+
+
+@dataclass(frozen=True, slots=True)
+class VectorIndexState:
+    """What the server has of ``episode_embedding`` (one ``SHOW VECTOR INDEXES`` read)."""
+
+    state: str | None = None
+    """``ONLINE``, ``POPULATING``, ``FAILED``…; ``None`` when there is no such index."""
+    scoped: bool = False
+    """Whether persona_id and user_id are filter properties of the index (2026.x)."""
+    dimensions: int | None = None
+
+    @property
+    def online(self) -> bool:
+        """Whether queries may use it now."""
+        return self.state == "ONLINE"
 
 
 _PARAM_RE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
@@ -112,6 +133,7 @@ class Neo4jLedger:
         *,
         database: str,
         embedding_dimensions: int,
+        vector_index: bool = False,
         directory: Path | None = None,
     ) -> None:
         self._driver = driver
@@ -119,9 +141,10 @@ class Neo4jLedger:
         self._dimensions = embedding_dimensions
         self._directory = directory or resource_dir("migrations") / "neo4j"
         self._version: tuple[int, ...] | None = None
-        self.scoped_index = False
-        """Whether ``episode_embedding`` filters by persona and user inside the index
-        (read by :meth:`check_vector_index`)."""
+        self.want_vector_index = vector_index
+        """Whether :meth:`migrate` keeps ``episode_embedding`` (the setting)."""
+        self.vector_index = VectorIndexState()
+        """The index as :meth:`check_vector_index` last read it."""
 
     async def version(self) -> tuple[int, ...]:
         """The server's version, read once."""
@@ -169,7 +192,16 @@ class Neo4jLedger:
         return True
 
     async def status(self) -> SchemaStatus:
-        return migrations.status("neo4j", await self.applied(), self.steps)
+        """Applied and pending files, and the vector index (read now) against the setting."""
+        status = migrations.status("neo4j", await self.applied(), self.steps)
+        index = await self._read_vector_index()
+        vector = VectorIndexStatus(
+            wanted=self.want_vector_index,
+            state=index.state,
+            scoped=index.scoped,
+            dimensions=index.dimensions,
+        )
+        return status.model_copy(update={"vector_index": vector})
 
     async def check(self) -> None:
         """Raise unless the schema is current and the vector index fits the settings."""
@@ -177,20 +209,60 @@ class Neo4jLedger:
         await self.check_vector_index()
 
     async def migrate(self) -> list[str]:
-        """Apply the pending migrations (the vector index checked before and after)."""
+        """Apply the pending migrations, then make the vector index match the setting (the
+        index checked before and after)."""
         await self.check_vector_index()
         names = await migrations.migrate(self, self.steps)
+        await self.reconcile_vector_index()
         await self.check_vector_index()
         return names
 
-    async def check_vector_index(self) -> None:
-        """:class:`SchemaError` if ``episode_embedding`` exists with another dimension
-        than the configured one (a missing index is left to ``migrate``)."""
-        rows = await self._rows(Query.SCHEMA_VECTOR_INDEX, name=VECTOR_INDEX)
-        self.scoped_index = bool(rows) and {"persona_id", "user_id"} <= set(rows[0]["properties"])
-        if not rows:
+    async def reconcile_vector_index(self) -> None:
+        """Create ``episode_embedding`` (setting on) in the form the server speaks, or drop
+        it (off); nothing when it already matches. Waits for a new index to come online."""
+        index = await self._read_vector_index()
+        modern = await self.version() >= CYPHER_25_SINCE
+        if not self.want_vector_index:
+            if index.state is not None:
+                await self._write(Query.SCHEMA_VECTOR_INDEX_DROP)
+                log.info("vector_index_dropped", index=VECTOR_INDEX)
             return
-        existing = rows[0]["dimensions"]
+        if index.state is not None and modern and not index.scoped:
+            await self._write(Query.SCHEMA_VECTOR_INDEX_DROP)  # recreated scoped below
+            index = VectorIndexState()
+        if index.state is None:
+            create = (
+                Query.SCHEMA_VECTOR_INDEX_CREATE_SCOPED
+                if modern
+                else Query.SCHEMA_VECTOR_INDEX_CREATE
+            )
+            await self._write(create, embedding_dimensions=self._dimensions)
+            log.info("vector_index_created", index=VECTOR_INDEX, scoped=modern)
+        await self._rows(Query.SCHEMA_AWAIT_INDEXES, timeout_seconds=INDEX_WAIT_SECONDS)
+
+    async def _write(self, query: Query, **params: Any) -> None:
+        async with self._driver.session(database=self._database) as session:
+            await session.execute_write(_execute, load(query), params)
+
+    async def _read_vector_index(self) -> VectorIndexState:
+        rows = await self._rows(Query.SCHEMA_VECTOR_INDEX, name=VECTOR_INDEX)
+        if not rows:
+            return VectorIndexState()
+        row = rows[0]
+        return VectorIndexState(
+            state=str(row["state"]),
+            scoped={"persona_id", "user_id"} <= set(row["properties"]),
+            dimensions=None if row["dimensions"] is None else int(row["dimensions"]),
+        )
+
+    async def check_vector_index(self) -> None:
+        """Read ``episode_embedding`` into :attr:`vector_index`; :class:`SchemaError` if it
+        exists with another dimension than the configured one (whether it exists is the
+        setting's business, left to ``migrate``)."""
+        self.vector_index = index = await self._read_vector_index()
+        if index.state is None:
+            return
+        existing = index.dimensions
         if existing != self._dimensions:
             raise SchemaError(
                 f"vector index {VECTOR_INDEX!r} has {existing} dimensions but the settings "

@@ -94,6 +94,7 @@ class Neo4jStore(
         *,
         database: str,
         embedding_dimensions: int,
+        vector_index: bool = False,
         migrations_dir: Path | None = None,
     ) -> None:
         """Use :meth:`open`; this only wires an already-created driver."""
@@ -103,6 +104,7 @@ class Neo4jStore(
             driver,
             database=database,
             embedding_dimensions=embedding_dimensions,
+            vector_index=vector_index,
             directory=migrations_dir,
         )
         super().__init__(
@@ -116,7 +118,13 @@ class Neo4jStore(
 
     async def _check_schema(self) -> None:
         await self._ledger.check()
-        self._db.scoped_index = self._ledger.scoped_index
+        self._note_vector_index()
+
+    def _note_vector_index(self) -> None:
+        """Route similarity by the index the ledger last read (it exists and is ONLINE)."""
+        index = self._ledger.vector_index
+        self._db.vector_index = index.online
+        self._db.scoped_index = index.online and index.scoped
 
     @property
     def transaction_stats(self) -> TransactionStats:
@@ -131,6 +139,7 @@ class Neo4jStore(
         auth: tuple[str, str] | None = None,
         database: str = "neo4j",
         embedding_dimensions: int = 256,
+        vector_index: bool = False,
         max_connection_pool_size: int = 50,
         migrations_dir: Path | None = None,
         retry_seconds: float = 5.0,
@@ -138,9 +147,12 @@ class Neo4jStore(
     ) -> Neo4jStore:
         """Connect and check the server answers (``StoreUnavailable`` otherwise). Never
         creates schema (see :meth:`migrate`), but refuses a vector index whose dimension
-        differs from ``embedding_dimensions`` (``SchemaError``). ``migrations_dir``
-        replaces the shipped ``migrations/neo4j/`` folder (for tests). ``retry_seconds``
-        and ``connect_seconds`` bound the waits (see the module docstring)."""
+        differs from ``embedding_dimensions`` (``SchemaError``). ``vector_index`` is the
+        ``SONALITY_NEO4J_VECTOR_INDEX`` setting :meth:`migrate` makes the server match;
+        searches use the index only when the server has it ONLINE (read here, once).
+        ``migrations_dir`` replaces the shipped ``migrations/neo4j/`` folder (for tests).
+        ``retry_seconds`` and ``connect_seconds`` bound the waits (see the module
+        docstring)."""
         if uri.partition("://")[0] not in BOLT_SCHEMES:
             raise ConfigError(
                 f"a Neo4j URI must use one of {', '.join(sorted(BOLT_SCHEMES))}",
@@ -174,13 +186,14 @@ class Neo4jStore(
             driver,
             database=database,
             embedding_dimensions=embedding_dimensions,
+            vector_index=vector_index,
             migrations_dir=migrations_dir,
         )
         try:
             async with translate_errors("open"):
                 await driver.verify_connectivity()
                 await store._ledger.check_vector_index()
-                store._db.scoped_index = store._ledger.scoped_index
+                store._note_vector_index()
         except BaseException:
             await driver.close()
             raise
@@ -200,7 +213,8 @@ class Neo4jStore(
             return await self._ledger.status()
 
     async def migrate(self) -> list[str]:
-        """Apply pending migrations; return their names (empty when already current)."""
+        """Apply pending migrations, then create or drop the vector index to match the
+        setting; return the migrations' names (empty when already current)."""
         self._db.forget_schema()
         async with translate_errors("migrate"):
             applied = await self._ledger.migrate()

@@ -20,11 +20,13 @@ Keeping it right across processes:
   the cache holds another number of rows — an episode deleted (``forget_user``,
   ``delete_episode``, ``delete_persona``, ``delete_all``, an import after a deletion), or
   a write that committed later than the window — the entry is rebuilt from scratch.
-* The best ``k`` + :data:`MARGIN` candidates are read back by id (``episode/by_ids``,
-  the user's embedded episodes only) with their similarity computed by the server as its
-  exact scan computes it, and ranked by it (ties: the later ``seq`` first), so the answer
-  is the exact scan's. A candidate that no longer exists means a deletion the count could
-  not see (one deleted and one added): the entry is rebuilt and searched again.
+* The best ``k`` + :data:`MARGIN` candidates — ranked in the cache as the exact scan
+  ranks, equal scores by the later ``seq`` first (each row keeps its episode's ``seq``) —
+  are read back by id (``episode/by_ids``, the user's embedded episodes only) with their
+  similarity computed by the server as its exact scan computes it, and ranked by it
+  (ties: the later ``seq`` first), so the answer is the exact scan's. A candidate that
+  no longer exists means a deletion the count could not see (one deleted and one
+  added): the entry is rebuilt and searched again.
 
 A search is thus one read statement to catch up (usually empty), the product, and one to
 read the candidates — never a scan of the user's vectors on the server.
@@ -33,12 +35,13 @@ read the candidates — never a scan of the user's vectors on the server.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import chain
 from typing import Any
 
 from neo4j import AsyncManagedTransaction
 
 from sonality.storage.neo4j.cypher import Query
-from sonality.storage.neo4j.executor import fetch, fetch_one
+from sonality.storage.neo4j.executor import fetch_plain
 from sonality.storage.vectors import MatrixCache, UserMatrix, normalise_rows
 
 __all__ = ["MARGIN", "WINDOW", "Neo4jEmbeddingCache"]
@@ -49,7 +52,10 @@ stamps: a write stamped earlier than that and committed after it is left to the 
 
 MARGIN = 5
 """Candidates read back beyond ``k``: the server recomputes their similarity as its exact
-scan does, so float32 rounding in the cache cannot swap the k-th and the next."""
+scan does, so float32 rounding in the cache cannot swap the k-th and the next (up to this
+many distinct vectors whose float32 scores round to the k-th's). Exact ties (equal
+vectors) need no margin: the cache breaks them by ``seq`` as the server does, so a user
+with many equal embeddings still reads back ``k`` + this many rows, not every tie."""
 
 
 class Neo4jEmbeddingCache(MatrixCache):
@@ -64,27 +70,32 @@ class Neo4jEmbeddingCache(MatrixCache):
         import numpy as np
 
         since = entry.read_at - WINDOW if entry.read_at >= 0 else -1
-        known = {i: rev for i, rev in entry.revs.items() if rev > since}
-        row = await fetch_one(
+        recent = entry.last_rev > since  # else no cached row is inside the window
+        known = {i: rev for i, rev in entry.revs.items() if rev > since} if recent else {}
+        [row] = await fetch_plain(
             tx,
             Query.EPISODE_VECTORS,
             persona_id=persona_id,
             user_id=user_id,
             since=since,
             known=known,
-        )
-        assert row is not None  # aggregations always answer one row
+        )  # aggregations always answer one row
         fitting = [
             r
             for r in row["rows"]
             if r["embedding"] is not None and len(r["embedding"]) == self.dimensions
         ]
         if fitting:
-            flat = np.asarray([r["embedding"] for r in fitting], dtype=np.float32).ravel()
+            flat = np.fromiter(
+                chain.from_iterable(r["embedding"] for r in fitting),
+                dtype=np.float32,
+                count=len(fitting) * self.dimensions,
+            )
             entry.put(
                 [str(r["id"]) for r in fitting],
                 normalise_rows(flat, self.dimensions),
                 [int(r["rev"]) for r in fitting],
+                [int(r["seq"]) for r in fitting],
             )
         entry.read_at = int(row["now"])
         return int(row["embedded"])
@@ -113,10 +124,10 @@ class Neo4jEmbeddingCache(MatrixCache):
         candidates: list[tuple[str, float]] = []
         for _ in range(2):
             entry = await self._refresh(tx, persona_id, user_id)
-            candidates = entry.top(query, k + MARGIN, ties=True)
+            candidates = entry.top(query, k + MARGIN)
             if not candidates:
                 return []
-            rows: list[dict[str, Any]] = await fetch(
+            rows = await fetch_plain(
                 tx,
                 Query.EPISODE_BY_IDS,
                 persona_id=persona_id,
