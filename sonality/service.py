@@ -44,31 +44,26 @@ from sonality.mind.inputs import (
     check_int,
     check_number,
     check_text,
-    check_topic,
 )
 from sonality.mind.lanes import Lanes
 from sonality.mind.parts import EnrichMode, Limits, RuntimeSettings, SystemClock, assemble
+from sonality.mind.reads import Reads
 from sonality.mind.recording import EpisodeRecorder, Exchange
 from sonality.mind.reflection import ReflectionParams, ReflectionReport, Reflector
 from sonality.models import (
     AffectPlacement,
     AffectState,
     ApiKey,
-    Belief,
     EnrichmentStatus,
     Episode,
     Erasure,
     FactKind,
     HardGoal,
-    Insight,
-    InsightStatus,
     KeyScope,
     MonologueEntry,
     Narrative,
     PendingWork,
     Persona,
-    ProvenanceEdge,
-    Reflection,
     RuntimeMode,
     ScoredEpisode,
     SelfModel,
@@ -140,8 +135,10 @@ def _check_self_model(model: SelfModel, limit: int) -> SelfModel:
     return SelfModel(**checked)
 
 
-class Sonality:
-    """Personality and memory for one deployment (any number of personas)."""
+class Sonality(Reads):
+    """Personality and memory for one deployment (any number of personas). The reads
+    that only list or look up (``beliefs``, ``episodes``, ``export`` …) are inherited from
+    :class:`~sonality.mind.reads.Reads`."""
 
     def __init__(
         self,
@@ -287,12 +284,6 @@ class Sonality:
         created = await self.store.create_persona(persona, first)
         log.info("persona_created", persona_id=persona_id)
         return created
-
-    async def persona(self, persona_id: str) -> Persona:
-        return await self.store.get_persona(check_id(persona_id, "persona_id"))
-
-    async def personas(self) -> list[Persona]:
-        return await self.store.list_personas()
 
     # API keys (the HTTP server's) ------------------------------------------------------
     async def create_key(
@@ -602,62 +593,6 @@ class Sonality:
         similar = await self.store.similar_episodes(persona_id, user_id, vector, k=limit)
         return rank_episodes(similar, self.clock.now(), limit)
 
-    # reads ----------------------------------------------------------------------------
-    async def _known(self, persona_id: str) -> str:
-        """``persona_id`` once checked and found: every read of a persona's data raises
-        ``PersonaNotFound`` (exit 4) for an unknown persona rather than answering empty."""
-        await self.store.get_persona(check_id(persona_id, "persona_id"))
-        return persona_id
-
-    async def beliefs(self, persona_id: str, *, include_retired: bool = False) -> list[Belief]:
-        check_bool(include_retired, field="include_retired")
-        return await self.store.list_beliefs(
-            await self._known(persona_id), include_retired=include_retired
-        )
-
-    async def evidence(self, persona_id: str, topic: str) -> list[tuple[ProvenanceEdge, Episode]]:
-        """The episodes that moved a belief, with their deltas, oldest first."""
-        return await self.store.belief_evidence(await self._known(persona_id), check_topic(topic))
-
-    async def facts(self, persona_id: str, *, user_id: str) -> list[UserFact]:
-        from sonality.mind.context import order_facts
-
-        facts = await self.store.list_facts(
-            await self._known(persona_id), check_id(user_id, "user_id")
-        )
-        return list(order_facts(facts))
-
-    async def episodes(
-        self,
-        persona_id: str,
-        *,
-        user_id: str | None = None,
-        conversation_id: str | None = None,
-        limit: int = 20,
-    ) -> list[Episode]:
-        await self._known(persona_id)
-        if user_id is not None:
-            check_id(user_id, "user_id")
-        if conversation_id is not None:
-            check_id(conversation_id, "conversation_id")
-        check_int(limit, field="limit", low=1, high=MAX_LIMIT)
-        return await self.store.list_episodes(
-            persona_id, user_id=user_id, conversation_id=conversation_id, limit=limit
-        )
-
-    async def insights(
-        self, persona_id: str, *, status: InsightStatus | str | None = None
-    ) -> list[Insight]:
-        pid = await self._known(persona_id)
-        wanted = None if status is None else check_choice(status, InsightStatus, field="status")
-        return await self.store.list_insights(pid, status=wanted)
-
-    async def snapshot(self, persona_id: str) -> Snapshot:
-        return await self.store.current_snapshot(check_id(persona_id, "persona_id"))
-
-    async def snapshots(self, persona_id: str) -> Sequence[Snapshot]:
-        return await self.store.snapshot_history(await self._known(persona_id))
-
     # forgetting and correcting (mind/erasure.py) ----------------------------------------
     @cached_property
     def eraser(self) -> Eraser:
@@ -744,25 +679,7 @@ class Sonality:
             severity=severity,
         )
 
-    async def erasures(self, persona_id: str) -> list[Erasure]:
-        """The persona's erasure audit records, oldest first (also after its deletion).
-        ``PersonaNotFound`` when the persona neither exists nor left any record."""
-        records = await self.store.list_erasures(check_id(persona_id, "persona_id"))
-        if not records:
-            await self._known(persona_id)
-        return records
-
     # moving personas (mind/archive.py) -------------------------------------------------
-    async def export(self, persona_id: str | Sequence[str]) -> str:
-        """The persona (or personas, in order) as canonical JSON lines, every node kind with
-        its id: ``import_`` into any store gives it back, and exporting it there gives the
-        same bytes. ``PersonaNotFound`` for an unknown persona."""
-        from sonality.mind.archive import export_lines
-
-        ids = [persona_id] if isinstance(persona_id, str) else list(persona_id)
-        lines = await export_lines(self.store, [check_id(p, "persona_id") for p in ids])
-        return "".join(f"{line}\n" for line in lines)
-
     async def import_(self, archive: str | Iterable[str]) -> list[Imported]:
         """Import an export (its text, or its lines): ids and counters preserved, each
         persona in one transaction. Idempotent: a persona already held with the same data
@@ -799,13 +716,6 @@ class Sonality:
     async def due_personas(self) -> list[str]:
         """Every persona a reflection is due for (what the worker's scan runs)."""
         return await self.reflector.due_personas()
-
-    async def reflections(self, persona_id: str, *, limit: int = 20) -> list[Reflection]:
-        """Reflection attempts, newest first."""
-        pid = await self._known(persona_id)
-        return await self.store.list_reflections(
-            pid, limit=check_int(limit, field="limit", low=1, high=MAX_LIMIT)
-        )
 
     async def rollback_snapshot(self, persona_id: str, to_version: int) -> Snapshot:
         """Make version ``to_version``'s text CURRENT again, as a new version recorded

@@ -20,10 +20,18 @@ from sonality.ports import LLM, PromptSource, UsageSink
 
 if TYPE_CHECKING:
     from sonality.mind.parts import Parts
+    from sonality.mind.reads import Reads
     from sonality.mind.reflection import ReflectionParams
     from sonality.ports import Store
 
-__all__ = ["load_llm_factory", "open_parts", "open_store", "reflection_params", "settings_llm"]
+__all__ = [
+    "load_llm_factory",
+    "open_parts",
+    "open_reads",
+    "open_store",
+    "reflection_params",
+    "settings_llm",
+]
 
 log = get_logger("sonality.wiring")
 
@@ -165,10 +173,8 @@ async def open_parts(
 
     if not isinstance(settings, Settings):
         raise ConfigError("Sonality.from_settings needs a sonality.config.Settings object")
-    store = await open_store(settings)
+    store = await _open_migrated(settings, migrate)
     try:
-        if migrate if migrate is not None else settings.store_backend == "sqlite":
-            await store.migrate()
         return assemble(
             store=store,
             llm=llm if llm is not None else settings_llm(settings),
@@ -199,3 +205,25 @@ async def open_parts(
     except BaseException:
         await store.close()
         raise
+
+
+async def open_reads(settings: Settings, *, migrate: bool | None = None) -> Reads:
+    """The facade's read-only half over the store the settings name, opened and migrated
+    as ``open_parts`` does it, and nothing else: no model, no pipelines, no tunables (the
+    listing commands). The caller closes ``reads.store``."""
+    from sonality.mind.reads import Reads
+
+    return Reads(await _open_migrated(settings, migrate))
+
+
+async def _open_migrated(settings: Settings, migrate: bool | None) -> Store:
+    """The store, with pending schema steps applied when ``migrate`` says so (by default
+    for the embedded SQLite file only: the application owns it)."""
+    store = await open_store(settings)
+    try:
+        if migrate if migrate is not None else settings.store_backend == "sqlite":
+            await store.migrate()
+    except BaseException:
+        await store.close()
+        raise
+    return store

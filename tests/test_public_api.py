@@ -63,6 +63,7 @@ SONALITY_METHODS: dict[str, tuple[str, bool, list[tuple[str, str, object]]]] = {
         ],
     ),
     "affect_state": ("method", True, [("persona_id", _P, _REQUIRED), ("user_id", _K, _REQUIRED)]),
+    "backlog": ("method", True, [("persona_id", _P, _REQUIRED)]),
     "beliefs": ("method", True, [("persona_id", _P, _REQUIRED), ("include_retired", _K, False)]),
     "check_exchange": ("method", False, [("exchange", _P, _REQUIRED)]),
     "close": ("method", True, []),
@@ -321,7 +322,10 @@ def _public_methods() -> dict[str, tuple[str, bool, list[tuple[str, str, object]
     from sonality.service import Sonality
 
     found = {}
-    for name, member in vars(Sonality).items():
+    members = {}  # what the class defines or inherits (the reads come from mind.reads)
+    for klass in reversed(Sonality.__mro__[:-1]):
+        members.update(vars(klass))
+    for name, member in members.items():
         if name.startswith("_"):
             continue
         kind = "classmethod" if isinstance(member, classmethod) else "method"

@@ -37,6 +37,7 @@ COMMANDS: dict[str, str] = {
     "facts": "memory:facts",
     "episodes": "memory:episodes",
     "enrich": "memory:enrich",
+    "pending": "memory:pending",
     # forgetting, correcting, moving
     "forget": "data:forget",
     "episode": "data:episode",

@@ -230,7 +230,7 @@ async def erasures(state: CliState, persona_id: str, as_json: bool) -> None:
     """The audit records of the persona's erasures, oldest first: what kind, when, the
     SHA-256 subject (no id or text in clear) and what was removed or recomputed. A deleted
     persona's records are still listed."""
-    async with state.app(with_model=False) as app:
+    async with state.reads() as app:
         records = await app.erasures(persona_id)
     emit(records, as_json, lambda: lines(records, _audit_line, "no erasures yet"))
 
@@ -250,7 +250,7 @@ async def erasures(state: CliState, persona_id: str, as_json: bool) -> None:
 async def export(state: CliState, persona_ids: tuple[str, ...], output: Path | None) -> None:
     """Export personas as JSON lines (every record with its id; canonical order, so equal
     data is equal text). `sonality import` reads it into any store."""
-    async with state.app(with_model=False) as app:
+    async with state.reads() as app:
         ids = list(persona_ids) or [p.id for p in await app.personas()]
         text = await app.export(ids)
     if output is None:

@@ -1,5 +1,5 @@
 """The memory-backend commands: ``persona create|list|show``, ``record``, ``ingest``,
-``context``, the reads (``beliefs``, ``facts``, ``episodes``) and ``enrich``."""
+``context``, the reads (``beliefs``, ``facts``, ``episodes``), ``enrich`` and ``pending``."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from sonality.cli.shell import (
 
 if TYPE_CHECKING:
     from sonality.errors import SonalityError
+    from sonality.mind.reads import Backlog
     from sonality.models import Belief, Episode, Persona, UserFact
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "episodes",
     "facts",
     "ingest",
+    "pending",
     "persona",
     "record",
 ]
@@ -127,7 +129,7 @@ async def persona_create(
 @run
 async def persona_list(state: CliState, as_json: bool) -> None:
     """List personas."""
-    async with state.app(with_model=False) as app:
+    async with state.reads() as app:
         personas = await app.personas()
     emit(personas, as_json, lambda: lines(personas, _persona_text, "no personas yet"))
 
@@ -139,7 +141,7 @@ async def persona_list(state: CliState, as_json: bool) -> None:
 @run
 async def persona_show(state: CliState, persona_id: str, as_json: bool) -> None:
     """Show one persona with its current snapshot."""
-    async with state.app(with_model=False) as app:
+    async with state.reads() as app:
         found = await app.persona(persona_id)
         current = await app.snapshot(persona_id)
 
@@ -436,7 +438,7 @@ async def context(
 @run
 async def beliefs(state: CliState, persona_id: str, include_retired: bool, as_json: bool) -> None:
     """List a persona's beliefs."""
-    async with state.app(with_model=False) as app:
+    async with state.reads() as app:
         found = await app.beliefs(persona_id, include_retired=include_retired)
     emit(found, as_json, lambda: lines(found, _belief_text, "no beliefs yet"))
 
@@ -449,7 +451,7 @@ async def beliefs(state: CliState, persona_id: str, include_retired: bool, as_js
 @run
 async def facts(state: CliState, persona_id: str, user_id: str, as_json: bool) -> None:
     """List what a user disclosed that must not be forgotten."""
-    async with state.app(with_model=False) as app:
+    async with state.reads() as app:
         found = await app.facts(persona_id, user_id=user_id)
     emit(found, as_json, lambda: lines(found, _fact_text, "no facts yet"))
 
@@ -471,7 +473,7 @@ async def episodes(
     as_json: bool,
 ) -> None:
     """List recent episodes, newest first."""
-    async with state.app(with_model=False) as app:
+    async with state.reads() as app:
         found = await app.episodes(
             persona_id, user_id=user_id, conversation_id=conversation_id, limit=limit
         )
@@ -529,6 +531,34 @@ async def enrich(
     for report in reports:
         if report.stopped_by is not None and report.stopped_by != "no_model":
             raise _stopped(report.persona_id, report.stopped_by)
+
+
+def _backlog_text(b: Backlog) -> str:
+    if b.empty:
+        return f"{b.persona_id}: nothing pending"
+    line = (
+        f"{b.persona_id}: enrichment {b.enrichment_pending} pending, {b.enrichment_failed} "
+        f"failed; insights {b.insights_pending} pending, {b.insights_failed} failed; "
+        f"thinking {b.thinking_pending} pending, {b.thinking_failed} failed"
+    )
+    if b.enrichment_failed or b.insights_failed:
+        line += f"\n  retry what was given up: sonality enrich --persona {b.persona_id}"
+        line += " --retry-failed"
+    return line
+
+
+@click.command()
+@click.option("--persona", "persona_id", help="One persona (default: every persona).")
+@json_option
+@click.pass_obj
+@run
+async def pending(state: CliState, persona_id: str | None, as_json: bool) -> None:
+    """Show what waits for a model, per persona: episodes to enrich, insights to retry,
+    turns to think about (pending, and failed or given up). Reads only."""
+    async with state.reads() as reads:
+        ids = [persona_id] if persona_id else [p.id for p in await reads.personas()]
+        found = [await reads.backlog(pid) for pid in ids]
+    emit(found, as_json, lambda: lines(found, _backlog_text, "no personas yet"))
 
 
 def _stopped(persona_id: str, reason: str) -> SonalityError:

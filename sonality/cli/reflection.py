@@ -162,7 +162,7 @@ def _reflection_text(r: Reflection) -> str:
 @run
 async def reflections(state: CliState, persona_id: str, limit: int, as_json: bool) -> None:
     """List a persona's reflection attempts, newest first."""
-    async with state.app(with_model=False) as app:
+    async with state.reads() as app:
         items = await app.reflections(persona_id, limit=limit)
     emit(items, as_json, lambda: lines(items, _reflection_text, "no reflections yet"))
 
@@ -188,7 +188,7 @@ def _snapshot_line(s: Snapshot) -> str:
 @run
 async def snapshot_history(state: CliState, persona_id: str, as_json: bool) -> None:
     """Every kept version, newest first."""
-    async with state.app(with_model=False) as app:
+    async with state.reads() as app:
         items = list(await app.snapshots(persona_id))
 
     def text() -> None:
@@ -210,7 +210,7 @@ async def snapshot_show(
     """Print one version's text."""
     from sonality.errors import NotFoundError
 
-    async with state.app(with_model=False) as app:
+    async with state.reads() as app:
         if version is None:
             item = await app.snapshot(persona_id)
         else:

@@ -17,6 +17,7 @@ import click
 
 if TYPE_CHECKING:
     from sonality.config import Settings
+    from sonality.mind.reads import Reads
     from sonality.ports import Store
     from sonality.service import Sonality
 
@@ -95,6 +96,19 @@ class CliState:
             yield app
         finally:
             await app.close()
+
+    @asynccontextmanager
+    async def reads(self) -> AsyncIterator[Reads]:
+        """The facade's read-only half (``sonality.mind.reads.Reads``) over the store the
+        settings name, closed on the way out: what the listing commands use. It builds,
+        and imports, neither the model nor the pipelines that ``app`` assembles."""
+        from sonality.wiring import open_reads
+
+        reads = await open_reads(self.settings)
+        try:
+            yield reads
+        finally:
+            await reads.store.close()
 
     @asynccontextmanager
     async def store(self, *, create: bool = True) -> AsyncIterator[Store]:

@@ -13,12 +13,13 @@ With the default weights ``(0.5, 0.3, 0.2)`` the score is in ``[0, 1]`` too.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 from sonality.models import Episode, ScoredEpisode
 
-__all__ = ["DEFAULT_WEIGHTS", "rank_episodes", "recency", "retrieval_score"]
+__all__ = ["DEFAULT_WEIGHTS", "rank_episodes", "recency", "retrieval_score", "unit_vector"]
 
 DEFAULT_WEIGHTS: tuple[float, float, float] = (0.5, 0.3, 0.2)
 """Weights of similarity, recency and importance."""
@@ -26,6 +27,15 @@ DEFAULT_WEIGHTS: tuple[float, float, float] = (0.5, 0.3, 0.2)
 
 def _unit(value: float) -> float:
     return max(0.0, min(1.0, value))
+
+
+def unit_vector(values: Iterable[float]) -> tuple[float, ...]:
+    """``values`` scaled to length 1 (the zero vector stays zero), in plain floats: the
+    norm is an exactly rounded sum (``math.fsum``), so the result is the same on every
+    machine."""
+    vector = tuple(float(x) for x in values)
+    norm = math.sqrt(math.fsum(x * x for x in vector))
+    return tuple(x / norm for x in vector) if norm > 0.0 else (0.0,) * len(vector)
 
 
 def recency(created_at: datetime, now: datetime, *, decay_per_hour: float = 0.995) -> float:

@@ -15,12 +15,11 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from sonality.core.retrieval import unit_vector
 from sonality.errors import ConfigError, LLMError, LLMUnavailable
 from sonality.observability import get_logger
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from sonality.config import Settings
     from sonality.ports import Embedder
 
@@ -30,15 +29,6 @@ log = get_logger("sonality.llm")
 
 _WORD = re.compile(r"\w+")
 _BIGRAM_WEIGHT = 0.5
-
-
-def _unit(vector: np.ndarray[Any, np.dtype[np.float64]]) -> tuple[float, ...]:
-    import numpy as np
-
-    norm = float(np.linalg.norm(vector))
-    if norm == 0.0:
-        return tuple(0.0 for _ in range(vector.shape[0]))
-    return tuple(float(x) for x in vector / norm)
 
 
 class HashEmbedder:
@@ -63,9 +53,7 @@ class HashEmbedder:
 
     def embed_one(self, text: str) -> tuple[float, ...]:
         """The vector of one text."""
-        import numpy as np  # on first use, so importing this module stays cheap
-
-        vector = np.zeros(self.dimensions, dtype=np.float64)
+        vector = [0.0] * self.dimensions  # plain floats: no numpy import for one query
         words = _WORD.findall(text.lower())
         features = [(word, 1.0) for word in words]
         features += [(f"{a} {b}", _BIGRAM_WEIGHT) for a, b in itertools.pairwise(words)]
@@ -75,7 +63,7 @@ class HashEmbedder:
             bucket = value % self.dimensions
             sign = 1.0 if value >> 63 else -1.0
             vector[bucket] += sign * weight
-        return _unit(vector)
+        return unit_vector(vector)
 
     async def embed(self, texts: Sequence[str]) -> list[tuple[float, ...]]:
         """One unit vector (or the zero vector, for a text without words) per text."""
@@ -205,9 +193,7 @@ class LiteLLMEmbedder:
                 configured=self.dimensions,
                 returned=len(raw),
             )
-        import numpy as np
-
-        return _unit(np.asarray(raw, dtype=np.float64))
+        return unit_vector(raw)
 
 
 def _items(response: Any) -> list[Any]:

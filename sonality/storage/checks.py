@@ -13,7 +13,6 @@ import math
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
-from sonality.core.enrichment import fact_key
 from sonality.errors import ConflictError, LeaseHeld, NotFoundError, ValidationError
 from sonality.models import (
     EnrichmentCommit,
@@ -108,6 +107,8 @@ def fact_source(fact: UserFact, episode_user_id: str | None) -> None:
 def held_fact(known: Iterable[UserFact], text: str) -> UserFact | None:
     """The fact of ``known`` (a user's active facts) that says what ``text`` says, by
     :func:`~sonality.core.enrichment.fact_key`, or None: a user never holds one fact twice."""
+    from sonality.core.enrichment import fact_key  # the opinion rules load with it: not on reads
+
     key = fact_key(text)
     return next((f for f in known if fact_key(f.text) == key), None)
 

@@ -1,18 +1,25 @@
-"""The per-process embedding cache both stores search with: per (persona, user), a
-row-normalised float32 matrix of the user's embeddings, with what each backend needs to
-refresh it incrementally (the highest revision stamp read, and each row's stamp).
+"""The per-process embedding cache both stores search with: per (persona, user), the
+user's embeddings scaled to unit length, with what each backend needs to refresh it
+incrementally (the highest revision stamp read, and each row's stamp).
 
-Pure numpy, no I/O: each backend reads the new rows its own way
-(:mod:`sonality.storage.sqlite.vectors`, :mod:`sonality.storage.neo4j.vectors`) and hands
-them to :meth:`UserMatrix.put`. A search is one matrix-vector product over the user's rows.
+No I/O: each backend reads the new rows its own way (:mod:`sonality.storage.sqlite.vectors`,
+:mod:`sonality.storage.neo4j.vectors`) and hands them to :meth:`UserMatrix.put`. A search is
+one matrix-vector product over the user's rows: a float32 numpy matrix, except while the
+user has few rows (:data:`SMALL_SEARCH`), which are plain floats scored in Python, since
+importing numpy costs a one-shot command such as ``sonality context`` more (~0.15 s) than
+scoring a few hundred rows. Both forms order results by the same rule; their scores differ
+only by float32 rounding.
 """
 
 from __future__ import annotations
 
+import operator
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from sonality.core.retrieval import unit_vector
 
 if TYPE_CHECKING:  # numpy loads on first use, so opening a store for a read stays cheap
     import numpy as np
@@ -21,7 +28,12 @@ if TYPE_CHECKING:  # numpy loads on first use, so opening a store for a read sta
     Matrix = npt.NDArray[np.float32]
     RankArray = npt.NDArray[np.int64]
 
-__all__ = ["MatrixCache", "UserMatrix", "normalise_rows"]
+__all__ = ["SMALL_SEARCH", "MatrixCache", "UserMatrix", "normalise_rows"]
+
+SMALL_SEARCH = 1 << 16
+"""Rows × dimensions up to which a user's rows stay plain floats, searched without numpy
+(256 rows of the default 256 dimensions, about a millisecond a search); past it they move
+to a numpy matrix for good."""
 
 
 def _normalise(vector: Matrix) -> Matrix:
@@ -51,9 +63,17 @@ class UserMatrix:
     rows: dict[str, int] = field(default_factory=dict)
     revs: dict[str, int] = field(default_factory=dict)
     """Each cached episode's revision stamp (what the backend last read for it)."""
-    matrix: Matrix = field(init=False)
-    ranks: RankArray = field(init=False)
-    """Each row's tie-break when the backend gives one (:meth:`put`'s ``ranks``)."""
+    matrix: Matrix | None = None
+    """The rows as a float32 matrix (spare rows at the end), once the user has more than
+    :data:`SMALL_SEARCH` allows; ``None`` before."""
+    ranks: RankArray | None = None
+    """Each matrix row's tie-break when the backend gives one (:meth:`put`'s ``ranks``)."""
+    small: list[tuple[float, ...]] = field(default_factory=list)
+    """The rows as plain floats while the matrix is ``None``."""
+    small_ranks: list[int] = field(default_factory=list)
+    """Their tie-breaks (0 without ranks)."""
+    small_limit: int = SMALL_SEARCH
+    """Rows × dimensions kept as plain floats at most."""
     ranked: bool = False
     """Whether ties are broken by ``ranks`` (higher first) rather than by id."""
     last_rev: int = 0
@@ -62,15 +82,26 @@ class UserMatrix:
     """When the entry last caught up, on the backend's clock (-1: never; a backend whose
     stamps are not serialised re-reads a window before it)."""
 
-    def __post_init__(self) -> None:
+    def fits(self, more: int) -> bool:
+        """Whether ``more`` new rows would leave the user small (rows of plain floats)."""
+        return self.matrix is None and (len(self.ids) + more) * self.dimensions <= self.small_limit
+
+    def _to_matrix(self) -> None:
+        """Move the rows of plain floats to a float32 matrix (with spare rows)."""
         import numpy as np
 
-        self.matrix = np.zeros((16, self.dimensions), dtype=np.float32)
-        self.ranks = np.zeros(16, dtype=np.int64)
+        count = len(self.small)
+        self.matrix = np.zeros((max(16, count * 2), self.dimensions), dtype=np.float32)
+        self.ranks = np.zeros(self.matrix.shape[0], dtype=np.int64)
+        if count:
+            self.matrix[:count] = np.asarray(self.small, dtype=np.float32)
+            self.ranks[:count] = self.small_ranks
+        self.small, self.small_ranks = [], []
 
     def _grow(self, rows: int) -> None:
         import numpy as np
 
+        assert self.matrix is not None and self.ranks is not None
         size = self.matrix.shape[0]
         if rows <= size:
             return
@@ -85,7 +116,7 @@ class UserMatrix:
     def put(
         self,
         episode_ids: Sequence[str],
-        vectors: Matrix,
+        vectors: Sequence[Sequence[float]] | Matrix,
         revs: Sequence[int],
         ranks: Sequence[int] | None = None,
     ) -> None:
@@ -97,6 +128,11 @@ class UserMatrix:
         if ranks is not None and len(ranks) != len(episode_ids):
             raise ValueError("one rank per id")
         self.ranked = ranks is not None
+        if self.matrix is None and not self.fits(len(set(episode_ids) - self.rows.keys())):
+            self._to_matrix()
+        if self.matrix is None:
+            self._put_small(episode_ids, vectors, revs, ranks)
+            return
         self._grow(len(self.ids) + len(episode_ids))
         slots: list[int] = []
         for episode_id, rev in zip(episode_ids, revs, strict=True):
@@ -108,19 +144,44 @@ class UserMatrix:
             slots.append(row)
             self.revs[episode_id] = rev
         if slots:
+            assert self.ranks is not None
             self.matrix[slots] = vectors
             if ranks is not None:
                 self.ranks[slots] = ranks
             self.last_rev = max(self.last_rev, *revs)
 
+    def _put_small(
+        self,
+        episode_ids: Sequence[str],
+        vectors: Sequence[Sequence[float]] | Matrix,
+        revs: Sequence[int],
+        ranks: Sequence[int] | None,
+    ) -> None:
+        for n, (episode_id, vector, rev) in enumerate(zip(episode_ids, vectors, revs, strict=True)):
+            row = self.rows.get(episode_id)
+            if row is None:
+                row = len(self.ids)
+                self.ids.append(episode_id)
+                self.rows[episode_id] = row
+                self.small.append(())
+                self.small_ranks.append(0)
+            self.small[row] = tuple(float(x) for x in vector)
+            self.small_ranks[row] = int(ranks[n]) if ranks is not None else 0
+            self.revs[episode_id] = rev
+        if revs:
+            self.last_rev = max(self.last_rev, *revs)
+
     def top(self, query: Sequence[float], k: int) -> list[tuple[str, float]]:
         """The ``k`` most similar cached ids with their cosine, best first; ties by rank
         (higher first) when the rows have ranks, else by id."""
-        import numpy as np
-
         count = len(self.ids)
         if k <= 0 or count == 0:
             return []
+        if self.matrix is None:
+            return self._top_small(query, k)
+        import numpy as np
+
+        assert self.ranks is not None
         q = _normalise(np.asarray(query, dtype=np.float32))
         # einsum's own loop, not BLAS: a multi-threaded BLAS gains nothing on a few thousand
         # rows and its spinning threads took 15-40 ms from a loaded machine (p95)
@@ -138,6 +199,19 @@ class UserMatrix:
             key=lambda pair: (-pair[1], pair[0]),
         )
         return ranked[:k]
+
+    def _top_small(self, query: Sequence[float], k: int) -> list[tuple[str, float]]:
+        """:meth:`top` over the rows of plain floats, in the same order."""
+        unit = unit_vector(query)
+        scored = [
+            (min(1.0, max(-1.0, sum(map(operator.mul, row, unit)))), rank, episode_id)
+            for row, rank, episode_id in zip(self.small, self.small_ranks, self.ids, strict=True)
+        ]
+        if self.ranked:
+            scored.sort(key=lambda t: (-t[0], -t[1]))  # stable: then row order, as lexsort
+        else:
+            scored.sort(key=lambda t: (-t[0], t[2]))
+        return [(episode_id, score) for score, _, episode_id in scored[:k]]
 
 
 class MatrixCache:

@@ -39,3 +39,10 @@ def refusing(settings: Any) -> ScriptedLLM:
     llm = scripted(settings)
     llm.fail_all(LLMConfigError("invalid api key", model="scripted"))
     return llm
+
+
+def insight_down(settings: Any) -> ScriptedLLM:
+    """The scripted model whose insight step is unreachable (evidence still answered)."""
+    llm = scripted(settings)
+    llm.default("extract_insight", LLMUnavailable("the insight model is down", model="scripted"))
+    return llm

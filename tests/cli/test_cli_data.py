@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from sonality.cli import main
 from tests.conftest import EMBEDDING_DIMENSIONS
+from tools.bench_cli_startup import READS
 
 
 @pytest.fixture
@@ -241,38 +242,6 @@ def test_doctor_creates_nothing(env: dict[str, str], tmp_path: Path) -> None:
     assert not (tmp_path / "cli.db").exists()
 
 
-READS = [
-    ["persona", "list"],
-    ["persona", "show", "ada"],
-    ["beliefs", "--persona", "ada"],
-    ["facts", "--persona", "ada", "--user", "u1"],
-    ["episodes", "--persona", "ada"],
-    ["context", "--persona", "ada", "--user", "u1", "--message", "tea?"],
-    ["reflections", "--persona", "ada"],
-    ["snapshot", "history", "--persona", "ada"],
-    ["snapshot", "show", "--persona", "ada"],
-    ["export", "--persona", "ada"],
-    ["erasures", "--persona", "ada"],
-    ["doctor"],
-]
-"""The read-only commands (``tools/bench_cli_startup.py --reads`` times them)."""
-
-
-def test_the_startup_bench_times_every_read_command(monkeypatch: pytest.MonkeyPatch) -> None:
-    """tools/bench_cli_startup.py --reads times exactly the read commands listed here."""
-    import importlib.util
-
-    tools = Path(__file__).resolve().parents[2] / "tools"
-    monkeypatch.syspath_prepend(str(tools))  # as running the script puts it first
-    spec = importlib.util.spec_from_file_location(
-        "bench_cli_startup", tools / "bench_cli_startup.py"
-    )
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    assert [r[:2] for r in bench.READS] == [r[:2] for r in READS]
-
-
 def _loaded_after(env: dict[str, str], reads: list[list[str]], modules: tuple[str, ...]) -> str:
     """Run ``reads`` in one fresh interpreter with SONALITY_MODEL set (each must exit 0) and
     return its stdout; its stderr names which of ``modules`` it had imported."""
@@ -306,15 +275,29 @@ def test_read_commands_import_no_litellm_even_with_a_model_configured(
 
 
 def test_listing_reads_load_only_their_own_command_modules(env: dict[str, str]) -> None:
-    """A read that ranks nothing (every one but context: the export packs embeddings
-    without it) loads neither numpy nor another group's command module: the server's, the
-    evaluation suite's, chat's, the demo's or the browser's; with SONALITY_STORE set,
-    platformdirs (which only finds the default store) is not loaded either."""
+    """On a small store no read command loads numpy (context embeds the message and ranks
+    a few rows in plain floats; the export packs embeddings without it) nor another
+    group's command module: the server's, the evaluation suite's, chat's, the demo's or the
+    browser's; with SONALITY_STORE set, platformdirs (which only finds the default store)
+    is not loaded either."""
     _seed(env)
-    reads = [r for r in READS if r[0] != "context"]
     unneeded = (
         *("numpy", "platformdirs", "sonality.eval", "sonality.cli.eval", "sonality.cli.serve"),
         *("sonality.cli.chat", "sonality.cli.demo", "sonality.cli.browse"),
+    )
+    out = _loaded_after(env, READS, unneeded)
+    assert "message 1" in out  # the context block and the episodes listing did run
+
+
+def test_listing_reads_open_only_the_read_half_of_the_facade(env: dict[str, str]) -> None:
+    """Every read but context opens the facade's read-only half (``mind.reads.Reads``):
+    it imports neither the facade (``sonality.service``) nor what the facade assembles
+    (recording, enrichment and reflection pipelines, the opinion rules and tunables)."""
+    _seed(env)
+    reads = [r for r in READS if r[0] != "context"]
+    unneeded = (
+        *("sonality.service", "sonality.mind.parts", "sonality.mind.recording"),
+        *("sonality.mind.enrichment", "sonality.mind.reflection", "sonality.core.opinion"),
     )
     out = _loaded_after(env, reads, unneeded)
     assert "message 1" in out  # the episodes listing did run

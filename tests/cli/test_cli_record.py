@@ -115,3 +115,42 @@ def test_an_alone_pending_episode_is_enriched_with_one_call_per_step(
     assert code == 0, err
     assert [c.prompt for c in model().calls] == ["assess_evidence", "extract_insight"]
     assert json.loads(out)["episode"]["enrichment_status"] == "enriched"
+
+
+def pending(env: dict[str, str], *args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, ["pending", *args], env=env, catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_pending_counts_what_waits_for_a_model(either_env: dict[str, str]) -> None:
+    """`pending` shows per persona the episodes not enriched, the insights to retry and the
+    turns to think about: two exchanges recorded without a model wait for enrichment; an
+    insight outage leaves their insights waiting; a working model clears both. An unknown
+    persona exits 4."""
+    seed(either_env)
+    code, out, _ = pending(either_env, "--json")
+    assert code == 0
+    assert json.loads(out) == [
+        {
+            "persona_id": "ada",
+            "enrichment_pending": 2,
+            "enrichment_failed": 0,
+            "insights_pending": 0,
+            "insights_failed": 0,
+            "thinking_pending": 0,
+            "thinking_failed": 0,
+        }
+    ]
+    enrich = ["enrich", "--persona", "ada", "--llm", "tests.cli.plugins:insight_down"]
+    assert CliRunner().invoke(main, enrich, env=either_env).exit_code == 8
+    code, out, _ = pending(either_env, "--persona", "ada")
+    assert (code, out) == (
+        0,
+        "ada: enrichment 0 pending, 0 failed; insights 2 pending, 0 failed; "
+        "thinking 0 pending, 0 failed\n",
+    )
+    enrich[-1] = "tests.cli.plugins:scripted"
+    assert CliRunner().invoke(main, enrich, env=either_env).exit_code == 0
+    assert pending(either_env) == (0, "ada: nothing pending\n", "")
+    code, _, err = pending(either_env, "--persona", "nobody")
+    assert code == 4 and err.startswith("error: no such persona")

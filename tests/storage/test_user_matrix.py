@@ -1,12 +1,16 @@
 """The per-process embedding matrix both stores search (storage/vectors.py): ranking by
-cosine, its tie-breaks, and rows replaced or added past the initial capacity."""
+cosine, its tie-breaks, rows replaced or added past the initial capacity, and a few rows
+kept as plain floats (no numpy) that rank exactly as the matrix does."""
 
 from __future__ import annotations
+
+import random
 
 import numpy as np
 import pytest
 
-from sonality.storage.vectors import UserMatrix, normalise_rows
+from sonality.core.retrieval import unit_vector
+from sonality.storage.vectors import SMALL_SEARCH, UserMatrix, normalise_rows
 
 DIMS = 4
 
@@ -49,3 +53,48 @@ def test_rows_are_replaced_in_place_and_grow_past_capacity() -> None:
     [(best, score)] = matrix.top((0.0, 0.0, 0.0, 2.0), 1)
     assert best == "e05" and score == pytest.approx(1.0)
     assert [i for i, _ in matrix.top((1.0, 0.0, 0.0, 0.0), 2)] == ["e00", "e01"]
+
+
+def _random(count: int, seed: int, dims: int = 8) -> list[tuple[float, ...]]:
+    rng = random.Random(seed)
+    return [unit_vector(rng.uniform(-1, 1) for _ in range(dims)) for _ in range(count)]
+
+
+def _filled(rows: list[tuple[float, ...]], small_limit: int, *, ranked: bool) -> UserMatrix:
+    entry = UserMatrix(len(rows[0]), small_limit=small_limit)
+    ranks = [(i * 7) % 5 for i in range(len(rows))] if ranked else None  # repeats: stable
+    entry.put([f"e{i:02d}" for i in range(len(rows))], rows, list(range(1, len(rows) + 1)), ranks)
+    return entry
+
+
+def test_few_rows_stay_plain_floats_and_more_move_to_a_matrix() -> None:
+    """Rows × dimensions within the limit stay plain floats (numpy untouched); one row more
+    moves every row (and its rank) to the matrix, which answers the same search alike."""
+    rows = _random(20, seed=7)
+    entry = _filled(rows, 20 * 8, ranked=True)
+    assert entry.matrix is None and len(entry.small) == 20
+    query = _random(1, seed=3)[0]
+    before = entry.top(query, 5)
+    entry.put(["e99"], [tuple(-x for x in query)], [99], [0])  # the least similar row
+    assert entry.matrix is not None and entry.small == [] and entry.last_rev == 99
+    assert [i for i, _ in entry.top(query, 5)] == [i for i, _ in before]
+    assert entry.top(query, 30)[-1][0] == "e99"
+
+
+@pytest.mark.parametrize("ranked", [False, True], ids=["by-id", "by-rank"])
+@pytest.mark.parametrize("k", [1, 3, 4, 12, 40])
+def test_plain_floats_and_the_matrix_rank_alike(k: int, ranked: bool) -> None:
+    """The same rows and query give the same ids in the same order as floats or as a
+    matrix (equal scores by rank, then row order, or by id); scores agree to float32
+    rounding and stay within [-1, 1]."""
+    rows = _random(30, seed=7)
+    rows[5] = rows[4] = rows[3]  # three equal rows: an exact tie
+    rows[9] = (0.0,) * 8  # a zero vector scores 0 with anything
+    query = rows[3]
+    small = _filled(rows, SMALL_SEARCH, ranked=ranked).top(query, k)
+    dense = _filled(rows, 0, ranked=ranked).top(query, k)
+    assert [i for i, _ in small] == [i for i, _ in dense]
+    assert all(abs(a - b) < 1e-5 for (_, a), (_, b) in zip(small, dense, strict=True))
+    assert all(-1.0 <= s <= 1.0 for _, s in small + dense)
+    tied = ["e04", "e03", "e05"] if ranked else ["e03", "e04", "e05"]  # ranks 3, 1, 0
+    assert [i for i, _ in small][:3] == tied[:k]

@@ -18,9 +18,11 @@ The cache is touched only by the store's single worker thread: it needs no lock.
 from __future__ import annotations
 
 import sqlite3
+import struct
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from sonality.core.retrieval import unit_vector
 from sonality.storage import checks
 from sonality.storage.vectors import MatrixCache, UserMatrix, normalise_rows
 
@@ -32,10 +34,8 @@ __all__ = ["EmbeddingCache", "decode_embedding", "encode_embedding"]
 
 def encode_embedding(values: Sequence[float], dimensions: int) -> bytes:
     """Check the embedding (:func:`sonality.storage.checks.embedding`) and pack it as
-    little-endian float32."""
-    import numpy as np
-
-    return np.asarray(checks.embedding(values, dimensions), dtype="<f4").tobytes()
+    little-endian float32 (``struct`` rounds each value as numpy's ``astype`` does)."""
+    return struct.pack(f"<{dimensions}f", *checks.embedding(values, dimensions))
 
 
 def decode_embedding(blob: bytes) -> Matrix:
@@ -60,12 +60,14 @@ class EmbeddingCache(MatrixCache):
         for batch in iter(lambda: cursor.fetchmany(4096), []):
             fitting = [(str(r[0]), bytes(r[1]), int(r[2])) for r in batch if len(r[1]) == size]
             if fitting:
-                vectors = decode_embedding(b"".join(blob for _, blob, _ in fitting))
-                entry.put(
-                    [i for i, _, _ in fitting],
-                    normalise_rows(vectors, self.dimensions),
-                    [rev for _, _, rev in fitting],
-                )
+                rows: Sequence[Sequence[float]] | Matrix
+                if entry.fits(len(fitting)):  # a few rows: plain floats, no numpy import
+                    unpack = struct.Struct(f"<{self.dimensions}f").unpack
+                    rows = [unit_vector(unpack(blob)) for _, blob, _ in fitting]
+                else:
+                    flat = decode_embedding(b"".join(blob for _, blob, _ in fitting))
+                    rows = normalise_rows(flat, self.dimensions)
+                entry.put([i for i, _, _ in fitting], rows, [rev for _, _, rev in fitting])
             entry.last_rev = max(entry.last_rev, max(int(r[2]) for r in batch))
         return entry
 

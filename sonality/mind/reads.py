@@ -1,0 +1,186 @@
+"""The facade's read-only half: :class:`Reads`, the lists and lookups that only read the
+store (personas, beliefs, facts, episodes, snapshots, reflections, erasures, the export,
+the backlog of model work).
+
+``Sonality`` is a ``Reads``; a ``Reads`` alone is a store and nothing else, with the same
+checks and the same not-found rules, so a command that only lists (``sonality beliefs`` …)
+opens it without building the model, the pipelines or their tunables, and without
+importing them: what it imports stays small (see ``tests/cli``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from sonality.mind.inputs import (
+    MAX_LIMIT,
+    check_bool,
+    check_choice,
+    check_id,
+    check_int,
+    check_topic,
+)
+from sonality.models import EnrichmentStatus, InsightStatus, ThinkerStatus
+
+if TYPE_CHECKING:
+    from sonality.models import (
+        Belief,
+        Episode,
+        Erasure,
+        Insight,
+        Persona,
+        ProvenanceEdge,
+        Reflection,
+        Snapshot,
+        UserFact,
+    )
+    from sonality.ports import Store
+
+__all__ = ["Backlog", "Reads"]
+
+_EVER = datetime(9999, 1, 1, tzinfo=UTC)
+"""A ``stale_before`` later than any turn's last touch: every pending turn counts."""
+
+
+class Backlog(BaseModel):
+    """What a persona's stored work still waits for from a model, whichever process will
+    do it (the worker, ``sonality enrich``, the Thinker's retry job)."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    persona_id: str
+    enrichment_pending: int = Field(ge=0)
+    """Episodes not enriched yet."""
+    enrichment_failed: int = Field(ge=0)
+    """Episodes whose enrichment was given up (``sonality enrich --retry-failed``)."""
+    insights_pending: int = Field(ge=0)
+    """Enriched episodes whose insight extraction is to be retried."""
+    insights_failed: int = Field(ge=0)
+    """Insight extractions given up (``--retry-failed`` as well)."""
+    thinking_pending: int = Field(ge=0)
+    """Responded turns the Thinker has not committed yet."""
+    thinking_failed: int = Field(ge=0)
+    """Turns whose Thinker step failed; the retry job runs them again."""
+
+    @property
+    def empty(self) -> bool:
+        """Nothing waits (nothing pending, nothing failed)."""
+        return not any(self.model_dump(exclude={"persona_id"}).values())
+
+
+class Reads:
+    """Checked reads of one store (every argument checked before anything is read)."""
+
+    store: Store
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    async def _known(self, persona_id: str) -> str:
+        """``persona_id`` once checked and found: every read of a persona's data raises
+        ``PersonaNotFound`` (exit 4) for an unknown persona rather than answering empty."""
+        await self.store.get_persona(check_id(persona_id, "persona_id"))
+        return persona_id
+
+    # personas ---------------------------------------------------------------------------
+    async def persona(self, persona_id: str) -> Persona:
+        return await self.store.get_persona(check_id(persona_id, "persona_id"))
+
+    async def personas(self) -> list[Persona]:
+        return await self.store.list_personas()
+
+    async def snapshot(self, persona_id: str) -> Snapshot:
+        return await self.store.current_snapshot(check_id(persona_id, "persona_id"))
+
+    async def snapshots(self, persona_id: str) -> Sequence[Snapshot]:
+        return await self.store.snapshot_history(await self._known(persona_id))
+
+    # memory -----------------------------------------------------------------------------
+    async def beliefs(self, persona_id: str, *, include_retired: bool = False) -> list[Belief]:
+        check_bool(include_retired, field="include_retired")
+        return await self.store.list_beliefs(
+            await self._known(persona_id), include_retired=include_retired
+        )
+
+    async def evidence(self, persona_id: str, topic: str) -> list[tuple[ProvenanceEdge, Episode]]:
+        """The episodes that moved a belief, with their deltas, oldest first."""
+        return await self.store.belief_evidence(await self._known(persona_id), check_topic(topic))
+
+    async def facts(self, persona_id: str, *, user_id: str) -> list[UserFact]:
+        from sonality.mind.context import order_facts
+
+        facts = await self.store.list_facts(
+            await self._known(persona_id), check_id(user_id, "user_id")
+        )
+        return list(order_facts(facts))
+
+    async def episodes(
+        self,
+        persona_id: str,
+        *,
+        user_id: str | None = None,
+        conversation_id: str | None = None,
+        limit: int = 20,
+    ) -> list[Episode]:
+        await self._known(persona_id)
+        if user_id is not None:
+            check_id(user_id, "user_id")
+        if conversation_id is not None:
+            check_id(conversation_id, "conversation_id")
+        check_int(limit, field="limit", low=1, high=MAX_LIMIT)
+        return await self.store.list_episodes(
+            persona_id, user_id=user_id, conversation_id=conversation_id, limit=limit
+        )
+
+    async def insights(
+        self, persona_id: str, *, status: InsightStatus | str | None = None
+    ) -> list[Insight]:
+        pid = await self._known(persona_id)
+        wanted = None if status is None else check_choice(status, InsightStatus, field="status")
+        return await self.store.list_insights(pid, status=wanted)
+
+    async def reflections(self, persona_id: str, *, limit: int = 20) -> list[Reflection]:
+        """Reflection attempts, newest first."""
+        pid = await self._known(persona_id)
+        return await self.store.list_reflections(
+            pid, limit=check_int(limit, field="limit", low=1, high=MAX_LIMIT)
+        )
+
+    async def backlog(self, persona_id: str) -> Backlog:
+        """What the persona's stored work still waits for from a model: episodes to
+        enrich, insights to retry, turns to think about (pending, and given up or failed)."""
+        pid = await self._known(persona_id)
+        episodes = await self.store.count_episodes(pid)
+        insights = await self.store.count_insight_retries(pid)
+        turns = [t.status for t in await self.store.list_thinker_retries(pid, stale_before=_EVER)]
+        return Backlog(
+            persona_id=pid,
+            enrichment_pending=episodes.get(EnrichmentStatus.PENDING.value, 0),
+            enrichment_failed=episodes.get(EnrichmentStatus.FAILED.value, 0),
+            insights_pending=insights.get("pending", 0),
+            insights_failed=insights.get("failed", 0),
+            thinking_pending=turns.count(ThinkerStatus.PENDING),
+            thinking_failed=turns.count(ThinkerStatus.FAILED),
+        )
+
+    # erasures and the export -------------------------------------------------------------
+    async def erasures(self, persona_id: str) -> list[Erasure]:
+        """The persona's erasure audit records, oldest first (also after its deletion).
+        ``PersonaNotFound`` when the persona neither exists nor left any record."""
+        records = await self.store.list_erasures(check_id(persona_id, "persona_id"))
+        if not records:
+            await self._known(persona_id)
+        return records
+
+    async def export(self, persona_id: str | Sequence[str]) -> str:
+        """The persona (or personas, in order) as canonical JSON lines, every node kind with
+        its id: ``import_`` into any store gives it back, and exporting it there gives the
+        same bytes. ``PersonaNotFound`` for an unknown persona."""
+        from sonality.mind.archive import export_lines
+
+        ids = [persona_id] if isinstance(persona_id, str) else list(persona_id)
+        lines = await export_lines(self.store, [check_id(p, "persona_id") for p in ids])
+        return "".join(f"{line}\n" for line in lines)
