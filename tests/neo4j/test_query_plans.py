@@ -56,3 +56,27 @@ async def test_latest_episodes_stop_at_the_limit(
     assert seeks and max(seeks) <= 3, operators
     sorts = {"Sort", "Top", "PartialSort", "PartialTop"}
     assert not [o for o in operators if o[0] in sorts and "seq" in o[2]], operators
+
+
+@pytest.mark.parametrize(
+    ("query", "params"),
+    [
+        (Query.STAGED_LIST, {"due_by": None}),
+        (Query.ENRICHMENT_STATE, {"user_ids": ["u1"], "since": 0}),
+        (Query.ENRICHMENT_BACKLOG, {"limit": 1, "count": True, "influence_window": 5}),
+    ],
+    ids=["staged_list", "enrichment_state", "enrichment_backlog"],
+)
+async def test_staged_reads_seek_the_persona(
+    neo4j_store: Any, query: Query, params: dict[str, Any]
+) -> None:
+    """The uncommitted staged deltas are read through the (persona_id, due_at) index,
+    never by scanning every persona's StagedUpdate nodes."""
+    await add_persona(neo4j_store)
+    async with neo4j_store._driver.session(database="neo4j") as session:
+        result = await session.run("PROFILE " + load(query), {"persona_id": "p1", **params})
+        plan = (await result.consume()).profile
+    operators = _operators(plan)
+    staged = [(name, details) for name, _, details in operators if "s:StagedUpdate" in details]
+    assert staged and all(name != "NodeByLabelScan" for name, _ in staged), operators
+    assert any("StagedUpdate(persona_id, due_at)" in details for _, details in staged)
