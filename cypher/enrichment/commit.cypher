@@ -22,6 +22,21 @@ CALL (p) {
   SET u._lock = true
   REMOVE u._lock
 }
+// then the conversations of the chunk's episodes (in id order), before any episode or
+// relationship: an append's first lock is its conversation, after which it links the
+// conversation's last episode (NEXT), which takes that episode and the relationship at
+// the head of its chain — the same records the writes below take for the chunk's
+// episodes, in the other order. Sharing the first lock, the two queue instead of
+// deadlocking (tests/neo4j/test_enrichment_locks.py).
+CALL (p) {
+  UNWIND $commits AS c
+  MATCH (e:Episode {persona_id: $persona_id, id: c.episode_id})
+  WITH DISTINCT e.conversation_id AS conversation_id
+  ORDER BY conversation_id
+  MATCH (conversation:Conversation {persona_id: $persona_id, id: conversation_id})
+  SET conversation._lock = true
+  REMOVE conversation._lock
+}
 UNWIND range(0, size($commits) - 1) AS index
 CALL (p, index) {
   WITH p, $commits[index] AS c

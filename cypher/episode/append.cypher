@@ -31,6 +31,15 @@ UNION
   UNION
     WITH p, known
     WHERE known IS NULL OR known.user_id <> $user_id
+    // a user's first episode links the user to the persona (TALKS_WITH), which locks the
+    // persona: then the persona's lock comes first, as in the enrichment commit, so that
+    // the two queue instead of deadlocking (tests/neo4j/test_enrichment_locks.py)
+    OPTIONAL MATCH (known_user:User {persona_id: $persona_id, id: $user_id})
+    FOREACH (_ IN CASE WHEN known_user IS NULL THEN [1] ELSE [] END |
+      SET p._lock = true
+      REMOVE p._lock
+    )
+    WITH p
     MERGE (u:User {persona_id: $persona_id, id: $user_id})
       ON CREATE SET u.created_at = $created_at
     MERGE (p)-[:TALKS_WITH]->(u)

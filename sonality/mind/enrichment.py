@@ -274,12 +274,15 @@ class Enricher:
                 elif outcome == "llm_unavailable":
                     stopped = outcome
                     break
-        counts = await self._store.count_insight_retries(persona_id)
+        remaining = 0  # none was pending when the first read came back empty
+        if tried:
+            counts = await self._store.count_insight_retries(persona_id)
+            remaining = counts[InsightState.PENDING.value]
         return report.model_copy(
             update={
                 "insights_extracted": extracted,
                 "insights_failed": failed,
-                "insights_remaining": counts[InsightState.PENDING.value],
+                "insights_remaining": remaining,
                 "stopped_by": report.stopped_by or stopped,
             }
         )

@@ -66,8 +66,10 @@ async def test_legacy_graph_migrates_and_reads_back_unchanged(
     legacy: Any, opened: list[Neo4jStore], neo4j_uri: str, neo4j_auth: Any
 ) -> None:
     """migrate on the dc77eec graph accepts its recorded checksums, applies exactly the
-    steps added since and keeps every index, node, edge and property it had; every read
-    returns what the old code read; new writes continue its numbering and state."""
+    steps added since and keeps every index (but the vector index V0037 drops, the setting
+    being off), node, edge and property it had; with SONALITY_NEO4J_VECTOR_INDEX on,
+    migrate makes exactly the index it had again; every read returns what the old code
+    read, either way; new writes continue its numbering and state."""
     store = await Neo4jStore.open(neo4j_uri, auth=neo4j_auth, embedding_dimensions=DIMS)
     opened.append(store)
     status = await store.schema_status()
@@ -77,6 +79,14 @@ async def test_legacy_graph_migrates_and_reads_back_unchanged(
     assert (await store.schema_status()).current
     _assert_kept(await graph.export(legacy.driver))
     assert await read_everything(store) == recorded_reads("neo4j")
+
+    on = await Neo4jStore.open(
+        neo4j_uri, auth=neo4j_auth, embedding_dimensions=DIMS, vector_index=True
+    )
+    opened.append(on)
+    assert await on.migrate() == []
+    assert set(GRAPH["schema"]) <= set((await graph.export(legacy.driver))["schema"])
+    assert await read_everything(on) == recorded_reads("neo4j")
     await go_on(store)
 
 

@@ -86,3 +86,27 @@ async def test_a_current_caches_catch_up_in_context_read_reads_no_embedding(
     operators = _operators(plan)
     reading = [o for o in operators if "e.embedding]" in o[2] and "embedding_rev" not in o[2]]
     assert reading and all(rows == 0 for _, rows, _ in reading), operators
+
+
+@pytest.mark.parametrize(
+    ("query", "params"),
+    [
+        (Query.STAGED_LIST, {"due_by": None}),
+        (Query.ENRICHMENT_STATE, {"user_ids": ["u1"], "since": 0}),
+        (Query.ENRICHMENT_BACKLOG, {"limit": 1, "count": True, "influence_window": 5}),
+    ],
+    ids=["staged_list", "enrichment_state", "enrichment_backlog"],
+)
+async def test_staged_reads_seek_the_persona(
+    neo4j_store: Any, query: Query, params: dict[str, Any]
+) -> None:
+    """The uncommitted staged deltas are read through the (persona_id, due_at) index,
+    never by scanning every persona's StagedUpdate nodes."""
+    await add_persona(neo4j_store)
+    async with neo4j_store._driver.session(database="neo4j") as session:
+        result = await session.run("PROFILE " + load(query), {"persona_id": "p1", **params})
+        plan = (await result.consume()).profile
+    operators = _operators(plan)
+    staged = [(name, details) for name, _, details in operators if "s:StagedUpdate" in details]
+    assert staged and all(name != "NodeByLabelScan" for name, _ in staged), operators
+    assert any("StagedUpdate(persona_id, due_at)" in details for _, details in staged)

@@ -1,0 +1,55 @@
+"""Neo4j only: appends and the persona's background enrichment, running at the same time,
+take their locks in one order (the conversation, and the persona for a user's first
+episode, before any episode or relationship), so the server never reports a deadlock and
+the driver retries nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from sonality.llm.embedders import HashEmbedder
+from sonality.models import EnrichmentStatus
+from sonality.service import Sonality
+from sonality.testing import ScriptedLLM
+from tests.conftest import EMBEDDING_DIMENSIONS
+from tests.pipeline import scripts
+
+pytestmark = pytest.mark.neo4j
+
+RECORDS = 150
+CONVERSATIONS = 2
+"""Few conversations: the lane's chunk then holds the episode an append links to (NEXT)
+and the one before it, the case that deadlocked."""
+
+
+async def test_background_enrichment_and_appends_never_deadlock(neo4j_store: Any) -> None:
+    """150 background records in two conversations (new users among them) while the lane
+    enriches behind them: no driver retry, every episode enriched, one NEXT chain per
+    conversation with consecutive turns."""
+    llm = ScriptedLLM()
+    llm.default("assess_evidence", scripts.evidence_reply)
+    llm.default("extract_insight", scripts.insight_reply)
+    app = Sonality(store=neo4j_store, llm=llm, embedder=HashEmbedder(EMBEDDING_DIMENSIONS))
+    await app.create_persona("p1", name="Ada", core_identity="I follow evidence.")
+    before = neo4j_store.transaction_stats.retries
+    for i in range(RECORDS):
+        t = scripts.turn(i % 30 + 1)
+        await app.record(
+            "p1",
+            user_id=f"u{i % 12}",
+            conversation_id=f"c{i % CONVERSATIONS}",
+            message=t.message,
+            response=t.response,
+            episode_id=f"e{i}",
+            enrich="background",
+        )
+    assert await app.drain("p1", max_seconds=120)
+    assert neo4j_store.transaction_stats.retries == before
+    counts = await neo4j_store.count_episodes("p1")
+    assert counts[EnrichmentStatus.ENRICHED.value] == RECORDS
+    for c in range(CONVERSATIONS):
+        chain = await neo4j_store.conversation_chain("p1", f"c{c}")
+        assert chain == [f"e{i}" for i in range(c, RECORDS, CONVERSATIONS)]
+    await app.close()
