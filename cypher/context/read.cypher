@@ -1,5 +1,5 @@
-// What context reads besides the similar episodes, in one statement: the persona, its
-// CURRENT snapshot, the user's active facts (oldest first), the active beliefs (by topic)
+// What context reads in one statement, besides the similar episodes themselves: the
+// persona, its CURRENT snapshot, the user's active facts (oldest first), the active beliefs (by topic)
 // and the user's $recent latest episodes (through the (persona_id, user_id, seq) index,
 // named by a hint: the planner's statistics could otherwise pick the (persona_id, user_id,
 // embedding_rev) index and sort the user's history); their created_at comes as
@@ -32,4 +32,23 @@ CALL () {
                     created_at_us: e.created_at.epochMillis * 1000 + e.created_at.microsecond % 1000})
          AS recent
 }
-RETURN p {.*} AS persona, s {.*} AS snapshot, facts, beliefs, recent
+// The similarity cache's catch-up (sonality/storage/neo4j/vectors.py; the subqueries of
+// episode/vectors, kept in step with it), when $since is not null: the user's embedded
+// episodes stamped after $since that the cache does not hold at that stamp ($known), how
+// many embedded episodes the user has, and the server's clock in the unit of the stamps.
+CALL () {
+  WITH 1 AS asked
+  WHERE $since IS NOT NULL
+  MATCH (e:Episode)
+  WHERE e.persona_id = $persona_id AND e.user_id = $user_id AND e.embedding_rev IS NOT NULL
+  RETURN count(e) AS embedded
+}
+CALL () {
+  MATCH (e:Episode)
+  WHERE e.persona_id = $persona_id AND e.user_id = $user_id AND e.embedding_rev > $since
+    AND coalesce($known[e.id] <> e.embedding_rev, true)
+  RETURN collect({id: e.id, rev: e.embedding_rev, seq: e.seq, embedding: e.embedding}) AS rows
+}
+WITH p, s, facts, beliefs, recent, embedded, rows, datetime.realtime() AS now
+RETURN p {.*} AS persona, s {.*} AS snapshot, facts, beliefs, recent,
+       embedded, rows, (now.epochSeconds * 1000000 + now.microsecond) * 1000 AS now

@@ -133,22 +133,32 @@ class UserMatrix:
         if self.matrix is None:
             self._put_small(episode_ids, vectors, revs, ranks)
             return
-        self._grow(len(self.ids) + len(episode_ids))
-        slots: list[int] = []
-        for episode_id, rev in zip(episode_ids, revs, strict=True):
-            row = self.rows.get(episode_id)
-            if row is None:
-                row = len(self.ids)
-                self.ids.append(episode_id)
-                self.rows[episode_id] = row
-            slots.append(row)
-            self.revs[episode_id] = rev
-        if slots:
-            assert self.ranks is not None
-            self.matrix[slots] = vectors
-            if ranks is not None:
-                self.ranks[slots] = ranks
-            self.last_rev = max(self.last_rev, *revs)
+        if not episode_ids:
+            return
+        start = len(self.ids)
+        self._grow(start + len(episode_ids))
+        assert self.matrix is not None and self.ranks is not None
+        slots: list[int] | slice
+        if self.rows.keys().isdisjoint(episode_ids) and len(set(episode_ids)) == len(
+            episode_ids
+        ):  # all new (a user's first load): appended in one go
+            slots = slice(start, start + len(episode_ids))
+            self.ids.extend(episode_ids)
+            self.rows.update(zip(episode_ids, range(start, slots.stop), strict=True))
+        else:
+            slots = []
+            for episode_id in episode_ids:
+                row = self.rows.get(episode_id)
+                if row is None:
+                    row = len(self.ids)
+                    self.ids.append(episode_id)
+                    self.rows[episode_id] = row
+                slots.append(row)
+        self.revs.update(zip(episode_ids, revs, strict=True))
+        self.matrix[slots] = vectors
+        if ranks is not None:
+            self.ranks[slots] = ranks
+        self.last_rev = max(self.last_rev, max(revs))
 
     def _put_small(
         self,

@@ -346,15 +346,16 @@ async def test_similarity_routes_agree_with_an_exact_ranking(
 
 
 async def test_context_reads_are_one_transaction(neo4j_store: Any, statements: Statements) -> None:
-    """context_reads is one unit of work: context/read, the cache's catch-up and the hits
-    by id (three statements); similar_episodes through the cache is two."""
+    """context_reads is one unit of work of two statements: context/read (with the cache's
+    catch-up) and the hits by id; similar_episodes through the cache is two (its catch-up,
+    the hits)."""
     await add_persona(neo4j_store)
     for i in range(6):
         await neo4j_store.append_episode(_draft(i))
     units = neo4j_store.transaction_stats.units
     with statements.counting() as sent:
         reads = await neo4j_store.context_reads("p1", "u1", vector(1.0), similar_k=3, recent=2)
-    assert len(sent) == 3, sent
+    assert len(sent) == 2, sent
     assert neo4j_store.transaction_stats.units == units + 1
     assert len(reads.similar) == 3 and len(reads.recent) == 2
     with statements.counting() as sent:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from sonality.storage.neo4j.cypher import Query, load
-from tests.contract.factories import add_persona, make_draft
+from tests.contract.factories import add_persona, make_draft, vector
 
 pytestmark = pytest.mark.neo4j
 
@@ -28,7 +28,7 @@ def _operators(plan: Any) -> list[tuple[str, int, str]]:
     [
         (Query.EPISODE_LIST, {"user_id": None}),
         (Query.EPISODE_LIST_USER, {"user_id": "u1"}),
-        (Query.CONTEXT_READ, {"user_id": "u1", "recent": 3}),
+        (Query.CONTEXT_READ, {"user_id": "u1", "recent": 3, "since": None, "known": {}}),
     ],
     ids=["persona", "user", "context"],
 )
@@ -56,6 +56,36 @@ async def test_latest_episodes_stop_at_the_limit(
     assert seeks and max(seeks) <= 3, operators
     sorts = {"Sort", "Top", "PartialSort", "PartialTop"}
     assert not [o for o in operators if o[0] in sorts and "seq" in o[2]], operators
+
+
+async def test_a_current_caches_catch_up_in_context_read_reads_no_embedding(
+    neo4j_store: Any,
+) -> None:
+    """Once this process's cache holds the user, context/read's catch-up (its rows all
+    inside the 60 s window, all known) sends no row and reads no embedding."""
+    await add_persona(neo4j_store)
+    await neo4j_store.append_episodes(
+        [
+            make_draft(f"e{i}", user_id=f"u{i % 2}", minute=i, embedding=vector(1.0, float(i)))
+            for i in range(60)
+        ]
+    )
+    await neo4j_store.context_reads("p1", "u1", vector(1.0), similar_k=3, recent=2)
+    arguments = {
+        "persona_id": "p1",
+        "user_id": "u1",
+        "recent": 2,
+        **neo4j_store.vectors.catch_up("p1", "u1"),
+    }
+    assert len(arguments["known"]) == 30  # every row is inside the window
+    async with neo4j_store._driver.session(database="neo4j") as session:
+        result = await session.run("PROFILE " + load(Query.CONTEXT_READ), arguments)
+        [row] = [record.data() async for record in result]
+        plan = (await result.consume()).profile
+    assert row["rows"] == [] and row["embedded"] == 30
+    operators = _operators(plan)
+    reading = [o for o in operators if "e.embedding]" in o[2] and "embedding_rev" not in o[2]]
+    assert reading and all(rows == 0 for _, rows, _ in reading), operators
 
 
 @pytest.mark.parametrize(

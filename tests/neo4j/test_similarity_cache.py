@@ -4,7 +4,7 @@ first one's cached search answers what an exact scan of the database answers."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -48,8 +48,30 @@ async def _exact(store: Any, monkeypatch: pytest.MonkeyPatch, k: int) -> list[tu
         return [(e.id, s) for e, s in await store.similar_episodes("p1", "u1", QUERY, k=k)]
 
 
-async def _agrees(store: Any, monkeypatch: pytest.MonkeyPatch, k: int = 5) -> list[str]:
-    cached = [(e.id, s) for e, s in await store.similar_episodes("p1", "u1", QUERY, k=k)]
+Search = Callable[[Any, int], Awaitable[list[tuple[str, float]]]]
+
+
+async def _similar(store: Any, k: int) -> list[tuple[str, float]]:
+    return [(e.id, s) for e, s in await store.similar_episodes("p1", "u1", QUERY, k=k)]
+
+
+async def _context(store: Any, k: int) -> list[tuple[str, float]]:
+    reads = await store.context_reads("p1", "u1", QUERY, similar_k=k, recent=0)
+    return [(e.id, s) for e, s in reads.similar]
+
+
+@pytest.fixture(params=[_similar, _context], ids=["similar_episodes", "context_reads"])
+def via(request: pytest.FixtureRequest) -> Search:
+    """Both ways into the cache: similar_episodes (its own catch-up statement) and
+    context_reads (the catch-up inside context/read)."""
+    search: Search = request.param
+    return search
+
+
+async def _agrees(
+    store: Any, monkeypatch: pytest.MonkeyPatch, via: Search = _similar, k: int = 5
+) -> list[str]:
+    cached = await via(store, k)
     exact = await _exact(store, monkeypatch, k)
     assert [s for _, s in cached] == pytest.approx([s for _, s in exact], abs=1e-5)
     assert {i for i, _ in cached} == {i for i, _ in exact}
@@ -57,52 +79,52 @@ async def _agrees(store: Any, monkeypatch: pytest.MonkeyPatch, k: int = 5) -> li
 
 
 async def test_another_processs_append_and_reembedding_are_seen(
-    neo4j_store: Any, other: Any, monkeypatch: pytest.MonkeyPatch
+    neo4j_store: Any, other: Any, monkeypatch: pytest.MonkeyPatch, via: Search
 ) -> None:
     """An episode another process appends, and an embedding it replaces, reach this
     process's next search (the catch-up by revision stamp)."""
     await _fill(neo4j_store)
-    await _agrees(neo4j_store, monkeypatch)
+    await _agrees(neo4j_store, monkeypatch, via)
     await other.append_episode(make_draft("new", user_id="u1", minute=99, embedding=QUERY))
-    assert (await _agrees(neo4j_store, monkeypatch))[0] == "new"
+    assert (await _agrees(neo4j_store, monkeypatch, via))[0] == "new"
     await other.set_episode_embedding("p1", "e1", QUERY)
     await other.set_episode_embedding("p1", "new", vector(-1.0))
-    found = await _agrees(neo4j_store, monkeypatch)
+    found = await _agrees(neo4j_store, monkeypatch, via)
     assert found[0] == "e1" and "new" not in found
 
 
 async def test_another_processs_deletions_are_seen(
-    neo4j_store: Any, other: Any, monkeypatch: pytest.MonkeyPatch
+    neo4j_store: Any, other: Any, monkeypatch: pytest.MonkeyPatch, via: Search
 ) -> None:
     """After another process deletes everything and writes a smaller history with some
     of the same ids, no deleted episode comes back and the ranking is the exact one."""
     await _fill(neo4j_store)
-    before = await _agrees(neo4j_store, monkeypatch)
+    before = await _agrees(neo4j_store, monkeypatch, via)
     await other.delete_all()
     await add_persona(other)
     await other.append_episodes(
         [make_draft(f"e{i}", user_id="u1", minute=i, embedding=vector(1.0)) for i in (1, 3)]
     )
-    after = await _agrees(neo4j_store, monkeypatch)
+    after = await _agrees(neo4j_store, monkeypatch, via)
     assert set(after) == {"e1", "e3"} and set(before) - {"e1", "e3"}
 
 
 async def test_a_late_commit_and_a_vanished_hit_are_caught(
-    neo4j_store: Any, raw_graph: Any, monkeypatch: pytest.MonkeyPatch
+    neo4j_store: Any, raw_graph: Any, monkeypatch: pytest.MonkeyPatch, via: Search
 ) -> None:
     """An embedding stamped long before the cache's last stamp (a transaction that
     committed late) is found by the count; the best hit deleted while another episode
     with an old stamp arrives (the count unchanged) is found by reading the hits back."""
     await _fill(neo4j_store)
-    await _agrees(neo4j_store, monkeypatch)
+    await _agrees(neo4j_store, monkeypatch, via)
     late = "MATCH (e:Episode {persona_id: 'p1', id: $id}) SET e.embedding_rev = 1"
     await neo4j_store.append_episode(make_draft("late", user_id="u1", minute=50, embedding=QUERY))
     await raw_graph.run(late, id="late")  # the stamp a late commit would leave
-    assert (await _agrees(neo4j_store, monkeypatch))[0] == "late"
+    assert (await _agrees(neo4j_store, monkeypatch, via))[0] == "late"
     await neo4j_store.append_episode(make_draft("late2", user_id="u1", minute=51, embedding=QUERY))
     await raw_graph.run(late, id="late2")
     await raw_graph.run("MATCH (e:Episode {persona_id: 'p1', id: 'late'}) DETACH DELETE e")
-    found = await _agrees(neo4j_store, monkeypatch)
+    found = await _agrees(neo4j_store, monkeypatch, via)
     assert found[0] == "late2" and "late" not in found
 
 

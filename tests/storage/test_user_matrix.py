@@ -42,14 +42,16 @@ def test_without_ranks_equal_scores_rank_by_id() -> None:
 
 
 def test_rows_are_replaced_in_place_and_grow_past_capacity() -> None:
-    """A known id is replaced where it is; 40 new rows grow the 16-row start; the best
-    match and its cosine follow the replacement."""
-    matrix = UserMatrix(DIMS)
+    """In the numpy matrix: 40 new rows (one block) grow the 16-row start; a known id is
+    replaced where it is; the best match and its cosine follow the replacement."""
+    matrix = UserMatrix(DIMS, small_limit=0)
     ids = [f"e{i:02d}" for i in range(40)]
     vectors = [(1.0, float(i), 0.0, 0.0) for i in range(40)]
     matrix.put(ids, _rows(*vectors), list(range(40)), list(range(40)))
     matrix.put(["e05"], _rows((0.0, 0.0, 0.0, 1.0)), [99], [5])
+    assert matrix.matrix is not None and matrix.matrix.shape[0] == 64
     assert len(matrix.ids) == 40 and matrix.revs["e05"] == 99 and matrix.last_rev == 99
+    assert matrix.rows["e39"] == 39 and matrix.ids[5] == "e05"
     [(best, score)] = matrix.top((0.0, 0.0, 0.0, 2.0), 1)
     assert best == "e05" and score == pytest.approx(1.0)
     assert [i for i, _ in matrix.top((1.0, 0.0, 0.0, 0.0), 2)] == ["e00", "e01"]

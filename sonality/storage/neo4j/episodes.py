@@ -8,7 +8,7 @@ vector property; the ``episode_embedding`` vector index over it is opt-in
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -221,13 +221,17 @@ class Neo4jEpisodes(Neo4jAggregate):
         user_id: str,
         vector: list[float],
         k: int,
+        caught_up: Mapping[str, Any] | None = None,
     ) -> list[tuple[Episode, float]]:
-        """The user's top ``k`` inside ``tx``, by :attr:`similarity_form`."""
+        """The user's top ``k`` inside ``tx``, by :attr:`similarity_form` (``caught_up``:
+        the cache's catch-up, already read by the caller's statement)."""
         form = self.similarity_form
         if form == "search":
             return await _search(tx, persona_id, user_id, vector, k)
         if form == "cache":
-            hits = await self.vectors.search(tx, persona_id, user_id, vector, k)
+            hits = await self.vectors.search(
+                tx, persona_id, user_id, vector, k, caught_up=caught_up
+            )
             return [
                 (episode_from(codec.times_from_micros(props, "created_at")), score)
                 for props, score in hits

@@ -34,7 +34,7 @@ read the candidates — never a scan of the user's vectors on the server.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from itertools import chain
 from typing import Any
 
@@ -62,24 +62,23 @@ class Neo4jEmbeddingCache(MatrixCache):
     """Per-(persona, user) embedding matrices, refreshed from Neo4j inside the caller's
     read transaction."""
 
-    async def _read(
-        self, tx: AsyncManagedTransaction, persona_id: str, user_id: str, entry: UserMatrix
-    ) -> int:
-        """Merge the user's rows stamped since the entry's last stamp minus the window;
-        the user's embedded-episode count."""
-        import numpy as np
-
+    def catch_up(self, persona_id: str, user_id: str) -> dict[str, Any]:
+        """The parameters of a catch-up of the user's entry (``since``: the entry's last
+        catch-up minus the window, ``known``: the cached rows stamped after it), for
+        ``episode/vectors`` or a statement that embeds its subqueries (``context/read``)."""
+        entry = self.entry(persona_id, user_id)
         since = entry.read_at - WINDOW if entry.read_at >= 0 else -1
         recent = entry.last_rev > since  # else no cached row is inside the window
         known = {i: rev for i, rev in entry.revs.items() if rev > since} if recent else {}
-        [row] = await fetch_plain(
-            tx,
-            Query.EPISODE_VECTORS,
-            persona_id=persona_id,
-            user_id=user_id,
-            since=since,
-            known=known,
-        )  # aggregations always answer one row
+        return {"since": since, "known": known}
+
+    def absorb(self, persona_id: str, user_id: str, row: Mapping[str, Any]) -> bool:
+        """Merge a catch-up's answer (``rows``, ``now``, ``embedded``) into the user's
+        entry; ``False`` when the entry then holds another number of rows than the user
+        has embedded episodes (it must be rebuilt)."""
+        import numpy as np
+
+        entry = self.entry(persona_id, user_id)
         fitting = [
             r
             for r in row["rows"]
@@ -98,17 +97,36 @@ class Neo4jEmbeddingCache(MatrixCache):
                 [int(r["seq"]) for r in fitting],
             )
         entry.read_at = int(row["now"])
-        return int(row["embedded"])
+        return int(row["embedded"]) == len(entry.ids)
+
+    async def _read(self, tx: AsyncManagedTransaction, persona_id: str, user_id: str) -> bool:
+        """One catch-up statement (``episode/vectors``), absorbed."""
+        [row] = await fetch_plain(
+            tx,
+            Query.EPISODE_VECTORS,
+            persona_id=persona_id,
+            user_id=user_id,
+            **self.catch_up(persona_id, user_id),
+        )  # aggregations always answer one row
+        return self.absorb(persona_id, user_id, row)
 
     async def _refresh(
-        self, tx: AsyncManagedTransaction, persona_id: str, user_id: str
+        self,
+        tx: AsyncManagedTransaction,
+        persona_id: str,
+        user_id: str,
+        caught_up: Mapping[str, Any] | None = None,
     ) -> UserMatrix:
-        entry = self.entry(persona_id, user_id)
-        if await self._read(tx, persona_id, user_id, entry) != len(entry.ids):
+        """The user's entry, current: ``caught_up`` (a catch-up the caller's statement
+        already read) or one read here, then a rebuild from scratch if the count differs."""
+        if caught_up is not None:
+            current = self.absorb(persona_id, user_id, caught_up)
+        else:
+            current = await self._read(tx, persona_id, user_id)
+        if not current:
             self.forget(persona_id, user_id)
-            entry = self.entry(persona_id, user_id)
-            await self._read(tx, persona_id, user_id, entry)
-        return entry
+            await self._read(tx, persona_id, user_id)
+        return self.entry(persona_id, user_id)
 
     async def search(
         self,
@@ -117,13 +135,18 @@ class Neo4jEmbeddingCache(MatrixCache):
         user_id: str,
         query: Sequence[float],
         k: int,
+        *,
+        caught_up: Mapping[str, Any] | None = None,
     ) -> list[tuple[dict[str, Any], float]]:
         """Up to ``k`` of the user's embedded episodes (their stored properties) by cosine,
-        best first (ties: the later ``seq`` first, as the server's exact scan orders them)."""
+        best first (ties: the later ``seq`` first, as the server's exact scan orders them).
+        ``caught_up``: the answer of a catch-up run with :meth:`catch_up`'s parameters in
+        this transaction (it saves a statement)."""
         found: dict[str, tuple[dict[str, Any], float]] = {}
         candidates: list[tuple[str, float]] = []
         for _ in range(2):
-            entry = await self._refresh(tx, persona_id, user_id)
+            entry = await self._refresh(tx, persona_id, user_id, caught_up)
+            caught_up = None
             candidates = entry.top(query, k + MARGIN)
             if not candidates:
                 return []
