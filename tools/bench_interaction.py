@@ -33,6 +33,7 @@ import os
 import sqlite3
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
@@ -480,8 +481,16 @@ async def main() -> int:
                 floor_db.execute("PRAGMA synchronous = NORMAL")
                 floor_db.execute("CREATE TABLE IF NOT EXISTS floor (i INTEGER)")
 
-                def insert(i: int, floor_db: sqlite3.Connection = floor_db) -> None:
-                    with floor_db:
+                # one connection, so concurrent floor writes (the writers' ceiling) take
+                # turns on it, as SQLite's writers do on the database
+                floor_lock = threading.Lock()
+
+                def insert(
+                    i: int,
+                    floor_db: sqlite3.Connection = floor_db,
+                    floor_lock: threading.Lock = floor_lock,
+                ) -> None:
+                    with floor_lock, floor_db:
                         floor_db.execute("INSERT INTO floor (i) VALUES (?)", (i,))
 
                 async def sqlite_floor(i: int) -> None:
