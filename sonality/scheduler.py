@@ -11,8 +11,13 @@ Jobs, and why their scheduling options are what they are:
   processes recorded) and requests a reflection for each. ``coalesce=True`` and
   ``max_instances=1``: after a stall, several missed scans collapse into one, and a slow
   scan never runs twice at once. ``misfire_grace_time=scan_seconds``: a scan later than
-  one interval is dropped, the next one is already on its way. A scan that reached the
-  store touches ``heartbeat_file`` when one is set (a container health check reads its age).
+  one interval is dropped, the next one is already on its way. Each scan fires up to a
+  quarter of ``scan_seconds`` late, at random (APScheduler's ``jitter``): workers started
+  together scan in the same phase, and the one a few milliseconds ahead would otherwise
+  win every lease while the others only ever find it held; with the jitter they take
+  turns, and a due persona waits at most one and a quarter intervals. A scan that reached
+  the store touches ``heartbeat_file`` when one is set (a container health check reads its
+  age).
 - ``enrich-retry`` (every ``retry_seconds``): enriches personas with pending episodes,
   pending insight parts, or episodes a remote embedder failed on (``Sonality.enrich_pending``
   backfills those). A persona whose pass stops on an unavailable or invalid model backs off
@@ -131,7 +136,7 @@ class Worker:
         now = datetime.now(UTC)
         self._scheduler.add_job(
             self._tracked(self._scan),
-            IntervalTrigger(seconds=p.scan_seconds),
+            IntervalTrigger(seconds=p.scan_seconds, jitter=p.scan_seconds / 4),
             id="scan",
             coalesce=True,
             max_instances=1,
