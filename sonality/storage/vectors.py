@@ -146,19 +146,21 @@ class UserMatrix:
             self.ids.extend(episode_ids)
             self.rows.update(zip(episode_ids, range(start, slots.stop), strict=True))
         else:
-            slots = []
-            for episode_id in episode_ids:
-                row = self.rows.get(episode_id)
-                if row is None:
-                    row = len(self.ids)
-                    self.ids.append(episode_id)
-                    self.rows[episode_id] = row
-                slots.append(row)
+            slots = [self._row(episode_id) for episode_id in episode_ids]
         self.revs.update(zip(episode_ids, revs, strict=True))
         self.matrix[slots] = vectors
         if ranks is not None:
             self.ranks[slots] = ranks
         self.last_rev = max(self.last_rev, max(revs))
+
+    def _row(self, episode_id: str) -> int:
+        """The row of ``episode_id``; a new one at the end when it has none yet."""
+        row = self.rows.get(episode_id)
+        if row is None:
+            row = len(self.ids)
+            self.ids.append(episode_id)
+            self.rows[episode_id] = row
+        return row
 
     def _put_small(
         self,
@@ -168,11 +170,8 @@ class UserMatrix:
         ranks: Sequence[int] | None,
     ) -> None:
         for n, (episode_id, vector, rev) in enumerate(zip(episode_ids, vectors, revs, strict=True)):
-            row = self.rows.get(episode_id)
-            if row is None:
-                row = len(self.ids)
-                self.ids.append(episode_id)
-                self.rows[episode_id] = row
+            row = self._row(episode_id)
+            if row == len(self.small):  # a new row
                 self.small.append(())
                 self.small_ranks.append(0)
             self.small[row] = tuple(float(x) for x in vector)
