@@ -317,6 +317,14 @@ class EnrichmentStore(Protocol):
         many are pending in all. ``PersonaNotFound`` when unknown."""
         ...
 
+    async def append_episode_with_backlog(
+        self, draft: EpisodeDraft, *, influence_window: int
+    ) -> tuple[Episode, bool, EnrichmentBacklog]:
+        """``append_episode`` and then, in the same transaction, ``enrichment_backlog``
+        of the persona for one episode with the pending count: what an inline ``record``
+        needs before it asks the model, in one unit of work instead of two."""
+        ...
+
     async def enrichment_state(
         self, persona_id: str, user_ids: Sequence[str], *, since_interaction: int
     ) -> EnrichmentState:

@@ -54,6 +54,7 @@ from sonality.models import (
     AffectPlacement,
     AffectState,
     ApiKey,
+    EnrichmentBacklog,
     EnrichmentStatus,
     Episode,
     Erasure,
@@ -367,14 +368,29 @@ class Sonality(Reads):
         check_text(
             response, field="response", limit=self.limits.max_response_chars, allow_empty=True
         )
-        episode, created = await self.recorder.append(
-            persona_id,
-            user_id=user_id,
-            conversation_id=conversation_id,
-            message=message,
-            response=response,
-            episode_id=episode_id,
-        )
+        exchange = Exchange(user_id, conversation_id, message, response, episode_id)
+        backlog: EnrichmentBacklog | None = None
+        passes = 0
+        if (
+            mode is EnrichMode.INLINE
+            and self.llm is not None
+            and not self._enrich_lanes.busy(("enrich", persona_id))
+        ):
+            # the lane is idle: the backlog read the enrichment starts from rides in the
+            # append's transaction (two units of work for the whole record, not three)
+            passes = self.enricher.passes(persona_id)
+            episode, created, backlog = await self.recorder.append_with_backlog(
+                persona_id, exchange, influence_window=self.opinion.influence_window
+            )
+        else:
+            episode, created = await self.recorder.append(
+                persona_id,
+                user_id=user_id,
+                conversation_id=conversation_id,
+                message=message,
+                response=response,
+                episode_id=episode_id,
+            )
         report: EnrichReport | None = None
         pending = episode.enrichment_status is EnrichmentStatus.PENDING
         if mode is EnrichMode.INLINE and self.llm is None:
@@ -382,7 +398,7 @@ class Sonality(Reads):
         elif mode is EnrichMode.BACKGROUND and pending and self.llm is not None:
             self._enrich_later(persona_id)
         elif mode is EnrichMode.INLINE and pending:
-            report, stored = await self._enrich_inline(episode)
+            report, stored = await self._enrich_inline(episode, backlog, passes)
             episode = stored or await self.store.get_episode(persona_id, episode.id)
         return Recorded(episode=episode, created=created, enrichment=report)
 
@@ -408,16 +424,24 @@ class Sonality(Reads):
         return future
 
     async def _enrich_pass(
-        self, persona_id: str, limit: int | None, first: Episode | None = None
+        self,
+        persona_id: str,
+        limit: int | None,
+        first: Episode | None = None,
+        backlog: EnrichmentBacklog | None = None,
+        passes: int = 0,
     ) -> _Pass | ConfigError | None:
         """One lane job: enrich in order (``first``: only that episode, and only if it is
-        the oldest pending one); a failure leaves the episodes pending."""
+        the oldest pending one, from ``backlog`` when it is still current, see
+        ``Enricher.enrich_first``); a failure leaves the episodes pending."""
         stored: Episode | None = None
         try:
             if first is None:
                 report = await self.enricher.enrich_pending(persona_id, limit=limit)
             else:
-                report, stored = await self.enricher.enrich_first(first)
+                report, stored = await self.enricher.enrich_first(
+                    first, backlog=backlog, passes=passes
+                )
         except ConfigError as exc:
             # not an outage: an inline caller must hear it (_enrich_inline raises it)
             log.warning("enrichment_refused", persona_id=persona_id, error=type(exc).__name__)
@@ -432,15 +456,18 @@ class Sonality(Reads):
             await self.reflector.notifier.notify(persona_id)
         return _Pass(report, stored)
 
-    async def _enrich_inline(self, episode: Episode) -> tuple[EnrichReport | None, Episode | None]:
+    async def _enrich_inline(
+        self, episode: Episode, backlog: EnrichmentBacklog | None, passes: int
+    ) -> tuple[EnrichReport | None, Episode | None]:
         """Enrich ``episode`` on its persona's lane while the caller waits, at most
         ``record_deadline_seconds``; returns the report and the episode as the lane left
         it (None: read it back). Never somebody else's backlog: when an older episode is
         still pending, the lane takes it all and the caller gets ``pending`` at once.
 
-        With the lane idle, one job checks that and enriches (one read, the model, one
-        commit); with the lane busy, the check is a read first, then the caller waits for
-        the lane's pass if nothing older is pending."""
+        With the lane idle, one job checks that and enriches (from ``backlog``, read with
+        the append while no pass ended since ``passes``, else one read; then the model and
+        one commit); with the lane busy, the check is a read first, then the caller waits
+        for the lane's pass if nothing older is pending."""
         pid = episode.persona_id
         if self._enrich_lanes.busy(("enrich", pid)):
             oldest = await self.store.list_pending_episodes(pid, limit=1)
@@ -450,7 +477,7 @@ class Sonality(Reads):
             future = self._enrich_tail[pid]
         else:
             future = self._enrich_lanes.submit(
-                ("enrich", pid), partial(self._enrich_pass, pid, 1, episode)
+                ("enrich", pid), partial(self._enrich_pass, pid, 1, episode, backlog, passes)
             )
         try:
             result: _Pass | ConfigError | None = await asyncio.wait_for(

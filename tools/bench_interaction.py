@@ -140,20 +140,27 @@ async def settle(
     *,
     start: int = 1_000_000,
     size: int = 25,
-    rounds: int = 16,
+    rounds: int = 40,
     tolerance: float = 0.1,
 ) -> list[float]:
-    """Unmeasured rounds of ``size`` calls until a round's p50 is within ``tolerance`` of
-    the round before (at least three rounds, at most ``rounds``): a fresh server's JVM
-    compiles each statement's code as it runs it, and a path measured before that is done
-    measures the compiler. The rounds' p50s, for the note under the table."""
+    """Unmeasured rounds of ``size`` calls until the last three rounds' p50s lie within
+    ``tolerance`` of the lowest of them (a plateau; at most ``rounds`` rounds): a fresh
+    server's JVM compiles each statement's code as it runs it, for thousands of calls, and
+    a path measured before that is done measures the compiler. The rounds' p50s, for the
+    note under the table."""
     p50s: list[float] = []
     for r in range(rounds):
         base = start + r * size
         p50s.append(pct(await timed(size, lambda i, base=base: call(base + i)), 0.5))
-        if r >= 2 and abs(p50s[-1] - p50s[-2]) <= tolerance * p50s[-2]:
+        if plateau(p50s, tolerance):
             break
     return p50s
+
+
+def plateau(values: list[float], tolerance: float) -> bool:
+    """Whether the last three values lie within ``tolerance`` of the lowest of them."""
+    last = values[-3:]
+    return len(last) == 3 and max(last) <= (1 + tolerance) * min(last)
 
 
 def load() -> str:
@@ -304,8 +311,8 @@ async def bench_backend(
             enrich=enrich,
         )
 
-    # Each path runs unmeasured until its p50 settles (see settle); what the warm-up saw is
-    # printed under the table, the cold start of a fresh server included.
+    # Each path runs unmeasured until its p50 levels off (see settle); what the warm-up saw
+    # is printed under the table, the cold start of a fresh server included.
     await warm(2.0, floor_write)
     warmed = {
         "floor": await settle(floor_write),
@@ -374,14 +381,18 @@ async def bench_backend(
         for j in range(each):
             await floor_write(2_000_000 + w * each + j)
 
-    # Unmeasured rounds first, until one runs within 10 % of the round before (a fresh
-    # server's first rounds of 16 writers ran at a third to a half of the later ones,
-    # whichever kind of append came first); their rates go under the table.
+    # Unmeasured rounds of both kinds first, until the last three of each lie within 10 %
+    # (a fresh server's first rounds of 16 writers ran at a third to a half of the later
+    # ones, and the first round of the other kind again: an append with and one without an
+    # embedding are two plans to the server, each compiled on first use); their rates go
+    # under the table.
     await asyncio.gather(*(floors(w) for w in range(writers)))
-    crowd_warm: list[float] = []
-    for r in range(8):
-        crowd_warm.append((await crowd_rate(f"crowd-warm{r}-v-"))[0])
-        if r >= 1 and abs(crowd_warm[-1] - crowd_warm[-2]) <= 0.1 * crowd_warm[-2]:
+    crowd_warm: dict[str, list[float]] = {"plain": [], "embedded": []}
+    for r in range(12):
+        for kind, rates in crowd_warm.items():
+            v = "v-" if kind == "embedded" else ""
+            rates.append(1 / (await crowd_rate(f"crowd-warm{r}-{v}"))[0])
+        if all(plateau(rates, 0.1) for rates in crowd_warm.values()):
             break
     await crowd("16 concurrent appenders, 1 persona", "crowd-")
     await crowd("16 appenders, with embeddings", "crowd-v-")
@@ -437,12 +448,12 @@ async def bench_backend(
         if name == "neo4j":
             await similarity_routes(store, report, size, samples)
     await report.floor("floor write, again at the end", samples)
-    print(f"{name:<7} warm-up, p50 ms of each round of 25 until one came within 10 %:")
+    print(f"{name:<7} warm-up, p50 ms of each round of 25 until the last three lay within 10 %:")
     for path, p50s in warmed.items():
         print(f"{name:<7}   {path:<30} " + " ".join(f"{v:.2f}" for v in p50s))
-    print(
-        f"{name:<7}   16 appenders, episodes/s        " + " ".join(f"{v:.0f}" for v in crowd_warm)
-    )
+    for kind, rates in crowd_warm.items():
+        label = f"16 appenders, {kind}, /s"
+        print(f"{name:<7}   {label:<30} " + " ".join(f"{1 / v:.0f}" for v in rates))
     await app.close()
     await store.close()
 

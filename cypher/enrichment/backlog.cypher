@@ -3,14 +3,17 @@
 // $count how many are pending in all (an index range of the pending ones, never a scan of
 // the persona's episodes), and the state their commits are planned from, as
 // enrichment/state reads it for the episodes' users and the influence window of the
-// persona's next interaction. No row: no such persona.
+// persona's next interaction. Times come as microseconds since the epoch (<name>_us), which
+// the driver reads far faster than a DateTime (a backlog read carries two per belief).
+// No row: no such persona.
 MATCH (p:Persona {id: $persona_id})
 CALL (p) {
   MATCH (e:Episode {persona_id: $persona_id, enrichment_status: 'pending'})
   WITH e
   ORDER BY e.seq
   LIMIT $limit
-  RETURN collect(e {.*, embedding: null}) AS episodes
+  RETURN collect(e {.*, embedding: null, created_at: null,
+                    created_at_us: e.created_at.epochMillis * 1000 + e.created_at.microsecond % 1000}) AS episodes
 }
 WITH p, episodes, [e IN episodes | e.user_id] AS user_ids,
      p.interaction_count + 1 - $influence_window AS since
@@ -18,7 +21,9 @@ CALL (p) {
   MATCH (b:Belief {persona_id: $persona_id})
   WITH b
   ORDER BY b.topic
-  RETURN collect(b {.*}) AS beliefs
+  RETURN collect(b {.*, created_at: null, updated_at: null,
+                    created_at_us: b.created_at.epochMillis * 1000 + b.created_at.microsecond % 1000,
+                    updated_at_us: b.updated_at.epochMillis * 1000 + b.updated_at.microsecond % 1000}) AS beliefs
 }
 CALL (p) {
   MATCH (s:StagedUpdate {persona_id: $persona_id})
@@ -31,7 +36,8 @@ CALL (p) {
 CALL (user_ids) {
   MATCH (f:UserFact {persona_id: $persona_id})
   WHERE f.user_id IN user_ids AND NOT f.retracted
-  RETURN collect(f {.*}) AS facts
+  RETURN collect(f {.*, created_at: null,
+                    created_at_us: f.created_at.epochMillis * 1000 + f.created_at.microsecond % 1000}) AS facts
 }
 CALL (user_ids, since) {
   MATCH (s:StagedUpdate {persona_id: $persona_id})
@@ -43,7 +49,10 @@ CALL (user_ids, since) {
     signed_delta: s.signed_delta, staged_at: s.staged_at, message: e.user_message
   }) AS influence
 }
-RETURN p {.*} AS persona, episodes, beliefs, staged, facts, influence,
+RETURN p {.*, created_at: null,
+          created_at_us: p.created_at.epochMillis * 1000 + p.created_at.microsecond % 1000}
+         AS persona,
+       episodes, beliefs, staged, facts, influence,
        CASE WHEN $count
          THEN COUNT { MATCH (x:Episode {persona_id: $persona_id, enrichment_status: 'pending'}) }
        END AS pending

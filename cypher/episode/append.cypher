@@ -78,4 +78,5 @@ UNION
   }
   RETURN e, true AS created
 }
-RETURN e {.*, embedding: null} AS episode, created
+RETURN e {.*, embedding: null, created_at: null, created_at_us: e.created_at.epochMillis * 1000 + e.created_at.microsecond % 1000} AS episode,
+       created

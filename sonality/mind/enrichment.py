@@ -114,9 +114,17 @@ class Enricher:
         self._window = window_size
         self._max_attempts = max_attempts
         self._locks: dict[str, asyncio.Lock] = {}
+        self._passes: dict[str, int] = {}
 
     def _lock(self, persona_id: str) -> asyncio.Lock:
         return self._locks.setdefault(persona_id, asyncio.Lock())
+
+    def passes(self, persona_id: str) -> int:
+        """How many passes over the persona have ended in this enricher. A backlog read
+        (``Store.append_episode_with_backlog``) taken after this count was read is still
+        current for :meth:`enrich_first` while the count has not moved; another process's
+        commit in between is refused by the commit's own checks and replanned."""
+        return self._passes.get(persona_id, 0)
 
     @property
     def max_attempts(self) -> int:
@@ -143,15 +151,25 @@ class Enricher:
             )
             return report
 
-    async def enrich_first(self, episode: Episode) -> tuple[EnrichReport, Episode]:
+    async def enrich_first(
+        self,
+        episode: Episode,
+        *,
+        backlog: EnrichmentBacklog | None = None,
+        passes: int | None = None,
+    ) -> tuple[EnrichReport, Episode]:
         """Enrich ``episode`` if it is its persona's oldest pending episode (an inline
         ``record``'s own episode), else nothing: an older one is pending (the report says
         ``stopped_by="backlog"``), or it is not pending any more. Returns the report and the
         episode as this pass left it (read back only when this pass did not commit it).
+        ``backlog``: the backlog read with the append, used instead of a read of its own
+        when no pass has ended since ``passes`` (:meth:`passes`, read before the append).
         ``LLMConfigError`` propagates, with nothing marked."""
         pid = episode.persona_id
         async with self._lock(pid):
-            report, episodes = await self._pass(pid, limit=1, first=episode)
+            if passes != self.passes(pid):
+                backlog = None
+            report, episodes = await self._pass(pid, limit=1, first=episode, backlog=backlog)
             mine = [e for e in episodes if e.id == episode.id]
             if mine:
                 return report, mine[0]
@@ -167,10 +185,34 @@ class Enricher:
         retry_failed: bool = False,
         insights: bool = False,
         first: Episode | None = None,
+        backlog: EnrichmentBacklog | None = None,
     ) -> tuple[EnrichReport, list[Episode]]:
         """One pass under the persona's lock (see :meth:`enrich_pending`); ``first``: stop
-        before asking the model unless that episode is the oldest pending one. Returns the
-        report and the episodes it committed, as stored."""
+        before asking the model unless that episode is the oldest pending one; ``backlog``:
+        the first chunk's read, taken already. Returns the report and the episodes it
+        committed, as stored."""
+        try:
+            return await self._pass_once(
+                persona_id,
+                limit=limit,
+                retry_failed=retry_failed,
+                insights=insights,
+                first=first,
+                backlog=backlog,
+            )
+        finally:
+            self._passes[persona_id] = self.passes(persona_id) + 1
+
+    async def _pass_once(
+        self,
+        persona_id: str,
+        *,
+        limit: int | None,
+        retry_failed: bool,
+        insights: bool,
+        first: Episode | None,
+        backlog: EnrichmentBacklog | None,
+    ) -> tuple[EnrichReport, list[Episode]]:
         requeued = 0
         if retry_failed:
             requeued = await self._store.requeue_failed(persona_id)
@@ -190,31 +232,33 @@ class Enricher:
             # one read before the model: the chunk and the state its commits are planned
             # from (with a limit, also the pending count: the report's remaining then needs
             # no scan of the episodes)
-            backlog = await self._store.enrichment_backlog(
-                persona_id,
-                limit=size,
-                influence_window=self._params.influence_window,
-                count=limit is not None,
-            )
-            if not backlog.episodes:
+            if backlog is None or len(backlog.episodes) > size:
+                backlog = await self._store.enrichment_backlog(
+                    persona_id,
+                    limit=size,
+                    influence_window=self._params.influence_window,
+                    count=limit is not None,
+                )
+            chunk, backlog = backlog, None
+            if not chunk.episodes:
                 drained = True
                 break
-            if first is not None and backlog.episodes[0].id != first.id:
+            if first is not None and chunk.episodes[0].id != first.id:
                 # an older episode is pending (stop: not on this caller's time), or the
                 # episode is not pending any more (nothing to do)
-                if backlog.episodes[0].seq < first.seq:
+                if chunk.episodes[0].seq < first.seq:
                     stopped = "backlog"
-                left = backlog.pending
+                left = chunk.pending
                 break
-            done, outcome, stored = await self._enrich_chunk(backlog)
+            done, outcome, stored = await self._enrich_chunk(chunk)
             enriched += done
             committed += stored
             if outcome == "failed":
                 failed += 1
             elif outcome is not None:
                 stopped = outcome
-            if backlog.pending is not None:
-                left = max(0, backlog.pending - done - (outcome == "failed"))
+            if chunk.pending is not None:
+                left = max(0, chunk.pending - done - (outcome == "failed"))
         remaining = 0
         if not drained:  # counting is a scan of the persona's episodes: only when needed
             if left is None:

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sonality.errors import LLMError
-from sonality.models import Episode, EpisodeDraft
+from sonality.models import EnrichmentBacklog, Episode, EpisodeDraft
 from sonality.observability import get_logger
 from sonality.ports import Clock, Embedder, Store
 
@@ -61,10 +61,42 @@ class EpisodeRecorder:
         """Store the exchange; returns the stored episode and whether this call created
         it. Idempotent on ``episode_id`` (the store's rule: a retry returns the stored
         episode, an id used for another exchange raises ``ConflictError``)."""
+        draft = await self._draft(
+            persona_id, user_id, conversation_id, message, response, episode_id
+        )
+        episode, created = await self._store.append_episode(draft)
+        await self._recorded(episode, created)
+        return episode, created
+
+    async def append_with_backlog(
+        self, persona_id: str, exchange: Exchange, *, influence_window: int
+    ) -> tuple[Episode, bool, EnrichmentBacklog]:
+        """:meth:`append` of ``exchange``, and in the same unit of work the persona's
+        enrichment backlog for one episode (``Store.append_episode_with_backlog``): an
+        inline ``record``'s first step."""
+        x = exchange
+        draft = await self._draft(
+            persona_id, x.user_id, x.conversation_id, x.message, x.response, x.episode_id
+        )
+        episode, created, backlog = await self._store.append_episode_with_backlog(
+            draft, influence_window=influence_window
+        )
+        await self._recorded(episode, created)
+        return episode, created, backlog
+
+    async def _draft(
+        self,
+        persona_id: str,
+        user_id: str,
+        conversation_id: str,
+        message: str,
+        response: str,
+        episode_id: str | None,
+    ) -> EpisodeDraft:
         embedding = None
         if self._embedder.local:
             [embedding] = await self._embedder.embed([message])
-        draft = EpisodeDraft(
+        return EpisodeDraft(
             id=episode_id or f"ep_{uuid.uuid4().hex}",
             persona_id=persona_id,
             user_id=user_id,
@@ -74,18 +106,18 @@ class EpisodeRecorder:
             created_at=self._clock.now(),
             embedding=embedding,
         )
-        episode, created = await self._store.append_episode(draft)
+
+    async def _recorded(self, episode: Episode, created: bool) -> None:
         log.info(
             "episode_recorded",
-            persona_id=persona_id,
+            persona_id=episode.persona_id,
             episode_id=episode.id,
-            conversation_id=conversation_id,
+            conversation_id=episode.conversation_id,
             turn=episode.turn,
             created=created,
         )
         if created and not self._embedder.local:
             await self._embed_later(episode)
-        return episode, created
 
     async def append_many(self, persona_id: str, exchanges: Sequence[Exchange]) -> list[bool]:
         """Store a batch in one transaction (the store's bulk path); per exchange, whether

@@ -325,3 +325,35 @@ async def test_episode_times_round_trip_in_utc(store: Any) -> None:
     stored = await store.get_episode("p1", "e1")
     assert stored.created_at == when == episode.created_at
     assert stored.created_at.utcoffset() == timedelta(0)
+
+
+async def test_append_with_backlog_reads_the_backlog_after_the_append(store: Any) -> None:
+    """append_episode_with_backlog stores the episode as append_episode does and returns,
+    from the same transaction, the persona's oldest pending episode with its planning
+    state and the pending count: the new episode itself when nothing older is pending, the
+    older one otherwise; a repeated id is idempotent and writes nothing."""
+    await add_persona(store)
+    episode, created, backlog = await store.append_episode_with_backlog(
+        make_draft("e1", minute=1), influence_window=10
+    )
+    assert created is True
+    assert episode == await store.get_episode("p1", "e1")
+    assert [e.id for e in backlog.episodes] == ["e1"] and backlog.pending == 1
+    assert backlog.episodes[0] == episode
+    assert backlog.state == await store.enrichment_state("p1", ["u1"], since_interaction=-9)
+    # an older episode still pending comes first; the count includes both
+    second, created, backlog = await store.append_episode_with_backlog(
+        make_draft("e2", minute=2), influence_window=10
+    )
+    assert created is True and second.turn == 2
+    assert [e.id for e in backlog.episodes] == ["e1"] and backlog.pending == 2
+    # the same exchange again: the stored episode, nothing new
+    again, created, backlog = await store.append_episode_with_backlog(
+        make_draft("e2", minute=2), influence_window=10
+    )
+    assert (again, created) == (second, False) and backlog.pending == 2
+    assert (await store.count_episodes("p1"))[EnrichmentStatus.PENDING.value] == 2
+    with pytest.raises(PersonaNotFound):
+        await store.append_episode_with_backlog(
+            make_draft("e9", persona_id="nobody"), influence_window=10
+        )

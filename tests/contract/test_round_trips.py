@@ -30,6 +30,7 @@ from sonality.models import (
     ThoughtCommit,
 )
 from sonality.service import Sonality
+from sonality.storage.neo4j.cypher import Query, load
 from sonality.storage.neo4j.episodes import SimilarityRoute
 from sonality.testing import ScriptedLLM
 from tests.conftest import EMBEDDING_DIMENSIONS
@@ -147,18 +148,14 @@ async def test_the_backlog_read_is_one_statement(neo4j_store: Any, statements: S
     assert plain.pending is None
 
 
-INLINE_RECORD_UNITS = 3
-"""An inline ``record`` with an idle lane: the append, the backlog read (the episode is
-the oldest pending one; the planning state) and the enrichment commit (which returns the
-episode): one statement each."""
-
-
-async def test_an_inline_record_is_three_round_trips(
+async def test_an_inline_record_is_two_units_of_work(
     neo4j_store: Any, statements: Statements
 ) -> None:
-    """record(enrich="inline") with an instant model sends three statements in three
-    units of work (append, backlog read, commit) and returns the enriched episode as
-    stored; a second record of the same persona costs the same."""
+    """record(enrich="inline") with an instant model and an idle lane is two units of
+    work: the append with the backlog read in its transaction (``episode/append`` then
+    ``enrichment/backlog``, the episode being the oldest pending one) and the enrichment
+    commit (one statement, which returns the episode); it returns the enriched episode as
+    stored, and a second record of the same persona costs the same."""
     llm = ScriptedLLM()
     llm.default("assess_evidence", scripts.evidence_reply)
     llm.default("extract_insight", scripts.insight_reply)
@@ -171,12 +168,20 @@ async def test_an_inline_record_is_three_round_trips(
             recorded = await app.record(
                 "p1", user_id="u1", conversation_id="c1", message=t.message, response=t.response
             )
-        assert len(sent) == INLINE_RECORD_UNITS, sent
-        assert neo4j_store.transaction_stats.units == units + INLINE_RECORD_UNITS
+        assert [first_line(q) for q in sent] == [
+            first_line(load(Query.EPISODE_APPEND)),
+            first_line(load(Query.ENRICHMENT_BACKLOG)),
+            first_line(load(Query.ENRICHMENT_COMMIT)),
+        ]
+        assert neo4j_store.transaction_stats.units == units + 2
         assert recorded.status == "enriched"
         assert recorded.episode == await neo4j_store.get_episode("p1", recorded.episode.id)
         assert recorded.enrichment is not None and recorded.enrichment.remaining == 0
     await app.close()
+
+
+def first_line(query: str) -> str:
+    return query.splitlines()[0]
 
 
 async def test_put_affect_is_one_statement(neo4j_store: Any, statements: Statements) -> None:

@@ -21,6 +21,7 @@ from sonality.models import (
     EnrichmentCommit,
     EnrichmentState,
     Episode,
+    EpisodeDraft,
     Insight,
     InsightCommit,
     InsightState,
@@ -34,12 +35,13 @@ from sonality.models import (
 from sonality.storage import checks, shapes
 from sonality.storage.neo4j import codec
 from sonality.storage.neo4j.cypher import Query
-from sonality.storage.neo4j.episodes import episode_from
+from sonality.storage.neo4j.episodes import append_tx, episode_from, write_append
 from sonality.storage.neo4j.executor import (
     Neo4jAggregate,
     count,
     fetch,
     fetch_one,
+    fetch_plain,
     lock_persona,
     write_matched,
 )
@@ -118,7 +120,7 @@ async def _commit_all(
     left; what it reports back decides here whether the transaction stands (a raise rolls
     it back). Returns the enriched episodes as the statement left them."""
     pid = checks.enrichment_chunk(commits)
-    rows = await fetch(
+    rows = await fetch_plain(
         tx,
         Query.ENRICHMENT_COMMIT,
         persona_id=pid,
@@ -129,17 +131,26 @@ async def _commit_all(
         raise PersonaNotFound("no such persona", persona_id=pid)
     for commit, row in zip(commits, rows, strict=True):
         _check(commit, row)
-    return [episode_from(row["episode"]) for row in rows]
+    return [episode_from(codec.times_from_micros(row["episode"], "created_at")) for row in rows]
 
 
 def _state_from(row: dict[str, Any]) -> EnrichmentState:
+    """The planning state of an ``enrichment/state`` or ``enrichment/backlog`` row (the
+    latter projects times as ``<name>_us`` microseconds)."""
+    micros = codec.times_from_micros
     return EnrichmentState(
-        persona=persona_from(row["persona"]),
-        beliefs=tuple(Belief.model_validate(codec.decode(b, Belief)) for b in row["beliefs"]),
+        persona=persona_from(micros(row["persona"], "created_at")),
+        beliefs=tuple(
+            Belief.model_validate(codec.decode(micros(b, "created_at", "updated_at"), Belief))
+            for b in row["beliefs"]
+        ),
         staged=tuple(
             StagedUpdate.model_validate(codec.decode(s, StagedUpdate)) for s in row["staged"]
         ),
-        facts=tuple(UserFact.model_validate(codec.decode(f, UserFact)) for f in row["facts"]),
+        facts=tuple(
+            UserFact.model_validate(codec.decode(micros(f, "created_at"), UserFact))
+            for f in row["facts"]
+        ),
         influence=tuple(StagedInfluence.model_validate(r) for r in row["influence"]),
     )
 
@@ -147,7 +158,7 @@ def _state_from(row: dict[str, Any]) -> EnrichmentState:
 async def _backlog(
     tx: AsyncManagedTransaction, persona_id: str, limit: int, count: bool, window: int
 ) -> EnrichmentBacklog:
-    row = await fetch_one(
+    rows = await fetch_plain(
         tx,
         Query.ENRICHMENT_BACKLOG,
         persona_id=persona_id,
@@ -155,10 +166,13 @@ async def _backlog(
         count=count,
         influence_window=window,
     )
-    if row is None:
+    if not rows:
         raise PersonaNotFound("no such persona", persona_id=persona_id)
+    row = rows[0]
     return EnrichmentBacklog(
-        episodes=tuple(episode_from(e) for e in row["episodes"]),
+        episodes=tuple(
+            episode_from(codec.times_from_micros(e, "created_at")) for e in row["episodes"]
+        ),
         state=_state_from(row),
         pending=row["pending"],
     )
@@ -219,6 +233,22 @@ class Neo4jEnrichment(Neo4jAggregate):
             count,
             influence_window,
         )
+
+    async def append_episode_with_backlog(
+        self, draft: EpisodeDraft, *, influence_window: int
+    ) -> tuple[Episode, bool, EnrichmentBacklog]:
+        """``append_episode``, then the persona's backlog for one episode with the pending
+        count, in one transaction (two statements: ``episode/append``, whose write lock is
+        the conversation's, then the ``enrichment/backlog`` read, which sees the append)."""
+
+        async def work(
+            tx: AsyncManagedTransaction, draft: EpisodeDraft, embedding: list[float] | None
+        ) -> tuple[Episode, bool, EnrichmentBacklog]:
+            episode, created = await append_tx(tx, draft, embedding)
+            backlog = await _backlog(tx, draft.persona_id, 1, True, influence_window)
+            return episode, created, backlog
+
+        return await write_append(self._db, work, draft)
 
     async def enrichment_state(
         self, persona_id: str, user_ids: Sequence[str], *, since_interaction: int

@@ -8,9 +8,9 @@ vector property; the ``episode_embedding`` vector index over it is opt-in
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from neo4j import AsyncManagedTransaction
 from neo4j.exceptions import ConstraintError
@@ -22,28 +22,37 @@ from sonality.storage.neo4j import codec
 from sonality.storage.neo4j.cypher import Query
 from sonality.storage.neo4j.executor import (
     Neo4jAggregate,
+    Neo4jExecutor,
     count,
     fetch,
     fetch_one,
+    fetch_plain,
     write_matched,
 )
 from sonality.storage.neo4j.vectors import Neo4jEmbeddingCache
 
-__all__ = ["EXACT_ROUTE", "Neo4jEpisodes", "SimilarityRoute", "episode_from"]
+__all__ = [
+    "EXACT_ROUTE",
+    "Neo4jEpisodes",
+    "SimilarityRoute",
+    "append_tx",
+    "episode_from",
+    "write_append",
+]
 
 
 def episode_from(props: Any) -> Episode:
     return Episode.model_validate(codec.decode(shapes.episode(props), Episode))
 
 
-async def _append(
+async def append_tx(
     tx: AsyncManagedTransaction, draft: EpisodeDraft, embedding: list[float] | None
 ) -> tuple[Episode, bool]:
     """Store ``draft`` as the next turn of its conversation, or return the stored copy
     (``False``) when the id was used for the same exchange. One statement
     (``episode/append``): it locks the conversation, never the persona."""
     props = codec.encode(draft, exclude={"embedding"})
-    row = await fetch_one(
+    rows = await fetch_plain(
         tx,
         Query.EPISODE_APPEND,
         persona_id=draft.persona_id,
@@ -59,12 +68,39 @@ async def _append(
         },
         embedding=embedding,
     )
-    if row is None:
+    if not rows:
         raise PersonaNotFound("no such persona", persona_id=draft.persona_id)
-    episode = episode_from(row["episode"])
+    row = rows[0]
+    episode = episode_from(codec.times_from_micros(row["episode"], "created_at"))
     if not row["created"]:
         return checks.same_exchange(episode, draft), False
     return episode, True
+
+
+A = TypeVar("A")
+
+
+async def write_append(
+    db: Neo4jExecutor,
+    work: Callable[[AsyncManagedTransaction, EpisodeDraft, list[float] | None], Awaitable[A]],
+    draft: EpisodeDraft,
+) -> A:
+    """Run an append's transaction function (``work(tx, draft, embedding)``, the
+    embedding checked against the store's dimension) as one unit of work. A concurrent
+    append of the same id that won the constraint race is answered by running it once
+    more: the retry sees the stored episode and answers idempotently (or with the right
+    conflict)."""
+    embedding = (
+        None
+        if draft.embedding is None
+        else checks.embedding(draft.embedding, db.embedding_dimensions)
+    )
+    try:
+        return await db.write("append_episode", work, draft, embedding)
+    except ConflictError as exc:
+        if not isinstance(exc.__cause__, ConstraintError):
+            raise
+        return await db.write("append_episode", work, draft, embedding)
 
 
 async def _append_batch(
@@ -244,15 +280,7 @@ class Neo4jEpisodes(Neo4jAggregate):
 
     async def append_episode(self, draft: EpisodeDraft) -> tuple[Episode, bool]:
         """Store the raw exchange (idempotent on ``draft.id``)."""
-        embedding = None if draft.embedding is None else self._vector(draft.embedding)
-        try:
-            return await self._db.write("append_episode", _append, draft, embedding)
-        except ConflictError as exc:
-            # A concurrent append of the same id won the constraint race: the retry sees
-            # the stored episode and answers idempotently (or with the right conflict).
-            if not isinstance(exc.__cause__, ConstraintError):
-                raise
-            return await self._db.write("append_episode", _append, draft, embedding)
+        return await write_append(self._db, append_tx, draft)
 
     async def append_episodes(self, drafts: Sequence[EpisodeDraft]) -> list[bool]:
         """Store a batch of one persona's raw exchanges in one transaction (one statement);

@@ -15,6 +15,7 @@ from sonality.models import (
     EnrichmentCommit,
     EnrichmentState,
     Episode,
+    EpisodeDraft,
     Insight,
     InsightCommit,
     InsightState,
@@ -27,9 +28,10 @@ from sonality.models import (
 )
 from sonality.storage import checks, shapes
 from sonality.storage.sqlite import codec
-from sonality.storage.sqlite.episodes import episode_columns, episode_from
+from sonality.storage.sqlite.episodes import append_tx, episode_columns, episode_from
 from sonality.storage.sqlite.executor import SqliteAggregate, insert_statement, persona_counters
 from sonality.storage.sqlite.personas import get_persona
+from sonality.storage.sqlite.vectors import encode_embedding
 
 __all__ = [
     "BELIEF_FIELDS",
@@ -406,6 +408,20 @@ class SqliteEnrichment(SqliteAggregate):
         """The persona's oldest pending episodes with their planning state (and how many
         are pending when ``count``), in one read transaction."""
         return await self._db.read(_backlog, persona_id, limit, count, influence_window)
+
+    async def append_episode_with_backlog(
+        self, draft: EpisodeDraft, *, influence_window: int
+    ) -> tuple[Episode, bool, EnrichmentBacklog]:
+        """``append_episode``, then the persona's backlog for one episode with the pending
+        count, in one write transaction."""
+        dims = self._db.embedding_dimensions
+        blob = None if draft.embedding is None else encode_embedding(draft.embedding, dims)
+
+        def work(conn: sqlite3.Connection) -> tuple[Episode, bool, EnrichmentBacklog]:
+            episode, created = append_tx(conn, draft, blob)
+            return episode, created, _backlog(conn, draft.persona_id, 1, True, influence_window)
+
+        return await self._db.run(work, write=True)
 
     async def enrichment_state(
         self, persona_id: str, user_ids: Sequence[str], *, since_interaction: int

@@ -20,7 +20,13 @@ from sonality.storage.sqlite.executor import (
 )
 from sonality.storage.sqlite.vectors import EmbeddingCache, encode_embedding
 
-__all__ = ["EPISODE_FIELDS", "SqliteEpisodes", "episode_columns", "episode_from"]
+__all__ = [
+    "EPISODE_FIELDS",
+    "SqliteEpisodes",
+    "append_tx",
+    "episode_columns",
+    "episode_from",
+]
 
 EPISODE_FIELDS = (
     *("id", "persona_id", "user_id", "conversation_id", "turn", "seq"),
@@ -86,7 +92,7 @@ def _next_embedding_rev(conn: sqlite3.Connection) -> int:
     return int(row[0])
 
 
-def _append(
+def append_tx(
     conn: sqlite3.Connection, draft: EpisodeDraft, embedding: bytes | None
 ) -> tuple[Episode, bool]:
     """Insert the next episode of its conversation (turn, seq, chain link), or return the
@@ -310,7 +316,7 @@ class SqliteEpisodes(SqliteAggregate):
     async def append_episode(self, draft: EpisodeDraft) -> tuple[Episode, bool]:
         """Store the raw exchange (idempotent on ``draft.id``)."""
         blob = None if draft.embedding is None else self._blob(draft.embedding)
-        return await self._db.write(_append, draft, blob)
+        return await self._db.write(append_tx, draft, blob)
 
     async def append_episodes(self, drafts: Sequence[EpisodeDraft]) -> list[bool]:
         """Store a batch of one persona's raw exchanges in one transaction; per draft,
@@ -321,7 +327,7 @@ class SqliteEpisodes(SqliteAggregate):
         blobs = [None if d.embedding is None else self._blob(d.embedding) for d in batch]
 
         def append_all(conn: sqlite3.Connection) -> list[bool]:
-            return [_append(conn, d, blob)[1] for d, blob in zip(batch, blobs, strict=True)]
+            return [append_tx(conn, d, blob)[1] for d, blob in zip(batch, blobs, strict=True)]
 
         return checks.batch_created(drafts, batch, await self._db.write(append_all))
 
