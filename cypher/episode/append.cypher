@@ -41,10 +41,10 @@ UNION
     )
     WITH p
     MERGE (u:User {persona_id: $persona_id, id: $user_id})
-      ON CREATE SET u.created_at = $created_at
+      ON CREATE SET u.created_at = $episode.created_at
     MERGE (p)-[:TALKS_WITH]->(u)
     MERGE (c:Conversation {persona_id: $persona_id, id: $conversation_id})
-      ON CREATE SET c.user_id = $user_id, c.last_turn = 0, c.created_at = $created_at
+      ON CREATE SET c.user_id = $user_id, c.last_turn = 0, c.created_at = $episode.created_at
     MERGE (u)-[:HAD]->(c)
     RETURN c
   }

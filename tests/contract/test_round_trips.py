@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from factories import add_episode, add_persona, at, cosine, make_commit, vector
-from neo4j import AsyncManagedTransaction
+from neo4j import AsyncManagedTransaction, AsyncSession
 
 from sonality.errors import ConflictError
 from sonality.llm.embedders import HashEmbedder
@@ -55,15 +55,19 @@ class Statements:
 
 @pytest.fixture
 def statements(monkeypatch: pytest.MonkeyPatch) -> Statements:
-    """Wraps ``AsyncManagedTransaction.run`` to record each statement, then runs it."""
+    """Wraps ``AsyncManagedTransaction.run`` and ``AsyncSession.run`` (the auto-commit
+    units) to record each statement, then runs it."""
     spy = Statements()
-    original = AsyncManagedTransaction.run
+    for cls in (AsyncManagedTransaction, AsyncSession):
+        original = cls.run
 
-    async def run(self: AsyncManagedTransaction, query: Any, *args: Any, **kwargs: Any) -> Any:
-        spy.sent.append(str(query).split("\n", 1)[0])
-        return await original(self, query, *args, **kwargs)
+        async def run(
+            self: Any, query: Any, *args: Any, original: Any = original, **kwargs: Any
+        ) -> Any:
+            spy.sent.append(str(query).split("\n", 1)[0])
+            return await original(self, query, *args, **kwargs)
 
-    monkeypatch.setattr(AsyncManagedTransaction, "run", run)
+        monkeypatch.setattr(cls, "run", run)
     return spy
 
 
@@ -151,11 +155,11 @@ async def test_the_backlog_read_is_one_statement(neo4j_store: Any, statements: S
 async def test_an_inline_record_is_two_units_of_work(
     neo4j_store: Any, statements: Statements
 ) -> None:
-    """record(enrich="inline") with an instant model and an idle lane is two units of
-    work: the append with the backlog read in its transaction (``episode/append`` then
-    ``enrichment/backlog``, the episode being the oldest pending one) and the enrichment
-    commit (one statement, which returns the episode); it returns the enriched episode as
-    stored, and a second record of the same persona costs the same."""
+    """record(enrich="inline") with an instant model and an idle lane is two statements
+    in two units of work: the append with the backlog read (``episode/append_backlog``:
+    the episode is the oldest pending one) and the enrichment commit (which returns the
+    episode); it returns the enriched episode as stored, and a second record of the same
+    persona costs the same."""
     llm = ScriptedLLM()
     llm.default("assess_evidence", scripts.evidence_reply)
     llm.default("extract_insight", scripts.insight_reply)
@@ -169,8 +173,7 @@ async def test_an_inline_record_is_two_units_of_work(
                 "p1", user_id="u1", conversation_id="c1", message=t.message, response=t.response
             )
         assert [first_line(q) for q in sent] == [
-            first_line(load(Query.EPISODE_APPEND)),
-            first_line(load(Query.ENRICHMENT_BACKLOG)),
+            first_line(load(Query.EPISODE_APPEND_BACKLOG)),
             first_line(load(Query.ENRICHMENT_COMMIT)),
         ]
         assert neo4j_store.transaction_stats.units == units + 2

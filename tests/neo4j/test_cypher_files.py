@@ -136,3 +136,15 @@ def test_duplicate_migration_versions_are_refused(tmp_path: Path) -> None:
     (tmp_path / "V0001__b.cypher").write_text("RETURN 2")
     with pytest.raises(SchemaError, match="share a version"):
         discover_migrations(tmp_path)
+
+
+def test_an_include_line_is_replaced_by_the_named_query() -> None:
+    """episode/append_backlog composes two queries: its text holds each whole, inside a
+    subquery, and no INCLUDE line is left; a query without INCLUDE loads verbatim."""
+    composed = load(Query.EPISODE_APPEND_BACKLOG)
+    assert re.search(r"^\s*INCLUDE ", composed, re.MULTILINE) is None
+    for part in (Query.EPISODE_APPEND, Query.ENRICHMENT_BACKLOG):
+        assert load(part) in composed
+    plain = (CYPHER / f"{Query.EPISODE_APPEND.value}.cypher").read_text(encoding="utf-8")
+    assert load(Query.EPISODE_APPEND) == plain.strip()
+    assert split_statements(composed) == [composed]

@@ -10,6 +10,7 @@ checked without a server.
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from functools import cache
 from typing import LiteralString
@@ -51,6 +52,7 @@ class Query(StrEnum):
 
     # episodes
     EPISODE_APPEND = "episode/append"
+    EPISODE_APPEND_BACKLOG = "episode/append_backlog"
     EPISODE_APPEND_BATCH = "episode/append_batch"
     EPISODE_BY_IDS = "episode/by_ids"
     EPISODE_COUNT_BY_STATUS = "episode/count_by_status"
@@ -196,15 +198,25 @@ class Query(StrEnum):
     ARCHIVE_USERS = "archive/users"
 
 
+_INCLUDE = re.compile(r"^[ \t]*INCLUDE ([a-z]+/[a-z0-9_]+)[ \t]*$", re.MULTILINE)
+"""A line ``INCLUDE <area>/<name>``: the named query's text in its place (see load)."""
+
+
 @cache
 def load(query: Query) -> LiteralString:
     """The text of ``query``'s file (read once).
+
+    A file may compose others: a line holding only ``INCLUDE <area>/<name>`` (not Cypher;
+    always inside a ``CALL () { … }`` subquery) is replaced by that query's text, so one
+    statement can do what two files do without repeating either (``episode/
+    append_backlog`` runs ``episode/append`` then ``enrichment/backlog``).
 
     The text is a file shipped with Sonality, never user input, which is why it may be
     treated as a literal string by the driver's typing (mypy reads ``LiteralString`` as
     ``str``, so no cast is needed)."""
     path = resource_dir("cypher") / f"{query.value}.cypher"
-    return path.read_text(encoding="utf-8").strip()
+    text = path.read_text(encoding="utf-8").strip()
+    return _INCLUDE.sub(lambda m: load(Query(m.group(1))), text)
 
 
 def split_statements(text: str) -> list[str]:

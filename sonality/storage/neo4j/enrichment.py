@@ -35,7 +35,11 @@ from sonality.models import (
 from sonality.storage import checks, shapes
 from sonality.storage.neo4j import codec
 from sonality.storage.neo4j.cypher import Query
-from sonality.storage.neo4j.episodes import append_tx, episode_from, write_append
+from sonality.storage.neo4j.episodes import (
+    appended,
+    episode_from,
+    write_append,
+)
 from sonality.storage.neo4j.executor import (
     Neo4jAggregate,
     count,
@@ -155,17 +159,12 @@ def _state_from(row: dict[str, Any]) -> EnrichmentState:
     )
 
 
-async def _backlog(
-    tx: AsyncManagedTransaction, persona_id: str, limit: int, count: bool, window: int
-) -> EnrichmentBacklog:
-    rows = await fetch_plain(
-        tx,
-        Query.ENRICHMENT_BACKLOG,
-        persona_id=persona_id,
-        limit=limit,
-        count=count,
-        influence_window=window,
-    )
+def _backlog_params(persona_id: str, limit: int, count: bool, window: int) -> dict[str, Any]:
+    """The parameters of ``enrichment/backlog``."""
+    return {"persona_id": persona_id, "limit": limit, "count": count, "influence_window": window}
+
+
+def _backlog_from(persona_id: str, rows: list[dict[str, Any]]) -> EnrichmentBacklog:
     if not rows:
         raise PersonaNotFound("no such persona", persona_id=persona_id)
     row = rows[0]
@@ -176,6 +175,13 @@ async def _backlog(
         state=_state_from(row),
         pending=row["pending"],
     )
+
+
+async def _backlog(
+    tx: AsyncManagedTransaction, persona_id: str, limit: int, count: bool, window: int
+) -> EnrichmentBacklog:
+    params = _backlog_params(persona_id, limit, count, window)
+    return _backlog_from(persona_id, await fetch_plain(tx, Query.ENRICHMENT_BACKLOG, **params))
 
 
 async def _state(
@@ -238,17 +244,16 @@ class Neo4jEnrichment(Neo4jAggregate):
         self, draft: EpisodeDraft, *, influence_window: int
     ) -> tuple[Episode, bool, EnrichmentBacklog]:
         """``append_episode``, then the persona's backlog for one episode with the pending
-        count, in one transaction (two statements: ``episode/append``, whose write lock is
-        the conversation's, then the ``enrichment/backlog`` read, which sees the append)."""
+        count, in one statement (``episode/append_backlog``, one auto-commit unit of work as
+        the append's; its write lock is the conversation's)."""
+        pid = draft.persona_id
 
-        async def work(
-            tx: AsyncManagedTransaction, draft: EpisodeDraft, embedding: list[float] | None
-        ) -> tuple[Episode, bool, EnrichmentBacklog]:
-            episode, created = await append_tx(tx, draft, embedding)
-            backlog = await _backlog(tx, draft.persona_id, 1, True, influence_window)
-            return episode, created, backlog
+        def read(rows: list[dict[str, Any]]) -> tuple[Episode, bool, EnrichmentBacklog]:
+            episode, created = appended(rows, draft)
+            return episode, created, _backlog_from(pid, rows)
 
-        return await write_append(self._db, work, draft)
+        extra = _backlog_params(pid, 1, True, influence_window)
+        return await write_append(self._db, Query.EPISODE_APPEND_BACKLOG, draft, read, **extra)
 
     async def enrichment_state(
         self, persona_id: str, user_ids: Sequence[str], *, since_interaction: int

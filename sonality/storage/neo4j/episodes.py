@@ -8,7 +8,7 @@ vector property; the ``episode_embedding`` vector index over it is opt-in
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -26,7 +26,6 @@ from sonality.storage.neo4j.executor import (
     count,
     fetch,
     fetch_one,
-    fetch_plain,
     write_matched,
 )
 from sonality.storage.neo4j.vectors import Neo4jEmbeddingCache
@@ -35,7 +34,8 @@ __all__ = [
     "EXACT_ROUTE",
     "Neo4jEpisodes",
     "SimilarityRoute",
-    "append_tx",
+    "append_params",
+    "appended",
     "episode_from",
     "write_append",
 ]
@@ -45,29 +45,27 @@ def episode_from(props: Any) -> Episode:
     return Episode.model_validate(codec.decode(shapes.episode(props), Episode))
 
 
-async def append_tx(
-    tx: AsyncManagedTransaction, draft: EpisodeDraft, embedding: list[float] | None
-) -> tuple[Episode, bool]:
-    """Store ``draft`` as the next turn of its conversation, or return the stored copy
-    (``False``) when the id was used for the same exchange. One statement
-    (``episode/append``): it locks the conversation, never the persona."""
+def append_params(draft: EpisodeDraft, embedding: list[float] | None) -> dict[str, Any]:
+    """The parameters of ``episode/append`` for ``draft``."""
     props = codec.encode(draft, exclude={"embedding"})
-    rows = await fetch_plain(
-        tx,
-        Query.EPISODE_APPEND,
-        persona_id=draft.persona_id,
-        user_id=draft.user_id,
-        conversation_id=draft.conversation_id,
-        created_at=props["created_at"],
-        episode={
+    return {
+        "persona_id": draft.persona_id,
+        "user_id": draft.user_id,
+        "conversation_id": draft.conversation_id,
+        "episode": {
             **props,
             "enrichment_status": EnrichmentStatus.PENDING.value,
             "enrichment_attempts": 0,
             "defaulted": [],
             "topics": [],
         },
-        embedding=embedding,
-    )
+        "embedding": embedding,
+    }
+
+
+def appended(rows: list[dict[str, Any]], draft: EpisodeDraft) -> tuple[Episode, bool]:
+    """The episode an ``episode/append`` row names, and whether the append created it (an
+    id used before must name the same exchange); ``PersonaNotFound`` when no row came."""
     if not rows:
         raise PersonaNotFound("no such persona", persona_id=draft.persona_id)
     row = rows[0]
@@ -82,25 +80,29 @@ A = TypeVar("A")
 
 async def write_append(
     db: Neo4jExecutor,
-    work: Callable[[AsyncManagedTransaction, EpisodeDraft, list[float] | None], Awaitable[A]],
+    query: Query,
     draft: EpisodeDraft,
+    read: Callable[[list[dict[str, Any]]], A],
+    **extra: Any,
 ) -> A:
-    """Run an append's transaction function (``work(tx, draft, embedding)``, the
-    embedding checked against the store's dimension) as one unit of work. A concurrent
-    append of the same id that won the constraint race is answered by running it once
-    more: the retry sees the stored episode and answers idempotently (or with the right
-    conflict)."""
-    embedding = (
-        None
-        if draft.embedding is None
-        else checks.embedding(draft.embedding, db.embedding_dimensions)
-    )
+    """Run an append statement (``episode/append`` or a query including it) for ``draft``
+    as one auto-commit unit of work (:meth:`Neo4jExecutor.statement`: the append is
+    idempotent, and a refusal after it — an id used for another exchange — wrote
+    nothing), then ``read`` its rows. The embedding is checked against the store's
+    dimension first. A concurrent append of the same id that won the constraint race is
+    answered by running it once more: the retry sees the stored episode and answers
+    idempotently (or with the right conflict). ``extra``: the other parameters of a
+    query that includes the append."""
+    dims = db.embedding_dimensions
+    embedding = None if draft.embedding is None else checks.embedding(draft.embedding, dims)
+    params = append_params(draft, embedding) | extra
     try:
-        return await db.write("append_episode", work, draft, embedding)
+        rows = await db.statement("append_episode", query, write=True, **params)
     except ConflictError as exc:
         if not isinstance(exc.__cause__, ConstraintError):
             raise
-        return await db.write("append_episode", work, draft, embedding)
+        rows = await db.statement("append_episode", query, write=True, **params)
+    return read(rows)
 
 
 async def _append_batch(
@@ -280,7 +282,9 @@ class Neo4jEpisodes(Neo4jAggregate):
 
     async def append_episode(self, draft: EpisodeDraft) -> tuple[Episode, bool]:
         """Store the raw exchange (idempotent on ``draft.id``)."""
-        return await write_append(self._db, append_tx, draft)
+        return await write_append(
+            self._db, Query.EPISODE_APPEND, draft, lambda rows: appended(rows, draft)
+        )
 
     async def append_episodes(self, drafts: Sequence[EpisodeDraft]) -> list[bool]:
         """Store a batch of one persona's raw exchanges in one transaction (one statement);

@@ -16,12 +16,15 @@ writers serialise per persona; raising inside a function rolls it all back.
 
 from __future__ import annotations
 
+import asyncio
+import random
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from neo4j import AsyncDriver, AsyncManagedTransaction
+from neo4j import READ_ACCESS, WRITE_ACCESS, AsyncDriver, AsyncManagedTransaction
 from neo4j.exceptions import (
     AuthError,
     ConstraintError,
@@ -57,6 +60,9 @@ __all__ = [
 ]
 
 log = get_logger("sonality.storage.neo4j")
+
+_FIRST_RETRY_DELAY = 0.2
+"""Seconds before the first retry of :meth:`Neo4jExecutor.statement`, doubled each time."""
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -119,8 +125,12 @@ class Neo4jExecutor:
         database: str,
         embedding_dimensions: int,
         check_schema: Callable[[], Awaitable[None]],
+        retry_seconds: float = 5.0,
     ) -> None:
         self.driver = driver
+        self.retry_seconds = retry_seconds
+        """How long a unit of work is retried through retryable errors (the driver's
+        ``max_transaction_retry_time`` for managed transactions, :meth:`statement` here)."""
         self.database = database
         self.embedding_dimensions = embedding_dimensions
         """Length of every embedding the store accepts (the vector index's dimension)."""
@@ -168,6 +178,44 @@ class Neo4jExecutor:
             self.driver.session(database=self.database) as session,
         ):
             return await session.execute_write(self._counted(work), *args, **kwargs)
+
+    async def statement(
+        self, operation: str, query: Query, /, *, write: bool, **params: Any
+    ) -> list[dict[str, Any]]:
+        """All rows of one statement run as its own transaction (an auto-commit one): one
+        round trip, where a managed transaction takes three (BEGIN, the statement, COMMIT).
+        The server commits before it answers the last row, so the rows mean it is durable.
+
+        For the hot single-statement units only (the append, the append with its backlog
+        read, the enrichment commit), each either idempotent or checking its own
+        preconditions under its locks: a retryable failure is retried here as the driver
+        retries a managed transaction (same budget, doubling delays with jitter), and a
+        failure that hid a commit (the connection lost after it) is retried too, which
+        such a statement answers correctly (the stored episode; a refused stale commit,
+        replanned). Rows as :func:`fetch_plain` reads them (maps, lists and scalars)."""
+        await self.ensure_schema()
+        stats = self.stats
+        stats.units += 1
+        text = load(query)
+        mode = WRITE_ACCESS if write else READ_ACCESS
+        deadline = time.monotonic() + self.retry_seconds
+        delay = _FIRST_RETRY_DELAY
+        async with translate_errors(operation):
+            while True:
+                try:
+                    async with self.driver.session(
+                        database=self.database, default_access_mode=mode
+                    ) as session:
+                        result = await session.run(text, params)
+                        keys = result.keys()
+                        return [dict(zip(keys, record, strict=True)) async for record in result]
+                except (Neo4jError, DriverError) as exc:
+                    pause = delay * random.uniform(0.8, 1.2)
+                    if not exc.is_retryable() or time.monotonic() + pause > deadline:
+                        raise
+                    stats.retries += 1
+                    await asyncio.sleep(pause)
+                    delay *= 2
 
     def _counted(self, work: TxFunction[P, T]) -> TxFunction[P, T]:
         """``work`` counting its runs in :attr:`stats` (every run after the first is a

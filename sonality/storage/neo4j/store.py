@@ -96,6 +96,7 @@ class Neo4jStore(
         embedding_dimensions: int,
         vector_index: bool = False,
         migrations_dir: Path | None = None,
+        retry_seconds: float = 5.0,
     ) -> None:
         """Use :meth:`open`; this only wires an already-created driver."""
         self._driver = driver
@@ -113,6 +114,7 @@ class Neo4jStore(
                 database=database,
                 embedding_dimensions=embedding_dimensions,
                 check_schema=self._check_schema,
+                retry_seconds=retry_seconds,
             )
         )
 
@@ -188,6 +190,7 @@ class Neo4jStore(
             embedding_dimensions=embedding_dimensions,
             vector_index=vector_index,
             migrations_dir=migrations_dir,
+            retry_seconds=retry_seconds,
         )
         try:
             async with translate_errors("open"):
