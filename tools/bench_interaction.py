@@ -4,26 +4,31 @@ of the same store (the floor: one transaction writing one row/node), on SQLite a
     python tools/bench_interaction.py                         # 1k and 100k episodes, both stores
     python tools/bench_interaction.py --sizes 1000 --backends neo4j --samples 50
 
-Prints the load average (the machine is shared), then per store: the floor (measured after
-a few seconds of unmeasured floor writes and appends, which warm the JVM, the driver's pool
-and the page cache; the ratios use it, and it is measured again at the end of the store's
-run to show the drift), append_episode,
-record with an instant scripted model (inline and background, on a persona with no
-backlog, after a warm-up of the same path), 16 concurrent appenders on
-one persona (episodes/s, driver retries; without embeddings, then with) beside 16
-concurrent floor writes (their ceiling on this machine, in the same run), on Neo4j the same
-append, embedded writers and a 1,000-episode bulk batch with the opt-in vector index made
+Prints the load average (the machine is shared), then per store: the floor (a managed
+transaction writing one node on Neo4j, one committed row on SQLite; on Neo4j also the same
+node in an auto-commit transaction, the one round trip the store's appends take), then
+every latency row measured interleaved with the floor (one floor write, then one call of
+the path, per sample: the ratio compares the two under the same machine, and the row
+prints its floor's p50), after each path ran unmeasured until its p50 levelled off (the
+warm-up rounds are printed under the table: a fresh server's JVM compiles each statement's
+code for thousands of calls). The paths: append_episode into the user's own conversation
+and into a conversation another user started, record with an instant scripted model
+(inline and background, on a persona with no backlog; the background row waits for the
+lane before each floor sample), 16 concurrent appenders on one persona (episodes/s, driver
+retries; without embeddings, then with, after warm-up rounds of both kinds) beside 16
+concurrent floor writes (their ceiling on this machine), on Neo4j the same append,
+embedded writers and a 1,000-episode bulk batch with the opt-in vector index made
 (``--vector-index on`` keeps it for the whole run instead), enrichment of a backlog
 (interactions/s; the process's first backlog apart, while the JVM compiles the chunk
-commit's code, then the steady rate on a second one), the bulk
-fill through Store.append_episodes (episodes/s, 50 users, 200 conversations, embeddings),
-and context at each size (the first call per user apart: it fills the similarity cache);
-on Neo4j also the similarity search through the process's cache (the chosen path) and the
+commit's code, then the steady rate on a second one), the bulk fill through
+Store.append_episodes (episodes/s, 50 users, 200 conversations, embeddings), and context
+at each size (the first call per user apart: it fills the similarity cache); on Neo4j
+also the similarity search through the process's cache (the chosen path) and the
 server-side query forms forced (exact scan; the vector index when the run keeps it), with
-recall@10 of each against the exact scan. ``--neo4j-version 2026`` runs the dev server
-2026.08.1 instead of 5.26. Latencies are p50/p95 in ms with p50 as a multiple of the
-floor. Neo4j is the dev server from tools/neo4j-devserver (started here) unless
-SONALITY_BENCH_NEO4J_URI names one.
+recall@10 of each against the exact scan, and the floor alone again at the end (the
+drift). ``--neo4j-version 2026`` runs the dev server 2026.08.1 instead of 5.26.
+Latencies are p50/p95 in ms. Neo4j is the dev server from tools/neo4j-devserver (started
+here) unless SONALITY_BENCH_NEO4J_URI names one.
 """
 
 from __future__ import annotations
@@ -149,9 +154,15 @@ async def settle(
     a path measured before that is done measures the compiler. The rounds' p50s, for the
     note under the table."""
     p50s: list[float] = []
-    for r in range(rounds):
-        base = start + r * size
-        p50s.append(pct(await timed(size, lambda i, base=base: call(base + i)), 0.5))
+    done = 0
+
+    async def next_call(_: int) -> None:
+        nonlocal done
+        await call(start + done)
+        done += 1
+
+    for _ in range(rounds):
+        p50s.append(pct(await timed(size, next_call), 0.5))
         if plateau(p50s, tolerance):
             break
     return p50s
@@ -189,12 +200,21 @@ class Report:
         self.row(path, "-", ms, ms)
 
     async def measure(
-        self, path: str, episodes: int | str, samples: int, call: Callable[[int], Awaitable[Any]]
+        self,
+        path: str,
+        episodes: int | str,
+        samples: int,
+        call: Callable[[int], Awaitable[Any]],
+        quiet: Callable[[], Awaitable[Any]] | None = None,
     ) -> None:
-        """``samples`` calls of ``call``, each after one floor write."""
+        """``samples`` calls of ``call``, each after one floor write; ``quiet`` (untimed)
+        before each floor write waits for what a call left running in the background, so
+        that it does not land in the floor's sample."""
         ms: list[float] = []
         floor: list[float] = []
         for i in range(samples):
+            if quiet is not None:
+                await quiet()
             start = time.perf_counter()
             await self.floor_write(3_000_000 + self.floors)
             self.floors += 1
@@ -263,9 +283,12 @@ async def bench_backend(
     sizes: list[int],
     samples: int,
     open_indexed: Callable[[], Awaitable[Store]] | None = None,
+    autocommit_floor: Callable[[int], Awaitable[Any]] | None = None,
 ) -> None:
     """``open_indexed`` (Neo4j) opens a store with the vector index setting on: its
-    migrate makes the index for the "vector index on" rows, the main store's drops it."""
+    migrate makes the index for the "vector index on" rows, the main store's drops it.
+    ``autocommit_floor`` (Neo4j): the floor's node written by an auto-commit transaction
+    (one round trip, as the store's appends are), printed against the floor."""
     store = await open_store()
     await store.migrate()
     await store.delete_all()
@@ -323,6 +346,8 @@ async def bench_backend(
     }
     await app.drain("warmrec")
     await report.floor("floor write", samples)
+    if autocommit_floor is not None:
+        await report.measure("floor write, auto-commit", "-", samples, autocommit_floor)
     await report.measure("append_episode (embedding incl.)", "-", samples, append)
     await report.measure(
         "append, another user's conversation", "-", samples, lambda i: append(i, shared=True)
@@ -337,6 +362,7 @@ async def bench_backend(
         "-",
         samples,
         lambda i: record("rec", 1_000_000 + i, "bg", "background"),
+        quiet=lambda: app.drain("rec"),
     )
     await app.drain("rec")
 
@@ -611,6 +637,11 @@ async def main() -> int:
                     async with driver.session(database="neo4j") as session:
                         await session.execute_write(create_one, i)
 
+                async def neo4j_autocommit(i: int, driver: Any = driver) -> None:
+                    async with driver.session(database="neo4j") as session:
+                        result = await session.run("CREATE (:BenchFloor {i: $i})", i=i)
+                        await result.consume()
+
                 async def open_neo4j(uri: str = uri, on: bool = args.vector_index == "on") -> Store:
                     return await Neo4jStore.open(uri, embedding_dimensions=DIMS, vector_index=on)
 
@@ -619,7 +650,13 @@ async def main() -> int:
 
                 try:
                     await bench_backend(
-                        "neo4j", open_neo4j, neo4j_floor, sizes, args.samples, open_indexed
+                        "neo4j",
+                        open_neo4j,
+                        neo4j_floor,
+                        sizes,
+                        args.samples,
+                        open_indexed,
+                        neo4j_autocommit,
                     )
                 finally:
                     await driver.close()
