@@ -18,6 +18,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from sonality.errors import LLMError
 from sonality.models import EnrichmentBacklog, Episode, EpisodeDraft
@@ -38,6 +39,21 @@ class Exchange:
     message: str
     response: str = ""
     episode_id: str | None = None
+
+
+def _draft_of(
+    persona_id: str, x: Exchange, embedding: Sequence[float] | None, now: datetime
+) -> EpisodeDraft:
+    return EpisodeDraft(
+        id=x.episode_id or f"ep_{uuid.uuid4().hex}",
+        persona_id=persona_id,
+        user_id=x.user_id,
+        conversation_id=x.conversation_id,
+        user_message=x.message,
+        agent_response=x.response,
+        created_at=now,
+        embedding=None if embedding is None else tuple(embedding),
+    )
 
 
 class EpisodeRecorder:
@@ -61,10 +77,8 @@ class EpisodeRecorder:
         """Store the exchange; returns the stored episode and whether this call created
         it. Idempotent on ``episode_id`` (the store's rule: a retry returns the stored
         episode, an id used for another exchange raises ``ConflictError``)."""
-        draft = await self._draft(
-            persona_id, user_id, conversation_id, message, response, episode_id
-        )
-        episode, created = await self._store.append_episode(draft)
+        exchange = Exchange(user_id, conversation_id, message, response, episode_id)
+        episode, created = await self._store.append_episode(await self._draft(persona_id, exchange))
         await self._recorded(episode, created)
         return episode, created
 
@@ -74,38 +88,18 @@ class EpisodeRecorder:
         """:meth:`append` of ``exchange``, and in the same unit of work the persona's
         enrichment backlog for one episode (``Store.append_episode_with_backlog``): an
         inline ``record``'s first step."""
-        x = exchange
-        draft = await self._draft(
-            persona_id, x.user_id, x.conversation_id, x.message, x.response, x.episode_id
-        )
         episode, created, backlog = await self._store.append_episode_with_backlog(
-            draft, influence_window=influence_window
+            await self._draft(persona_id, exchange), influence_window=influence_window
         )
         await self._recorded(episode, created)
         return episode, created, backlog
 
-    async def _draft(
-        self,
-        persona_id: str,
-        user_id: str,
-        conversation_id: str,
-        message: str,
-        response: str,
-        episode_id: str | None,
-    ) -> EpisodeDraft:
+    async def _draft(self, persona_id: str, exchange: Exchange) -> EpisodeDraft:
+        """The exchange as a draft, embedded first by a local embedder."""
         embedding = None
         if self._embedder.local:
-            [embedding] = await self._embedder.embed([message])
-        return EpisodeDraft(
-            id=episode_id or f"ep_{uuid.uuid4().hex}",
-            persona_id=persona_id,
-            user_id=user_id,
-            conversation_id=conversation_id,
-            user_message=message,
-            agent_response=response,
-            created_at=self._clock.now(),
-            embedding=embedding,
-        )
+            [embedding] = await self._embedder.embed([exchange.message])
+        return _draft_of(persona_id, exchange, embedding, self._clock.now())
 
     async def _recorded(self, episode: Episode, created: bool) -> None:
         log.info(
@@ -130,16 +124,7 @@ class EpisodeRecorder:
             log.warning("embedding_deferred", persona_id=persona_id, error=exc.message)
         now = self._clock.now()
         drafts = [
-            EpisodeDraft(
-                id=x.episode_id or f"ep_{uuid.uuid4().hex}",
-                persona_id=persona_id,
-                user_id=x.user_id,
-                conversation_id=x.conversation_id,
-                user_message=x.message,
-                agent_response=x.response,
-                created_at=now,
-                embedding=vector,
-            )
+            _draft_of(persona_id, x, vector, now)
             for x, vector in zip(exchanges, vectors, strict=True)
         ]
         created = await self._store.append_episodes(drafts)
