@@ -9,6 +9,7 @@ import logging
 import socket
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from sonality.cli import main
 from sonality.config import redact_url
 from sonality.errors import StoreUnavailable
 from sonality.llm.embedders import HashEmbedder
+from sonality.models import EpisodeDraft
 from sonality.service import Sonality
 from sonality.testing import ScriptedLLM
 from tests.conftest import EMBEDDING_DIMENSIONS, ROOT
@@ -202,6 +204,23 @@ async def test_a_neo4j_restart_fails_a_call_within_the_retry_bound(tmp_path: Pat
             structlog.configure(**saved)
         assert waited < 25  # the driver's own default would retry for 30 s
         assert any(e["event"] == "neo4j_unavailable" for e in events)
+        # an append is an auto-commit statement the store retries itself: within the
+        # same bound, after retries, and it stores nothing
+        draft = EpisodeDraft(
+            id="e1",
+            persona_id="ada",
+            user_id="u1",
+            conversation_id="c1",
+            user_message="I am allergic to peanuts.",
+            agent_response="Noted.",
+            created_at=datetime.now(UTC),
+        )
+        retries = store.transaction_stats.retries
+        started = time.monotonic()
+        with pytest.raises(StoreUnavailable):
+            await asyncio.wait_for(store.append_episode(draft), timeout=25)
+        assert time.monotonic() - started < 25
+        assert store.transaction_stats.retries > retries
 
         server = devserver.DevServer.start(
             data_dir=data, bolt_port=port, log_path=tmp_path / "second.log"
@@ -213,6 +232,8 @@ async def test_a_neo4j_restart_fails_a_call_within_the_retry_bound(tmp_path: Pat
             except StoreUnavailable:
                 await asyncio.sleep(0.5)
         assert [p.id for p in personas] == ["ada"]
+        episode, created = await store.append_episode(draft)
+        assert created and episode.turn == 1
     finally:
         if store is not None:
             await store.close()
