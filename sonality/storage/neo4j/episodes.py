@@ -34,7 +34,6 @@ __all__ = [
     "EXACT_ROUTE",
     "Neo4jEpisodes",
     "SimilarityRoute",
-    "append_params",
     "appended",
     "episode_from",
     "write_append",
