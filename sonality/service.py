@@ -383,14 +383,7 @@ class Sonality(Reads):
                 persona_id, exchange, influence_window=self.opinion.influence_window
             )
         else:
-            episode, created = await self.recorder.append(
-                persona_id,
-                user_id=user_id,
-                conversation_id=conversation_id,
-                message=message,
-                response=response,
-                episode_id=episode_id,
-            )
+            episode, created = await self.recorder.append_exchange(persona_id, exchange)
         report: EnrichReport | None = None
         pending = episode.enrichment_status is EnrichmentStatus.PENDING
         if mode is EnrichMode.INLINE and self.llm is None:

@@ -78,6 +78,10 @@ class EpisodeRecorder:
         it. Idempotent on ``episode_id`` (the store's rule: a retry returns the stored
         episode, an id used for another exchange raises ``ConflictError``)."""
         exchange = Exchange(user_id, conversation_id, message, response, episode_id)
+        return await self.append_exchange(persona_id, exchange)
+
+    async def append_exchange(self, persona_id: str, exchange: Exchange) -> tuple[Episode, bool]:
+        """:meth:`append` of an :class:`Exchange`."""
         episode, created = await self._store.append_episode(await self._draft(persona_id, exchange))
         await self._recorded(episode, created)
         return episode, created

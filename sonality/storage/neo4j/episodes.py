@@ -96,11 +96,11 @@ async def write_append(
     embedding = None if draft.embedding is None else checks.embedding(draft.embedding, dims)
     params = append_params(draft, embedding) | extra
     try:
-        rows = await db.statement("append_episode", query, write=True, **params)
+        rows = await db.statement("append_episode", query, **params)
     except ConflictError as exc:
         if not isinstance(exc.__cause__, ConstraintError):
             raise
-        rows = await db.statement("append_episode", query, write=True, **params)
+        rows = await db.statement("append_episode", query, **params)
     return read(rows)
 
 

@@ -24,7 +24,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from neo4j import READ_ACCESS, WRITE_ACCESS, AsyncDriver, AsyncManagedTransaction
+from neo4j import WRITE_ACCESS, AsyncDriver, AsyncManagedTransaction
 from neo4j.exceptions import (
     AuthError,
     ConstraintError,
@@ -180,31 +180,31 @@ class Neo4jExecutor:
             return await session.execute_write(self._counted(work), *args, **kwargs)
 
     async def statement(
-        self, operation: str, query: Query, /, *, write: bool, **params: Any
+        self, operation: str, query: Query, /, **params: Any
     ) -> list[dict[str, Any]]:
-        """All rows of one statement run as its own transaction (an auto-commit one): one
-        round trip, where a managed transaction takes three (BEGIN, the statement, COMMIT).
-        The server commits before it answers the last row, so the rows mean it is durable.
+        """All rows of one writing statement run as its own transaction (an auto-commit
+        one): one round trip, where a managed transaction takes three (BEGIN, the
+        statement, COMMIT). The server commits before it answers the last row, so the rows
+        mean it is durable.
 
-        For the hot single-statement units only (the append, the append with its backlog
-        read, the enrichment commit), each either idempotent or checking its own
-        preconditions under its locks: a retryable failure is retried here as the driver
-        retries a managed transaction (same budget, doubling delays with jitter), and a
-        failure that hid a commit (the connection lost after it) is retried too, which
-        such a statement answers correctly (the stored episode; a refused stale commit,
-        replanned). Rows as :func:`fetch_plain` reads them (maps, lists and scalars)."""
+        Only for a statement that is idempotent and writes nothing when it refuses (the
+        append, and the append with its backlog read): nothing raised after the rows can
+        roll it back. A retryable failure is retried here as the driver retries a managed
+        transaction (the same budget, doubling delays with jitter), and so is a failure
+        that hid a commit (the connection lost after it), which such a statement answers
+        correctly (the stored episode). Rows as :func:`fetch_plain` reads them (maps,
+        lists and scalars)."""
         await self.ensure_schema()
         stats = self.stats
         stats.units += 1
         text = load(query)
-        mode = WRITE_ACCESS if write else READ_ACCESS
         deadline = time.monotonic() + self.retry_seconds
         delay = _FIRST_RETRY_DELAY
         async with translate_errors(operation):
             while True:
                 try:
                     async with self.driver.session(
-                        database=self.database, default_access_mode=mode
+                        database=self.database, default_access_mode=WRITE_ACCESS
                     ) as session:
                         result = await session.run(text, params)
                         keys = result.keys()
