@@ -4,14 +4,20 @@
 // (A UNION, not OPTIONAL CALL: on 5.26 an OPTIONAL CALL whose writing subquery yields no
 // row returns an empty node instead of null.)
 //
-// Locks: only the Conversation (SET c.last_turn takes its write lock, and what is read
-// after it, last_turn and the previous episode, cannot change under it). The persona is
-// read, never written, so writers of one persona in different conversations run in
-// parallel. seq orders the persona's episodes for enrichment without a persona counter:
-// the server's clock in microseconds times 1000 plus a random 0-999 (the clock may tick in
+// Locks: in the usual case only the Conversation, taken by a plain write before anything
+// is read from it (last_turn and the previous episode cannot change under it after that);
+// a conversation's first episode and a group chat's take more, in order (below). Not by
+// the increment itself: measured on 5.26, 100 concurrent appends into one conversation
+// whose first write is `SET c.last_turn = c.last_turn + 1`, followed by a relationship on
+// c, fail with DeadlockDetected (~90 of 100); with the plain write first, none
+// (tests/reliability/test_busy_conversation.py). The persona is read, never written, so
+// writers of one persona in different conversations run in parallel.
+//
+// seq orders the persona's episodes for enrichment without a persona counter: the
+// server's clock in microseconds times 1000 plus a random 0-999 (the clock may tick in
 // milliseconds: two conversations appending in the same tick then still differ, but for
-// one chance in a thousand per pair), raised above the previous turn's seq so that it grows
-// along every conversation.
+// one chance in a thousand per pair), raised above the previous turn's seq so that it
+// grows along every conversation.
 MATCH (p:Persona {id: $persona_id})
 OPTIONAL MATCH (existing:Episode {persona_id: $persona_id, id: $episode.id})
 CALL (p, existing) {
@@ -31,23 +37,34 @@ UNION
   UNION
     WITH p, known
     WHERE known IS NULL OR known.user_id <> $user_id
-    // a user's first episode links the user to the persona (TALKS_WITH), which locks the
-    // persona: then the persona's lock comes first, as in the enrichment commit, so that
-    // the two queue instead of deadlocking (tests/neo4j/test_enrichment_locks.py)
+    // a new conversation, or a user posting into another user's (a group chat). When
+    // the user joins — its first episode links it to the persona (TALKS_WITH), its first
+    // in this conversation to the conversation (HAD) — the persona's lock comes first, as
+    // in the enrichment commit (which locks the persona, then users, then conversations):
+    // the relationships lock the user, so joining appends queue behind the persona's
+    // enrichment and each other instead of deadlocking (tests/neo4j/test_enrichment_locks.py,
+    // tests/reliability/test_busy_conversation.py). A member's later appends lock only
+    // the conversation, as above.
     OPTIONAL MATCH (known_user:User {persona_id: $persona_id, id: $user_id})
-    FOREACH (_ IN CASE WHEN known_user IS NULL THEN [1] ELSE [] END |
+    WITH p, known_user IS NULL OR known IS NULL
+            OR NOT EXISTS { (known_user)-[:HAD]->(known) } AS joins
+    FOREACH (_ IN CASE WHEN joins THEN [1] ELSE [] END |
       SET p._lock = true
       REMOVE p._lock
     )
     WITH p
     MERGE (u:User {persona_id: $persona_id, id: $user_id})
       ON CREATE SET u.created_at = $episode.created_at
-    MERGE (p)-[:TALKS_WITH]->(u)
     MERGE (c:Conversation {persona_id: $persona_id, id: $conversation_id})
       ON CREATE SET c.user_id = $user_id, c.last_turn = 0, c.created_at = $episode.created_at
+    SET c._lock = true
+    REMOVE c._lock
+    MERGE (p)-[:TALKS_WITH]->(u)
     MERGE (u)-[:HAD]->(c)
     RETURN c
   }
+  SET c._lock = true
+  REMOVE c._lock
   SET c.last_turn = c.last_turn + 1
   WITH c, c.last_episode_id AS previous_id, datetime.realtime() AS now
   OPTIONAL MATCH (previous:Episode {persona_id: $persona_id, id: previous_id})

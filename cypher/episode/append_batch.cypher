@@ -32,6 +32,10 @@ CALL (p, floor) {
     MERGE (c:Conversation {persona_id: $persona_id, id: conv.id})
       ON CREATE SET c.user_id = conv.user_id, c.last_turn = 0, c.created_at = conv.created_at
     MERGE (u)-[:HAD]->(c)
+    // the conversation's write lock before its turn counter is read, as episode/append
+    // takes it: a single append into the same conversation then waits, never interleaves
+    SET c._lock = true
+    REMOVE c._lock
     WITH c, fresh, floor, c.last_turn AS base, c.last_episode_id AS previous_id
     SET c.last_turn = base + size(fresh),
         c.last_episode_id = fresh[size(fresh) - 1].episode.id

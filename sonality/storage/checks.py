@@ -37,6 +37,7 @@ from sonality.models import (
 __all__ = [
     "ERROR_MAX_CHARS",
     "FLOAT32_MAX",
+    "PING_SECONDS",
     "embedding",
     "enrichment_chunk",
     "enrichment_may_commit",
@@ -66,6 +67,10 @@ __all__ = [
     "user_not_found",
     "wrote_all",
 ]
+
+PING_SECONDS = 1.0
+"""The longest a store's ``ping`` waits (``/readyz``, ``sonality doctor``): a readiness
+check answers fast, on a connection of its own, without retries."""
 
 ERROR_MAX_CHARS = 500
 """Enrichment and Thinker errors are stored cut to this many characters."""

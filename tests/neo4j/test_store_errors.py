@@ -9,9 +9,11 @@ import pytest
 from neo4j.exceptions import (
     AuthError,
     ClientError,
+    ConnectionAcquisitionTimeoutError,
     ConstraintError,
     CypherSyntaxError,
     DatabaseError,
+    Neo4jError,
     ServiceUnavailable,
     SessionExpired,
     TransientError,
@@ -30,6 +32,11 @@ from sonality.storage.neo4j.store import Neo4jStore
 SECRET = "user said: my password is hunter2"
 
 
+def server_error(code: str) -> Neo4jError:
+    """The driver's error for a status code, as it builds one from a server failure."""
+    return Neo4jError._hydrate_neo4j(code=code, message=SECRET)
+
+
 @pytest.mark.parametrize(
     ("raised", "expected"),
     [
@@ -37,16 +44,22 @@ SECRET = "user said: my password is hunter2"
         (SessionExpired(SECRET), StoreUnavailable),
         (AuthError(SECRET), StoreUnavailable),
         (ConstraintError(SECRET), ConflictError),
-        (TransientError(SECRET), ConflictError),
+        (server_error("Neo.TransientError.Transaction.DeadlockDetected"), ConflictError),
+        (server_error("Neo.TransientError.General.DatabaseUnavailable"), StoreUnavailable),
+        (TransientError(SECRET), StoreUnavailable),
+        (ConnectionAcquisitionTimeoutError(SECRET), StoreUnavailable),
         (CypherSyntaxError(SECRET), StoreError),
         (ClientError(SECRET), StoreError),
         (DatabaseError(SECRET), StoreError),
     ],
-    ids=lambda v: type(v).__name__ if isinstance(v, Exception) else v.__name__,
+    ids=lambda v: (
+        (getattr(v, "code", None) or type(v).__name__) if isinstance(v, Exception) else v.__name__
+    ),
 )
 async def test_driver_errors_are_translated(raised: Exception, expected: type) -> None:
     """Each driver error maps to its Sonality error, which names the operation and does not
-    repeat the server's message (it may quote stored values)."""
+    repeat the server's message (it may quote stored values): a contended transaction is a
+    conflict, a database starting or stopping is unavailable."""
     with pytest.raises(expected) as caught:
         async with translate_errors("list_things"):
             raise raised

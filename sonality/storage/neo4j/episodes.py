@@ -95,12 +95,13 @@ async def write_append(
     dims = db.embedding_dimensions
     embedding = None if draft.embedding is None else checks.embedding(draft.embedding, dims)
     params = append_params(draft, embedding) | extra
+    retry = {"episode_id": draft.id}  # an outage names it: a retry with it is safe
     try:
-        rows = await db.statement("append_episode", query, **params)
+        rows = await db.statement("append_episode", query, retry, **params)
     except ConflictError as exc:
         if not isinstance(exc.__cause__, ConstraintError):
             raise
-        rows = await db.statement("append_episode", query, **params)
+        rows = await db.statement("append_episode", query, retry, **params)
     return read(rows)
 
 

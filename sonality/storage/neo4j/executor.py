@@ -8,6 +8,17 @@ is current. Driver exceptions become :mod:`sonality.errors` types in
 :func:`translate_errors`, carrying the operation and the Neo4j status code, never query
 parameters nor the server's message (which may quote stored values).
 
+Every unit of work runs inside :meth:`Neo4jExecutor.unit`, which bounds it in time
+(:class:`StoreHealth`): a unit that has had no answer for ``retry_seconds`` — and no other
+unit of this process finished meanwhile — asks a *probe* whether the server still answers
+(``admin/ping`` on a connection of its own, so a busy pool cannot starve it; at most
+``connect_seconds``, shared by every unit asking at once). An answer means a busy server:
+the unit waits on. No answer means the server is down: the unit is cancelled and fails
+with ``StoreUnavailable``, within ``retry_seconds + connect_seconds`` of the last answer
+— the driver's retries, connection attempts and pool waits included. While the store is
+down, each unit first asks the probe and fails at once without an answer, so callers hear
+of an outage in one probe instead of a full retry window each; the first answer ends it.
+
 The helpers below (:func:`fetch`, :func:`fetch_one`, :func:`lock_persona` …) are what
 transaction functions use inside the transaction. Writers that move persona state take the
 persona's write lock first (``persona/lock``), then read what they check, so concurrent
@@ -17,16 +28,19 @@ writers serialise per persona; raising inside a function rolls it all back.
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from types import TracebackType
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from neo4j import WRITE_ACCESS, AsyncDriver, AsyncManagedTransaction
 from neo4j.exceptions import (
     AuthError,
+    ConnectionAcquisitionTimeoutError,
     ConstraintError,
     DriverError,
     Neo4jError,
@@ -43,11 +57,14 @@ from sonality.errors import (
     StoreUnavailable,
 )
 from sonality.observability import get_logger
+from sonality.storage.checks import PING_SECONDS
 from sonality.storage.neo4j.cypher import Query, load
 
 __all__ = [
     "Neo4jAggregate",
     "Neo4jExecutor",
+    "Reach",
+    "StoreHealth",
     "TransactionStats",
     "TxFunction",
     "count",
@@ -64,27 +81,63 @@ log = get_logger("sonality.storage.neo4j")
 _FIRST_RETRY_DELAY = 0.2
 """Seconds before the first retry of :meth:`Neo4jExecutor.statement`, doubled each time."""
 
+_CONTENTION = frozenset(
+    {
+        "Neo.TransientError.Transaction.DeadlockDetected",
+        "Neo.TransientError.Transaction.LockAcquisitionTimeout",
+        "Neo.TransientError.Transaction.Outdated",
+        "Neo.TransientError.Transaction.ConstraintsChanged",
+    }
+)
+"""Transient errors that mean another transaction got in the way (a retry is safe); the
+other transient errors (a database starting or stopping, a leader switch, a transaction
+terminated by a shutdown) mean the store is unavailable."""
+
 P = ParamSpec("P")
 T = TypeVar("T")
 TxFunction = Callable[Concatenate[AsyncManagedTransaction, P], Awaitable[T]]
 
 
+class Unanswered(Exception):
+    """A unit of work got no answer from the server within its bound (raised by the
+    executor's watch, translated to ``StoreUnavailable``)."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"no answer within {seconds:g} s")
+        self.seconds = seconds
+
+
 @asynccontextmanager
 async def translate_errors(
-    operation: str, *, on_constraint: Callable[[], SonalityError] | None = None
+    operation: str,
+    *,
+    on_constraint: Callable[[], SonalityError] | None = None,
+    **context: Any,
 ) -> AsyncIterator[None]:
     """Turn driver exceptions raised inside the block into Sonality errors.
 
     ``on_constraint`` builds the error for a uniqueness violation (``ConflictError`` by
-    default)."""
+    default); ``context`` is added to a ``StoreUnavailable`` (what the caller may need to
+    retry safely, such as the id of an append whose outcome is unknown)."""
     try:
         yield
     except SonalityError:
         raise
+    except Unanswered as exc:
+        log.warning("neo4j_unavailable", operation=operation, error="Unanswered")
+        raise StoreUnavailable(
+            f"Neo4j answered nothing within {exc.seconds:g} s", operation=operation, **context
+        ) from exc
+    except ConnectionAcquisitionTimeoutError as exc:
+        raise StoreUnavailable(
+            "every Neo4j connection of the pool stayed busy; retry",
+            operation=operation,
+            **context,
+        ) from exc
     except (ServiceUnavailable, SessionExpired) as exc:
         # the driver retried for at most SONALITY_NEO4J_RETRY_SECONDS: say so, once
         log.warning("neo4j_unavailable", operation=operation, error=type(exc).__name__)
-        raise StoreUnavailable("Neo4j is unreachable", operation=operation) from exc
+        raise StoreUnavailable("Neo4j is unreachable", operation=operation, **context) from exc
     except AuthError as exc:
         raise StoreUnavailable("Neo4j rejected the credentials", operation=operation) from exc
     except ConstraintError as exc:
@@ -94,6 +147,11 @@ async def translate_errors(
             "a uniqueness constraint rejected the write", operation=operation
         ) from exc
     except TransientError as exc:
+        if exc.code not in _CONTENTION:
+            log.warning("neo4j_unavailable", operation=operation, error=exc.code)
+            raise StoreUnavailable(
+                "Neo4j is unavailable", operation=operation, code=exc.code, **context
+            ) from exc
         raise ConflictError(
             "Neo4j gave up on a contended transaction; retry", operation=operation, code=exc.code
         ) from exc
@@ -103,6 +161,106 @@ async def translate_errors(
         raise StoreError(
             "the Neo4j driver failed", operation=operation, error=type(exc).__name__
         ) from exc
+
+
+Reach = Callable[[bool], Awaitable[None]]
+"""A round trip to the server on a connection of its own (``True``: a query too), raising
+when it fails; the store provides it (``Neo4jStore._reach``)."""
+
+
+class StoreHealth:
+    """What this process knows of the server (see the module docstring): when it last
+    answered, since when it is down, and the probe that asks it."""
+
+    def __init__(self, reach: Reach | None, *, probe_seconds: float) -> None:
+        self._reach = reach
+        self.probe_seconds = probe_seconds
+        self.answered_at = -math.inf
+        """Loop time of the last answer: a unit of work that finished, or a probe."""
+        self.down_since: float | None = None
+        """Loop time a unit failed for want of an answer; None while the server answers."""
+        self._probe: asyncio.Future[bool] | None = None
+
+    def answered(self) -> None:
+        if self.down_since is not None:
+            log.info("neo4j_available")
+        self.answered_at = asyncio.get_running_loop().time()
+        self.down_since = None
+
+    def failed(self) -> None:
+        if self.down_since is None:
+            self.down_since = asyncio.get_running_loop().time()
+
+    def probe(self) -> asyncio.Future[bool]:
+        """Whether the server completes a Bolt handshake on a new connection within
+        :attr:`probe_seconds` (a query engine busy compiling still answers it; a hung or
+        unreachable server does not): the probe in flight, or a new one."""
+        if self._probe is None or self._probe.done():
+            self._probe = asyncio.ensure_future(self._ask())
+        return self._probe
+
+    async def _ask(self) -> bool:
+        if self._reach is not None:
+            try:
+                async with asyncio.timeout(self.probe_seconds):
+                    await self._reach(False)
+            except (TimeoutError, Neo4jError, DriverError, OSError):
+                pass
+            else:
+                self.answered()
+                return True
+        self.failed()
+        return False
+
+
+class _Watch:
+    """Cancels the task running a unit of work when the server stopped answering: no
+    answer for ``patience`` seconds since the unit began or since the last answer to any
+    unit, then none to the probe either. The cancellation leaves the block as
+    :class:`Unanswered`."""
+
+    def __init__(self, health: StoreHealth, patience: float) -> None:
+        self._health = health
+        self._patience = patience
+        self._expired = False
+        self._done = False
+
+    async def __aenter__(self) -> None:
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None
+        self._loop, self._task, self._start = loop, task, loop.time()
+        self._handle: asyncio.Handle = loop.call_at(self._start + self._patience, self._check)
+
+    def _check(self) -> None:
+        if self._done:
+            return
+        due = max(self._start, self._health.answered_at) + self._patience
+        if self._loop.time() < due:
+            self._handle = self._loop.call_at(due, self._check)
+            return
+        self._health.probe().add_done_callback(self._probed)
+
+    def _probed(self, probe: asyncio.Future[bool]) -> None:
+        if self._done:
+            return
+        if not probe.cancelled() and probe.result():
+            self._check()  # it answers: a busy server, wait on
+            return
+        self._expired = True
+        self._task.cancel()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._done = True
+        self._handle.cancel()
+        if self._expired and exc_type is asyncio.CancelledError and self._task.uncancel() == 0:
+            waited = self._loop.time() - max(self._start, self._health.answered_at)
+            raise Unanswered(round(waited, 1)) from exc
 
 
 @dataclass
@@ -126,11 +284,19 @@ class Neo4jExecutor:
         embedding_dimensions: int,
         check_schema: Callable[[], Awaitable[None]],
         retry_seconds: float = 5.0,
+        connect_seconds: float = 5.0,
+        reach: Reach | None = None,
     ) -> None:
         self.driver = driver
         self.retry_seconds = retry_seconds
         """How long a unit of work is retried through retryable errors (the driver's
         ``max_transaction_retry_time`` for managed transactions, :meth:`statement` here)."""
+        self.connect_seconds = connect_seconds
+        """The driver's connection timeout, and the longest a probe waits."""
+        self._reach = reach
+        self.health = StoreHealth(reach, probe_seconds=connect_seconds)
+        """When the server last answered, and the probe (through ``reach``; without it a
+        unit that waits ``retry_seconds`` fails)."""
         self.database = database
         self.embedding_dimensions = embedding_dimensions
         """Length of every embedding the store accepts (the vector index's dimension)."""
@@ -149,11 +315,50 @@ class Neo4jExecutor:
         """Check the schema again before the next unit of work (after a migration)."""
         self._schema_ok = False
 
+    @asynccontextmanager
+    async def unit(self, operation: str, **context: Any) -> AsyncIterator[None]:
+        """The bounds of one unit of work (see the module docstring): while the store is
+        down the probe first, then the work, watched, its errors translated (``context``
+        goes into a ``StoreUnavailable``)."""
+        health = self.health
+        if health.down_since is not None and not await health.probe():
+            raise StoreUnavailable(
+                "Neo4j is unreachable (no answer since it went down)",
+                operation=operation,
+                **context,
+            )
+        try:
+            async with translate_errors(operation, **context), _Watch(health, self.retry_seconds):
+                yield
+        except StoreUnavailable as exc:
+            if not isinstance(exc.__cause__, AuthError | ConnectionAcquisitionTimeoutError):
+                health.failed()
+            raise
+        except SonalityError:  # a refusal is an answer too
+            health.answered()
+            raise
+        health.answered()
+
+    async def ping(self) -> None:
+        """``StoreUnavailable`` unless the server answers a query on a new connection
+        within :data:`PING_SECONDS` (no retry: a readiness check must answer fast, and a
+        busy pool must not delay it)."""
+        try:
+            if self._reach is None:
+                raise TimeoutError
+            async with asyncio.timeout(PING_SECONDS):
+                await self._reach(True)
+        except (TimeoutError, Neo4jError, DriverError, OSError) as exc:
+            raise StoreUnavailable(
+                f"Neo4j did not answer within {PING_SECONDS:g} s", operation="ping"
+            ) from exc
+        self.health.answered()
+
     async def ensure_schema(self) -> None:
         """``SchemaError`` unless migrated (checked once, then cached)."""
         if self._schema_ok:
             return
-        async with translate_errors("schema_check"):
+        async with self.unit("schema_check"):
             await self._check_schema()
         self._schema_ok = True
 
@@ -163,7 +368,7 @@ class Neo4jExecutor:
         """``work`` in one read transaction."""
         await self.ensure_schema()
         async with (
-            translate_errors(operation),
+            self.unit(operation),
             self.driver.session(database=self.database) as session,
         ):
             return await session.execute_read(self._counted(work), *args, **kwargs)
@@ -174,13 +379,18 @@ class Neo4jExecutor:
         """``work`` in one write transaction."""
         await self.ensure_schema()
         async with (
-            translate_errors(operation),
+            self.unit(operation),
             self.driver.session(database=self.database) as session,
         ):
             return await session.execute_write(self._counted(work), *args, **kwargs)
 
     async def statement(
-        self, operation: str, query: Query, /, **params: Any
+        self,
+        operation: str,
+        query: Query,
+        /,
+        context: dict[str, Any] | None = None,
+        **params: Any,
     ) -> list[dict[str, Any]]:
         """All rows of one writing statement run as its own transaction (an auto-commit
         one): one round trip, where a managed transaction takes three (BEGIN, the
@@ -193,14 +403,15 @@ class Neo4jExecutor:
         transaction (the same budget, doubling delays with jitter), and so is a failure
         that hid a commit (the connection lost after it), which such a statement answers
         correctly (the stored episode). Rows as :func:`fetch_plain` reads them (maps,
-        lists and scalars)."""
+        lists and scalars). ``context`` goes into a ``StoreUnavailable`` (the append names
+        its episode id: whether it landed is then unknown, and a retry with it is safe)."""
         await self.ensure_schema()
         stats = self.stats
         stats.units += 1
         text = load(query)
         deadline = time.monotonic() + self.retry_seconds
         delay = _FIRST_RETRY_DELAY
-        async with translate_errors(operation):
+        async with self.unit(operation, **(context or {})):
             while True:
                 try:
                     async with self.driver.session(

@@ -2,9 +2,11 @@
 
 One async driver per store, with bounded waits: a unit of work is retried by the driver
 through transient failures (a restart, a leader switch) for at most ``retry_seconds``
-(the driver's ``max_transaction_retry_time``, 30 s by default; ours is 5 s), and opening
-or borrowing a connection for at most ``connect_seconds``; then the call fails with
-``StoreUnavailable``. The driver's own log lines never reach the host's output directly:
+(the driver's ``max_transaction_retry_time``, 30 s by default; ours is 5 s), opening a
+connection waits at most ``connect_seconds``, and the executor fails a unit that got no
+answer for ``retry_seconds + connect_seconds`` in all, then fails fast while the server
+stays down (``executor.py``); the call raises ``StoreUnavailable``. A ping answers
+within a second either way. The driver's own log lines never reach the host's output directly:
 the ``neo4j`` loggers are routed into Sonality's logging (:func:`route_driver_logs`),
 WARNING and above only, so a retry shows up as one ``neo4j_driver`` warning event.
 
@@ -18,9 +20,12 @@ maintenance.
 from __future__ import annotations
 
 import logging
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 from neo4j import AsyncDriver, AsyncGraphDatabase, NotificationDisabledClassification
+from neo4j.exceptions import ConfigurationError
 
 from sonality.errors import ConfigError
 from sonality.models import SchemaStatus
@@ -30,7 +35,12 @@ from sonality.storage.neo4j.context import Neo4jContext
 from sonality.storage.neo4j.cypher import Query, load
 from sonality.storage.neo4j.enrichment import Neo4jEnrichment
 from sonality.storage.neo4j.erasure import Neo4jErasure
-from sonality.storage.neo4j.executor import Neo4jExecutor, TransactionStats, translate_errors
+from sonality.storage.neo4j.executor import (
+    Neo4jExecutor,
+    Reach,
+    TransactionStats,
+    translate_errors,
+)
 from sonality.storage.neo4j.keys import Neo4jKeys
 from sonality.storage.neo4j.migrations import Neo4jLedger
 from sonality.storage.neo4j.personas import Neo4jPersonas
@@ -43,6 +53,41 @@ log = get_logger("sonality.storage.neo4j")
 
 MAX_DIMENSIONS = 4096
 """The largest vector dimension a Neo4j 5.26 vector index accepts."""
+
+
+def _driver(
+    uri: str, auth: tuple[str, str] | None, connect_seconds: float, **config: Any
+) -> AsyncDriver:
+    return AsyncGraphDatabase.driver(
+        uri,
+        auth=auth,
+        connection_timeout=connect_seconds,
+        # "label/property does not exist" is expected on a young graph.
+        notifications_disabled_classifications=[NotificationDisabledClassification.UNRECOGNIZED],
+        **config,
+    )
+
+
+async def _reach(
+    uri: str, auth: tuple[str, str] | None, connect_seconds: float, database: str, query: bool
+) -> None:
+    """One round trip on a new connection of a driver of its own, closed after (so neither
+    a busy pool nor a dead pooled connection answers for the server): the Bolt handshake,
+    and with ``query`` ``admin/ping`` (one attempt)."""
+    driver = _driver(uri, auth, connect_seconds, max_connection_pool_size=1)
+    try:
+        if query:
+            async with driver.session(database=database) as session:
+                result = await session.run(load(Query.ADMIN_PING))
+                await result.consume()
+        else:
+            await driver.verify_connectivity()
+    finally:
+        await driver.close()
+
+
+_ACQUISITION_BACKSTOP = 120.0
+"""Seconds the driver lets a unit wait for a pooled connection (see ``open``)."""
 
 BOLT_SCHEMES = frozenset({"bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc"})
 """URI schemes the store accepts (the driver's HTTP support is a preview)."""
@@ -97,8 +142,11 @@ class Neo4jStore(
         vector_index: bool = False,
         migrations_dir: Path | None = None,
         retry_seconds: float = 5.0,
+        connect_seconds: float = 5.0,
+        reach: Reach | None = None,
     ) -> None:
-        """Use :meth:`open`; this only wires an already-created driver."""
+        """Use :meth:`open`; this only wires an already-created driver (``reach``: the
+        probe's round trip, see ``executor.py``)."""
         self._driver = driver
         self._database = database
         self._ledger = Neo4jLedger(
@@ -115,6 +163,8 @@ class Neo4jStore(
                 embedding_dimensions=embedding_dimensions,
                 check_schema=self._check_schema,
                 retry_seconds=retry_seconds,
+                connect_seconds=connect_seconds,
+                reach=reach,
             )
         )
 
@@ -169,21 +219,22 @@ class Neo4jStore(
                 raise ConfigError(f"{name} must be in (0, 3600]", value=value)
         route_driver_logs()
         try:
-            async with translate_errors("open"):
-                driver = AsyncGraphDatabase.driver(
-                    uri,
-                    auth=auth,
-                    max_connection_pool_size=max_connection_pool_size,
-                    max_transaction_retry_time=retry_seconds,
-                    connection_timeout=connect_seconds,
-                    connection_acquisition_timeout=2 * connect_seconds,
-                    # "label/property does not exist" is expected on a young graph.
-                    notifications_disabled_classifications=[
-                        NotificationDisabledClassification.UNRECOGNIZED
-                    ],
-                )
-        except ValueError as exc:
-            raise ConfigError("not a usable Neo4j URI") from exc  # may hold credentials
+            driver = _driver(
+                uri,
+                auth,
+                connect_seconds,
+                max_connection_pool_size=max_connection_pool_size,
+                max_transaction_retry_time=retry_seconds,
+                # a backstop only: the executor bounds a unit the server stops answering;
+                # a unit waiting for a connection while others finish (a burst bigger
+                # than the pool) waits on a busy server, not a down one
+                connection_acquisition_timeout=_ACQUISITION_BACKSTOP,
+            )
+        except ConfigurationError as exc:  # the driver's reason, without the URI it quotes
+            reason = str(exc).partition(" Given URI")[0]
+            raise ConfigError(f"not a usable Neo4j URI: {reason}") from None
+        except ValueError:
+            raise ConfigError("not a usable Neo4j URI") from None  # may hold credentials
         store = cls(
             driver,
             database=database,
@@ -191,14 +242,16 @@ class Neo4jStore(
             vector_index=vector_index,
             migrations_dir=migrations_dir,
             retry_seconds=retry_seconds,
+            connect_seconds=connect_seconds,
+            reach=partial(_reach, uri, auth, connect_seconds, database),
         )
         try:
-            async with translate_errors("open"):
+            async with store._db.unit("open"):
                 await driver.verify_connectivity()
                 await store._ledger.check_vector_index()
                 store._note_vector_index()
         except BaseException:
-            await driver.close()
+            await store.close()
             raise
         return store
 
@@ -206,13 +259,13 @@ class Neo4jStore(
         await self._driver.close()
 
     async def ping(self) -> None:
-        """Raise ``StoreUnavailable`` when the server does not answer."""
-        async with translate_errors("ping"):
-            await self._driver.execute_query(load(Query.ADMIN_PING), database_=self._database)
+        """Raise ``StoreUnavailable`` when the server does not answer one query within a
+        second (``executor.PING_SECONDS``; no retries)."""
+        await self._db.ping()
 
     async def schema_status(self) -> SchemaStatus:
         """Applied and pending migrations."""
-        async with translate_errors("schema_status"):
+        async with self._db.unit("schema_status"):
             return await self._ledger.status()
 
     async def migrate(self) -> list[str]:

@@ -4,11 +4,14 @@ Asynchronous without extra dependencies: one dedicated worker thread owns the ``
 connection (a single-thread executor driven by ``loop.run_in_executor``), so the connection
 is never shared between threads and the event loop never blocks on disk. The file is in
 WAL mode (readers do not block the writer), ``synchronous=NORMAL``, foreign keys on, with a
-busy timeout. :class:`SqliteExecutor` runs a unit of work (a function taking the connection
-first) as one transaction: ``BEGIN IMMEDIATE`` for writes, rolled back on any exception, so
-nothing is ever half-written; ``BEGIN IMMEDIATE`` plus the busy timeout also serialise
-writers from other processes opening the same file. sqlite3 errors become
-:mod:`sonality.errors` types in :func:`translate`.
+busy timeout that bounds a whole call: a unit of work queued behind others on the thread
+waits for the file's lock only what is left of its own timeout, so while another process
+holds the lock every call fails within ``busy_timeout`` of its start (rather than each
+waiting the full timeout after the ones before it). :class:`SqliteExecutor` runs a unit of
+work (a function taking the connection first) as one transaction: ``BEGIN IMMEDIATE`` for
+writes, rolled back on any exception, so nothing is ever half-written; ``BEGIN IMMEDIATE``
+plus the busy timeout also serialise writers from other processes opening the same file.
+sqlite3 errors become :mod:`sonality.errors` types in :func:`translate`.
 
 Statements use ``?`` or ``:name`` parameters only; the few SQL strings the aggregates
 assemble combine constants (column lists), never values.
@@ -19,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
+import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -103,8 +107,11 @@ class SqliteExecutor:
         *,
         embedding_dimensions: int,
         check_schema: Callable[[sqlite3.Connection], None],
+        busy_timeout: float = 10.0,
     ) -> None:
         self.path = path
+        self.busy_timeout = busy_timeout
+        """The longest a call waits for the file's lock, from the moment it is made."""
         self.embedding_dimensions = embedding_dimensions
         """Length of every embedding the store accepts."""
         self.vectors = EmbeddingCache(embedding_dimensions)
@@ -156,8 +163,9 @@ class SqliteExecutor:
         if self._closed:
             raise StoreUnavailable("the SQLite store is closed", path=str(self.path))
         loop = asyncio.get_running_loop()
+        deadline = time.monotonic() + self.busy_timeout
         return await loop.run_in_executor(
-            self._thread, self._in_worker, work, write, schema, transaction
+            self._thread, self._in_worker, work, write, schema, transaction, deadline
         )
 
     def _in_worker(
@@ -166,9 +174,16 @@ class SqliteExecutor:
         write: bool,
         schema: bool,
         transaction: bool,
+        deadline: float,
     ) -> T:
         conn = self._conn
         try:
+            left = deadline - time.monotonic()
+            if left <= 0:  # queued behind calls that waited for a lock held elsewhere
+                raise StoreUnavailable(
+                    "the SQLite database is busy", waited_seconds=round(self.busy_timeout, 1)
+                )
+            conn.execute(f"PRAGMA busy_timeout = {int(left * 1000)}")  # a number, not input
             if schema and not self._schema_ok:
                 self._check_schema(conn)
                 self._schema_ok = True

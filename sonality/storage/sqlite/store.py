@@ -19,13 +19,14 @@ from pathlib import Path
 from sonality.errors import SchemaError, StoreUnavailable, ValidationError
 from sonality.models import SchemaStatus
 from sonality.storage import migrations
+from sonality.storage.checks import PING_SECONDS
 from sonality.storage.sqlite import migrations as ledger
 from sonality.storage.sqlite.archive import SqliteArchive
 from sonality.storage.sqlite.context import SqliteContext
 from sonality.storage.sqlite.enrichment import SqliteEnrichment
 from sonality.storage.sqlite.episodes import SqliteEpisodes
 from sonality.storage.sqlite.erasure import SqliteErasure
-from sonality.storage.sqlite.executor import SqliteExecutor, connect
+from sonality.storage.sqlite.executor import SqliteExecutor, connect, translate
 from sonality.storage.sqlite.keys import SqliteKeys
 from sonality.storage.sqlite.migrations import DATA_TABLES, SqliteLedger
 from sonality.storage.sqlite.personas import SqlitePersonas
@@ -70,6 +71,7 @@ class SqliteStore(
         *,
         embedding_dimensions: int,
         migrations_dir: Path | None = None,
+        busy_timeout: float = 10.0,
     ) -> None:
         """Use :meth:`open`; this wires already-opened parts together."""
         self.path = path
@@ -80,6 +82,7 @@ class SqliteStore(
             thread,
             embedding_dimensions=embedding_dimensions,
             check_schema=self._check_schema,
+            busy_timeout=busy_timeout,
         )
         self._ledger = SqliteLedger(db, directory=migrations_dir)
         super().__init__(db)
@@ -131,6 +134,7 @@ class SqliteStore(
             thread,
             embedding_dimensions=embedding_dimensions,
             migrations_dir=migrations_dir,
+            busy_timeout=busy_timeout,
         )
 
     async def close(self) -> None:
@@ -150,8 +154,17 @@ class SqliteStore(
             )
 
     async def ping(self) -> None:
-        """Raise ``StoreUnavailable`` when the file cannot be read."""
-        await self._db.run(_ping, schema=False, transaction=False)
+        """Raise ``StoreUnavailable`` unless the file can be read within a second, on a
+        connection of its own (so calls queued on the store's thread, waiting for a lock
+        another process holds, never delay a readiness check)."""
+        try:
+            await asyncio.wait_for(asyncio.to_thread(_ping, self.path), PING_SECONDS)
+        except TimeoutError:
+            raise StoreUnavailable(
+                f"the SQLite file did not answer within {PING_SECONDS:g} s", path=str(self.path)
+            ) from None
+        except sqlite3.Error as exc:
+            raise translate(exc) from exc
 
     async def schema_status(self) -> SchemaStatus:
         """Applied and pending migrations."""
@@ -179,5 +192,10 @@ class SqliteStore(
         await self._db.run(work, write=True)
 
 
-def _ping(conn: sqlite3.Connection) -> None:
-    conn.execute("SELECT 1").fetchone()
+def _ping(path: Path) -> None:
+    """Read the schema table on a new connection (closed after)."""
+    conn = sqlite3.connect(path, timeout=PING_SECONDS)
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    finally:
+        conn.close()

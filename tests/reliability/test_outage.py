@@ -1,0 +1,214 @@
+"""Issue 29.3: an outage is answered fast and truthfully. Every store call fails within
+``retry_seconds + connect_seconds`` (+1 s) whether the server is hung or gone; once one
+has failed, the next ones fail at once instead of each waiting the full window; a ping
+(``/readyz``) answers within a second all along; an append whose outcome is unknown names
+its episode id (a retry with it is safe); and the first call after the server is back
+succeeds. On SQLite the same bounds hold while another process holds the write lock.
+
+The Neo4j cases stop, freeze and restart a server of their own (never the session's)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sqlite3
+import threading
+import time
+from collections.abc import AsyncIterator, Awaitable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sonality.errors import StoreUnavailable
+from sonality.llm.embedders import HashEmbedder
+from sonality.service import Sonality
+from tests.conftest import EMBEDDING_DIMENSIONS, _load_devserver
+
+RETRY, CONNECT = 2.0, 2.0
+BOUND = RETRY + CONNECT + 1.0
+"""The documented bound of a failing call, plus one second of slack."""
+
+
+async def timed(call: Awaitable[Any]) -> tuple[float, BaseException | None]:
+    """How long ``call`` took (cut at 60 s: a hung call fails the test, not the suite)
+    and what it raised."""
+    started = time.monotonic()
+    try:
+        await asyncio.wait_for(call, 60)
+    except Exception as exc:
+        return time.monotonic() - started, exc
+    return time.monotonic() - started, None
+
+
+async def record(app: Sonality, i: int) -> Any:
+    return await app.record(
+        "ada",
+        user_id="u1",
+        conversation_id="c1",
+        message=f"message {i}",
+        response="Noted.",
+        enrich=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A Neo4j dev server of this module's own, on a data folder it keeps across restarts
+    (``server.restart()``)."""
+    devserver = _load_devserver()
+    folder = tmp_path_factory.mktemp("outage-neo4j")
+    running = devserver.DevServer.start(data_dir=folder / "data", log_path=folder / "neo4j.log")
+
+    class Handle:
+        current = running
+
+        def restart(self) -> None:
+            self.current = devserver.DevServer.start(
+                data_dir=folder / "data",
+                bolt_port=running.bolt_port,
+                log_path=folder / "neo4j.log",
+            )
+
+    handle = Handle()
+    try:
+        yield handle
+    finally:
+        handle.current.stop()
+
+
+@pytest.fixture
+async def neo4j_app(server: Any) -> AsyncIterator[Sonality]:
+    from sonality.storage.neo4j.store import Neo4jStore
+
+    store = await Neo4jStore.open(
+        server.current.bolt_uri,
+        embedding_dimensions=EMBEDDING_DIMENSIONS,
+        retry_seconds=RETRY,
+        connect_seconds=CONNECT,
+    )
+    await store.migrate()
+    await store.delete_all()
+    app = Sonality(store=store, embedder=HashEmbedder(EMBEDDING_DIMENSIONS), owns_store=True)
+    await app.create_persona("ada", name="Ada", core_identity="I am Ada.")
+    try:
+        yield app
+    finally:
+        await app.close()
+
+
+@pytest.mark.neo4j
+@pytest.mark.slow
+async def test_a_hung_neo4j_fails_calls_within_the_bound(server: Any, neo4j_app: Sonality) -> None:
+    """With the server frozen (SIGSTOP: connections open, no answer), a call fails within
+    retry + connect seconds, the next ones (eight at once) too, a ping within a second, an
+    append names its episode id; thawed, the next call succeeds."""
+    app, pid = neo4j_app, server.current.pid
+    await record(app, 0)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        waited, error = await timed(record(app, 1))
+        assert isinstance(error, StoreUnavailable) and waited < BOUND, (waited, error)
+        assert error.context.get("episode_id", "").startswith("ep_")
+        results = await asyncio.gather(*(timed(record(app, i)) for i in range(2, 10)))
+        assert all(isinstance(e, StoreUnavailable) and w < BOUND for w, e in results), results
+        waited, error = await timed(app.store.ping())
+        assert isinstance(error, StoreUnavailable) and waited < 1.5, (waited, error)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    waited, error = await timed(record(app, 10))
+    assert error is None and waited < BOUND, (waited, error)
+    episodes = await app.store.list_episodes("ada", conversation_id="c1", limit=100)
+    assert [e.user_message for e in episodes][-1] == "message 0"
+    assert {e.turn for e in episodes} == set(range(1, len(episodes) + 1))
+
+
+@pytest.mark.neo4j
+@pytest.mark.slow
+async def test_a_killed_neo4j_fails_fast_and_recovers(server: Any, neo4j_app: Sonality) -> None:
+    """With the server killed, the first call fails within the bound and the next ones at
+    once (under a second), a ping within a second; restarted on the same data, the first
+    call after it answers a ping succeeds and nothing acknowledged is lost."""
+    app = neo4j_app
+    first = await record(app, 0)
+    server.current.process.kill()
+    server.current.process.wait()
+    waited, error = await timed(record(app, 1))
+    assert isinstance(error, StoreUnavailable) and waited < BOUND, (waited, error)
+    for i in range(2, 6):
+        waited, error = await timed(record(app, i))
+        assert isinstance(error, StoreUnavailable) and waited < 1.0, (i, waited, error)
+    waited, error = await timed(app.store.ping())
+    assert isinstance(error, StoreUnavailable) and waited < 1.5, (waited, error)
+
+    await asyncio.to_thread(server.restart)
+    deadline = time.monotonic() + 120
+    while (await timed(app.store.ping()))[1] is not None:  # the server's own start-up
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.2)
+    waited, error = await timed(app.personas())
+    assert error is None, error  # no lingering outage state, no stale connection
+    again = await record(app, 6)
+    assert again.episode.turn == first.episode.turn + 1
+
+
+@pytest.fixture
+async def sqlite_app(tmp_path: Path) -> AsyncIterator[Sonality]:
+    from sonality.storage.sqlite.store import SqliteStore
+
+    store = await SqliteStore.open(
+        tmp_path / "sonality.db", embedding_dimensions=EMBEDDING_DIMENSIONS, busy_timeout=RETRY
+    )
+    await store.migrate()
+    app = Sonality(store=store, embedder=HashEmbedder(EMBEDDING_DIMENSIONS), owns_store=True)
+    await app.create_persona("ada", name="Ada", core_identity="I am Ada.")
+    try:
+        yield app
+    finally:
+        await app.close()
+
+
+class WriteLock:
+    """Another connection holding the SQLite file's write lock until released."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._release = threading.Event()
+        self._held = threading.Event()
+        self._thread = threading.Thread(target=self._hold, daemon=True)
+
+    def _hold(self) -> None:
+        conn = sqlite3.connect(self._path, isolation_level=None, timeout=5)
+        conn.execute("BEGIN IMMEDIATE")
+        self._held.set()
+        self._release.wait(120)
+        conn.execute("ROLLBACK")
+        conn.close()
+
+    def __enter__(self) -> None:
+        self._thread.start()
+        assert self._held.wait(10)
+
+    def __exit__(self, *_: object) -> None:
+        self._release.set()
+        self._thread.join(10)
+
+
+async def test_a_locked_sqlite_file_fails_calls_within_the_busy_timeout(
+    sqlite_app: Sonality,
+) -> None:
+    """While another process holds the write lock, eight concurrent records each fail
+    within the busy timeout (+1 s), not one after the other, and a ping still answers
+    within a second; released, the next record succeeds with the next turn."""
+    app = sqlite_app
+    first = await record(app, 0)
+    with WriteLock(app.store.path):
+        pending = [asyncio.ensure_future(timed(record(app, i))) for i in range(1, 9)]
+        await asyncio.sleep(0.2)
+        waited, error = await timed(app.store.ping())
+        assert error is None and waited < 1.0, (waited, error)
+        results = await asyncio.gather(*pending)
+    assert all(isinstance(e, StoreUnavailable) and w < RETRY + 1 for w, e in results), results
+    again = await record(app, 9)
+    assert again.episode.turn == first.episode.turn + 1
