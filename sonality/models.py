@@ -70,6 +70,7 @@ __all__ = [
     "ReasoningType",
     "Reflection",
     "ReflectionCommit",
+    "ReflectionLease",
     "ReflectionOutcome",
     "ReflectionPoint",
     "ReplayedEpisode",
@@ -631,6 +632,15 @@ class ReflectionOutcome(StrEnum):
     """Validation refused the new snapshot; the old one stays, insights stay pending."""
     FAILED = "failed"
     """The model or the store failed; nothing but this record was written."""
+
+
+class ReflectionLease(Frozen):
+    """Who holds a persona's reflection lease, and until when (a lease past its expiry is
+    taken over by the next worker that reflects)."""
+
+    persona_id: Identifier
+    owner: str
+    expires_at: datetime
 
 
 class Reflection(Frozen):

@@ -10,7 +10,9 @@ own, so a library user who configured nothing sees only warnings and errors, on 
 
 Entry points (CLI, worker, ``from_settings``) call :func:`configure_logging` once: events
 rendered as console lines on a terminal and as JSON lines otherwise (or as
-``SONALITY_LOG_FORMAT`` says), on stderr. :func:`quiet` holds per-event INFO lines back
+``SONALITY_LOG_FORMAT`` says), on stderr; other libraries' warnings (APScheduler, litellm,
+httpx) in the same format, as events named after the library with its logger and message
+as fields, so a JSON log holds nothing but JSON lines. :func:`quiet` holds per-event INFO lines back
 while a progress bar is drawn. Events are snake_case names with fields; they never carry
 secrets, prompt bodies or user text at INFO (``tests/test_logs.py`` checks it).
 """
@@ -43,6 +45,31 @@ class _Handler(logging.StreamHandler):  # type: ignore[type-arg]
     """The handler :func:`configure_logging` installs (found again to be replaced)."""
 
 
+class _Formatter(logging.Formatter):
+    """Sonality's events reach the handler rendered already; a record of another library
+    is rendered the same way, as an event named after the library (``apscheduler``) with
+    its logger, level and message (and traceback) as fields."""
+
+    def __init__(self, *processors: structlog.types.Processor) -> None:
+        super().__init__()
+        self._processors = processors
+
+    def format(self, record: logging.LogRecord) -> str:
+        if record.name.partition(".")[0] == LOGGER:
+            return record.getMessage()
+        event: Any = {
+            "event": record.name.partition(".")[0].lower() or "log",
+            "logger": record.name,
+            "level": record.levelname.lower(),
+            "message": record.getMessage()[:2000],
+        }
+        if record.exc_info:
+            event["exception"] = self.formatException(record.exc_info)
+        for processor in self._processors:
+            event = processor(None, record.levelname.lower(), event)
+        return str(event)
+
+
 def configure_logging(
     fmt: Literal["auto", "json", "console"] = "auto",
     level: str = "INFO",
@@ -58,11 +85,12 @@ def configure_logging(
         else structlog.processors.JSONRenderer()
     )
     numeric = logging.getLevelNamesMapping().get(level.upper(), logging.INFO)
+    stamp = structlog.processors.TimeStamper(fmt="iso", utc=True)
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
             structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            stamp,
             structlog.processors.StackInfoRenderer(),
             structlog.processors.format_exc_info,
             renderer,
@@ -75,7 +103,7 @@ def configure_logging(
     for old in [h for h in root.handlers if isinstance(h, _Handler)]:
         root.removeHandler(old)
     handler = _Handler(out)
-    handler.setFormatter(logging.Formatter("%(message)s"))
+    handler.setFormatter(_Formatter(stamp, renderer))
     root.addHandler(handler)
     root.setLevel(logging.WARNING)
     logging.getLogger(LOGGER).setLevel(numeric)

@@ -38,6 +38,7 @@ from sonality.models import (
     ProvenanceEdge,
     Reflection,
     ReflectionCommit,
+    ReflectionLease,
     RuntimeMode,
     SchemaStatus,
     Snapshot,
@@ -414,6 +415,10 @@ class ReflectionStore(Protocol):
 
     async def release_lease(self, persona_id: str, owner: str) -> None:
         """Give the lease up if ``owner`` still holds it (otherwise do nothing)."""
+        ...
+
+    async def get_lease(self, persona_id: str) -> ReflectionLease | None:
+        """The persona's lease as stored (expired or not), or None when nobody holds it."""
         ...
 
     async def commit_reflection(self, commit: ReflectionCommit) -> None:

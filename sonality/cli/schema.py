@@ -62,11 +62,16 @@ async def doctor(state: CliState, as_json: bool, call_model: bool) -> None:
     the model settings.
 
     Lists, per persona, episodes by enrichment status, the failed ones (with their last
-    error; `sonality enrich --retry-failed` retries them) and insight parts still pending
-    or failed. --call-model sends one tiny request and says why it failed, if it did.
+    error; `sonality enrich --retry-failed` retries them), insight parts still pending
+    or failed, and a reflection lease when one is held (its holder and expiry: a worker
+    killed while reflecting leaves it until then). --call-model sends one tiny request
+    and says why it failed, if it did. A store setting that cannot work (a malformed
+    URL) exits 3, as every command does.
     """
+    from datetime import UTC, datetime
+
     from sonality.config import redact_url
-    from sonality.errors import SonalityError
+    from sonality.errors import ConfigError, SonalityError
 
     settings = state.settings
     report: dict[str, Any] = {
@@ -94,7 +99,16 @@ async def doctor(state: CliState, as_json: bool, call_model: bool) -> None:
                 pending: dict[str, dict[str, int]] = {}
                 insights: dict[str, dict[str, int]] = {}
                 failed: dict[str, list[dict[str, Any]]] = {}
+                leases: dict[str, dict[str, Any]] = {}
+                now = datetime.now(UTC)
                 for persona in await store.list_personas():
+                    lease = await store.get_lease(persona.id)
+                    if lease is not None:
+                        leases[persona.id] = {
+                            "owner": lease.owner,
+                            "expires_at": lease.expires_at.isoformat(),
+                            "expires_in_seconds": round((lease.expires_at - now).total_seconds()),
+                        }
                     counts = await store.count_episodes(persona.id)
                     counts["unembedded"] = await store.count_unembedded(persona.id)
                     pending[persona.id] = counts
@@ -111,6 +125,9 @@ async def doctor(state: CliState, as_json: bool, call_model: bool) -> None:
                 report["episodes"] = pending
                 report["insights"] = insights
                 report["failed_episodes"] = failed
+                report["leases"] = leases
+    except ConfigError:
+        raise  # not an unreachable store: a setting to fix (exit 3)
     except SonalityError as exc:
         report["store"].update(reachable=False, error=str(exc))
     healthy = bool(report["store"]["reachable"]) and bool(report.get("schema", {}).get("current"))
@@ -151,6 +168,8 @@ async def doctor(state: CliState, as_json: bool, call_model: bool) -> None:
                 )
             if counts["failed"] or insight["failed"]:
                 click.echo(f"  retry    sonality enrich --persona {pid} --retry-failed")
+            if pid in report["leases"]:
+                click.echo(f"  lease    {_lease_line(report['leases'][pid])}")
         model = report["model"]
         click.echo(
             "model      "
@@ -163,6 +182,16 @@ async def doctor(state: CliState, as_json: bool, call_model: bool) -> None:
     emit(report, as_json, text)
     if not healthy:
         raise Unsuccessful
+
+
+def _lease_line(lease: dict[str, Any]) -> str:
+    """A held reflection lease in one line: who, until when, and what that means."""
+    left = lease["expires_in_seconds"]
+    if left > 0:
+        when = f"expires in {left // 60}m {left % 60}s; `sonality reflect` exits 9 until then"
+    else:
+        when = f"expired {-left // 60}m {-left % 60}s ago; the next reflection takes it over"
+    return f"held by {lease['owner']} until {lease['expires_at']} ({when})"
 
 
 def _vector_index_line(index: dict[str, Any]) -> str:

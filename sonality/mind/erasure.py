@@ -26,6 +26,7 @@ from sonality.core.erasure import erasure_subject, plan_erasure
 from sonality.core.opinion import OpinionParams
 from sonality.errors import ConflictError, ValidationError
 from sonality.mind.enrichment import interaction_ids
+from sonality.mind.inputs import check_text
 from sonality.models import Erasure, ErasureKind, FactKind, UserFact
 from sonality.observability import get_logger
 from sonality.ports import Clock, Store
@@ -218,14 +219,11 @@ class Eraser:
 
 
 def _fact_text(text: object) -> str:
-    """A fact's text as stored: stripped, not empty, bounded, without NUL."""
+    """A fact's text as stored: stripped, not empty, bounded, without NUL (each refusal
+    says which, as every text argument's does)."""
     if not isinstance(text, str) or not text.strip():
         raise ValidationError("a fact needs text", field="text")
-    if len(text) > MAX_FACT_CHARS or "\x00" in text:
-        raise ValidationError(
-            f"a fact is at most {MAX_FACT_CHARS} characters of text", field="text"
-        )
-    return text.strip()
+    return check_text(text, field="text", limit=MAX_FACT_CHARS).strip()
 
 
 def _fact_kind(kind: FactKind | str | None) -> FactKind | None:

@@ -107,6 +107,20 @@ async def test_release_frees_only_the_owners_lease(store: Any) -> None:
     assert await store.acquire_lease("p1", "b", now=at(1), ttl_seconds=600)
 
 
+async def test_get_lease_names_the_holder_and_expiry(store: Any) -> None:
+    """get_lease reads the stored lease (an expired one too, until taken over or released)
+    with its owner and expiry; None when free, and per persona."""
+    await add_persona(store, "p1")
+    await add_persona(store, "p2")
+    assert await store.get_lease("p1") is None
+    assert await store.acquire_lease("p1", "host-1:42", now=at(0), ttl_seconds=60)
+    lease = await store.get_lease("p1")
+    assert (lease.persona_id, lease.owner, lease.expires_at) == ("p1", "host-1:42", at(1))
+    assert await store.get_lease("p2") is None
+    await store.release_lease("p1", "host-1:42")
+    assert await store.get_lease("p1") is None
+
+
 async def test_lease_is_per_persona(store: Any) -> None:
     """One persona's lease does not block another's; unknown personas raise PersonaNotFound."""
     await add_persona(store, "p1")

@@ -177,6 +177,7 @@ async def api_case(
             await method(*args, **kwargs)
         assert caught.value.exit_code == expect["exit"], caught.value
         one_line(str(caught.value))
+        assert expect.get("says", "") in caught.value.message, caught.value
         return
     result = await method(*args, **kwargs)
     stored = await store.get_episode("ada", result.episode.id)

@@ -116,6 +116,7 @@ class Query(StrEnum):
     REFLECTION_COMMIT = "reflection/commit"
     REFLECTION_EPISODES_SINCE = "reflection/episodes_since"
     REFLECTION_LEASE_GET = "reflection/lease_get"
+    REFLECTION_LEASE_READ = "reflection/lease_read"
     REFLECTION_LEASE_RELEASE = "reflection/lease_release"
     REFLECTION_LEASE_SET = "reflection/lease_set"
     REFLECTION_LIST = "reflection/list"

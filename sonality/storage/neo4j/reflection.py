@@ -17,7 +17,13 @@ from typing import Any
 from neo4j import AsyncManagedTransaction
 
 from sonality.errors import PersonaNotFound
-from sonality.models import Episode, ProvenanceEdge, Reflection, ReflectionCommit
+from sonality.models import (
+    Episode,
+    ProvenanceEdge,
+    Reflection,
+    ReflectionCommit,
+    ReflectionLease,
+)
 from sonality.storage import checks
 from sonality.storage.neo4j import codec
 from sonality.storage.neo4j.cypher import Query
@@ -103,6 +109,14 @@ class Neo4jReflection(Neo4jAggregate):
             persona_id=persona_id,
             owner=owner,
         )
+
+    async def get_lease(self, persona_id: str) -> ReflectionLease | None:
+        """The persona's lease as stored, or None."""
+        rows = await self._db.fetch("get_lease", Query.REFLECTION_LEASE_READ, persona_id=persona_id)
+        if not rows:
+            return None
+        expires_at = codec.time_out(rows[0]["expires_at"])
+        return ReflectionLease(persona_id=persona_id, owner=rows[0]["owner"], expires_at=expires_at)
 
     async def commit_reflection(self, commit: ReflectionCommit) -> None:
         """Apply a successful reflection in one transaction."""

@@ -9,8 +9,16 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from typing import Any
 
-from sonality.models import Belief, Episode, ProvenanceEdge, Reflection, ReflectionCommit
+from sonality.models import (
+    Belief,
+    Episode,
+    ProvenanceEdge,
+    Reflection,
+    ReflectionCommit,
+    ReflectionLease,
+)
 from sonality.storage import checks
 from sonality.storage.sqlite import codec
 from sonality.storage.sqlite.episodes import episode_columns, episode_from
@@ -48,6 +56,13 @@ def _acquire(
         (persona_id, owner, codec.encode_time(now + timedelta(seconds=ttl_seconds))),
     )
     return True
+
+
+def _lease(conn: sqlite3.Connection, persona_id: str) -> dict[str, Any] | None:
+    row = conn.execute(
+        "SELECT owner, expires_at FROM reflection_leases WHERE persona_id = ?", (persona_id,)
+    ).fetchone()
+    return None if row is None else codec.decode(row)
 
 
 def _release(conn: sqlite3.Connection, persona_id: str, owner: str) -> None:
@@ -168,6 +183,11 @@ class SqliteReflection(SqliteAggregate):
     async def release_lease(self, persona_id: str, owner: str) -> None:
         """Give the lease up if ``owner`` holds it."""
         await self._db.write(_release, persona_id, owner)
+
+    async def get_lease(self, persona_id: str) -> ReflectionLease | None:
+        """The persona's lease as stored, or None."""
+        row = await self._db.read(_lease, persona_id)
+        return None if row is None else ReflectionLease(persona_id=persona_id, **row)
 
     async def commit_reflection(self, commit: ReflectionCommit) -> None:
         """Apply a successful reflection in one transaction."""
