@@ -111,6 +111,9 @@ class Settings(BaseSettings):
     background (the persona's lane, right after the durable write) or off."""
     record_deadline_seconds: float = Field(default=10.0, gt=0, le=3_600)
     """The longest an inline ``record`` waits for enrichment before returning ``pending``."""
+    respond_deadline_seconds: float = Field(default=30.0, gt=0, le=3_600)
+    """The longest ``respond`` (and chat) waits for the persona's answer: past it the user's
+    message is stored pending and the call fails (HTTP 504 with ``Retry-After``)."""
 
     cooling_period: int = Field(default=3, ge=0, le=1_000)
     max_commit_delta: float = Field(default=0.25, gt=0, le=2)

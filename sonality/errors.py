@@ -19,6 +19,7 @@ its context as fields (never secrets, never raw user text)::
     │       └── MigrationChecksumMismatch
     └── LLMError                    the model call failed
         ├── LLMUnavailable          no model configured, or it could not be reached
+        │   └── AnswerTimeout       the answer did not come within its deadline
         └── LLMResponseInvalid      the reply did not validate, even after one re-ask
 
 Each branch carries its own exit code (``exit_code``: 2 validation, 3 config, 4 not found,
@@ -37,6 +38,7 @@ from typing import Any, ClassVar
 __all__ = [
     "EXIT_CODES",
     "AlreadyExists",
+    "AnswerTimeout",
     "ConfigError",
     "ConflictError",
     "LLMConfigError",
@@ -147,6 +149,12 @@ class LLMError(SonalityError):
 
 class LLMUnavailable(LLMError):
     """No model is configured, or the endpoint could not be reached."""
+
+
+class AnswerTimeout(LLMUnavailable):
+    """The persona's answer did not come within ``SONALITY_RESPOND_DEADLINE_SECONDS``.
+    The user's message is stored (``episode_id``, enrichment pending); the same call with
+    that ``episode_id`` answers it later (``retry_after_seconds``: when to try)."""
 
 
 class LLMResponseInvalid(LLMError):

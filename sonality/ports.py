@@ -233,6 +233,12 @@ class EpisodeStore(Protocol):
         self, persona_id: str, episode_id: str, embedding: Sequence[float]
     ) -> None: ...
 
+    async def answer_episode(self, persona_id: str, episode_id: str, response: str) -> Episode:
+        """Give an exchange stored with an empty response its response, and return it
+        (``checks.answered``: the same response again changes nothing, another one is a
+        ``ConflictError``; ``NotFoundError`` when unknown)."""
+        ...
+
     async def get_episode(self, persona_id: str, episode_id: str) -> Episode: ...
 
     async def conversation_chain(self, persona_id: str, conversation_id: str) -> list[str]:

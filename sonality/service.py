@@ -792,6 +792,7 @@ class Sonality(Reads):
                 notifier=self.reflector.notifier,
                 settings=self.runtime,
                 max_response_chars=self.limits.max_response_chars,
+                deadline_seconds=self.limits.respond_deadline_seconds,
             )
         return self._dual
 
@@ -809,7 +810,10 @@ class Sonality(Reads):
         """Answer ``message`` now (the Talker), record the exchange durably, and leave the
         deliberation to the Thinker in the background. ``mode``/``affect`` override the
         persona's settings for this call; a repeated ``episode_id`` returns the stored
-        reply. Raises ``LLMError`` when the Talker's own call fails (nothing recorded)."""
+        reply. Raises ``LLMError`` when the Talker's own call fails (nothing recorded), and
+        ``AnswerTimeout`` when the answer does not come within
+        ``Limits.respond_deadline_seconds``: the message is then stored (pending, without
+        a response) under the error's ``episode_id``, and a call with that id answers it."""
         check_id(persona_id, "persona_id")
         check_id(user_id, "user_id")
         check_id(conversation_id, "conversation_id")

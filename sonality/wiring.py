@@ -197,6 +197,7 @@ async def open_parts(
                 disagreement_window=settings.disagreement_window,
                 record_enrich=EnrichMode(settings.record_enrich),
                 record_deadline_seconds=settings.record_deadline_seconds,
+                respond_deadline_seconds=settings.respond_deadline_seconds,
             ),
             owns_store=True,
             reflection=reflection_params(settings),

@@ -187,7 +187,11 @@ async def record(
 
     A one-shot command: the exchange is stored first, then one pass enriches the persona's
     pending episodes in order, this one last, so each model step is called once (an outage
-    leaves them pending) and a refused model configuration exits 3."""
+    leaves them pending) and a refused model configuration exits 3. The pass stops at
+    SONALITY_RECORD_DEADLINE_SECONDS, as an inline record does: what it has not finished
+    stays pending for `sonality enrich` or the worker."""
+    import asyncio
+
     from sonality.errors import LLMConfigError
 
     async with state.app(llm_spec=llm_spec) as app:
@@ -202,8 +206,11 @@ async def record(
             recorded = await app.record(persona_id, **exchange)
         else:
             recorded = await app.record(persona_id, **exchange, enrich="off")
+            deadline = app.limits.record_deadline_seconds
             try:
-                report = await app.enrich_pending(persona_id)
+                report = await asyncio.wait_for(app.enrich_pending(persona_id), deadline)
+            except TimeoutError:
+                report = None  # cut short: the commits made stand, the rest stays pending
             except LLMConfigError as exc:
                 raise type(exc)(
                     exc.message,

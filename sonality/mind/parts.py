@@ -80,6 +80,9 @@ class Limits(BaseModel):
     record_deadline_seconds: float = Field(default=10.0, gt=0)
     """The longest an inline ``record`` waits for its enrichment (the model calls and the
     commit); past it the episode is returned ``pending`` and enriched in the background."""
+    respond_deadline_seconds: float = Field(default=30.0, gt=0)
+    """The longest ``respond`` waits for the answer (context, affect, the Talker); past it
+    the user's message is stored, pending, and ``AnswerTimeout`` names it."""
 
 
 class RuntimeSettings(BaseModel):

@@ -6,6 +6,13 @@ Thinker together with the Talker's usage → a catch-up job is queued on the con
 lane (``mind.lanes``) → the reply returns. The Talker never waits for the Thinker, unless
 ``max_wait_seconds`` (default 0) allows it to wait a little for the conversation's lane.
 
+Deadline: everything up to the answer (the persona read, the wait, context, affect, the
+Talker's call with its retries) is cut at ``deadline_seconds``. Then the user's message is
+stored as an exchange without a response (pending enrichment: what the user said is kept)
+and ``AnswerTimeout`` names it; a ``respond`` with that ``episode_id`` answers it (the
+Talker again, the response filled in with ``Store.answer_episode``, the turn registered),
+as a client's retry does.
+
 Ordering: a conversation's lane runs one job at a time, in submission order. A job
 "catches up": it thinks about every open turn of the conversation up to its own, oldest
 first, and stops at the first one that fails (later turns wait behind it, so turns are
@@ -35,14 +42,16 @@ from datetime import timedelta
 from functools import partial
 
 from sonality.errors import (
+    AnswerTimeout,
     ConflictError,
     LLMResponseInvalid,
     LLMUnavailable,
     NotFoundError,
     SonalityError,
+    StoreError,
 )
 from sonality.llm.prompts import Prompt
-from sonality.llm.usage import metering
+from sonality.llm.usage import UsageMeter, metering
 from sonality.mind.accounting import usage_rows
 from sonality.mind.affect import AffectStages
 from sonality.mind.context import ContextBuilder
@@ -51,7 +60,7 @@ from sonality.mind.lanes import Lanes
 from sonality.mind.parts import RuntimeSettings  # defined there, light for reads; public here
 from sonality.mind.recording import EpisodeRecorder
 from sonality.mind.reflection import DueNotifier
-from sonality.mind.talker import Reply, Talker
+from sonality.mind.talker import Reply, Spoken, Talker
 from sonality.mind.thinker import Thinker
 from sonality.models import (
     AffectPlacement,
@@ -67,6 +76,9 @@ from sonality.ports import LLM, Clock, Store
 __all__ = ["DualProcess", "RuntimeSettings"]
 
 log = get_logger("sonality.runtime")
+
+_RETRY_AFTER_SECONDS = 5
+"""When a caller whose answer was late should try again (HTTP ``Retry-After``)."""
 
 
 class DualProcess:
@@ -86,6 +98,7 @@ class DualProcess:
         notifier: DueNotifier,
         settings: RuntimeSettings,
         max_response_chars: int,
+        deadline_seconds: float = 30.0,
     ) -> None:
         if llm is None:
             raise LLMUnavailable("no model configured", setting="SONALITY_MODEL")
@@ -95,6 +108,7 @@ class DualProcess:
         self._notifier = notifier
         self._settings = settings
         self._max_response_chars = max_response_chars
+        self._deadline_seconds = deadline_seconds
         affect = AffectStages(
             llm=llm,
             count=count_tokens,
@@ -139,25 +153,40 @@ class DualProcess:
         """Answer, record, hand the turn to the Thinker (see the module docstring). The
         caller has validated ids and the message."""
         started = time.perf_counter()
-        persona = await self._store.get_persona(persona_id)
-        mode = RuntimeMode(mode) if mode is not None else persona.runtime_mode
-        placement = AffectPlacement(affect) if affect is not None else persona.affect
-        if episode_id is not None:
-            replay = await self._replay(persona, episode_id, user_id, conversation_id, message)
-            if replay is not None:
-                return replay.model_copy(update={"latency_ms": _ms(started)})
-        key = (persona_id, conversation_id)
-        if self._settings.max_wait_seconds > 0:
-            await self.lanes.wait_idle(key, self._settings.max_wait_seconds)
-        with metering() as meter:
-            spoken = await self.talker.speak(
-                persona,
-                user_id=user_id,
-                conversation_id=conversation_id,
-                message=message,
-                mode=mode,
-                placement=placement,
-            )
+        deadline = asyncio.get_running_loop().time() + self._deadline_seconds
+        unanswered: Episode | None = None
+        limit = asyncio.timeout_at(deadline)
+        try:
+            async with limit:
+                persona = await self._store.get_persona(persona_id)
+                mode = RuntimeMode(mode) if mode is not None else persona.runtime_mode
+                placement = AffectPlacement(affect) if affect is not None else persona.affect
+                if episode_id is not None:
+                    replay = await self._replay(
+                        persona, episode_id, user_id, conversation_id, message
+                    )
+                    if isinstance(replay, Reply):
+                        return replay.model_copy(update={"latency_ms": _ms(started)})
+                    unanswered = replay
+                key = (persona_id, conversation_id)
+                if self._settings.max_wait_seconds > 0:
+                    await self.lanes.wait_idle(key, self._settings.max_wait_seconds)
+                with metering() as meter:
+                    spoken = await self.talker.speak(
+                        persona,
+                        user_id=user_id,
+                        conversation_id=conversation_id,
+                        message=message,
+                        mode=mode,
+                        placement=placement,
+                        before_turn=None if unanswered is None else unanswered.turn,
+                    )
+        except TimeoutError:
+            if not limit.expired():
+                raise
+            raise await self._late(
+                persona_id, user_id, conversation_id, message, episode_id, unanswered
+            ) from None
         text = spoken.text[: self._max_response_chars]
         if "\x00" in text:  # stored text never holds NUL (``record`` refuses it too)
             raise LLMResponseInvalid(
@@ -166,41 +195,35 @@ class DualProcess:
                 component="talker",
                 errors="NUL character",
             )
-        try:
-            episode, created = await self._recorder.append(
-                persona_id,
-                user_id=user_id,
-                conversation_id=conversation_id,
-                message=message,
-                response=text,
-                episode_id=episode_id,
-            )
-        except ConflictError:
-            # a concurrent respond with the same episode_id stored its answer first
-            replay = None
-            if episode_id is not None:
-                replay = await self._replay(persona, episode_id, user_id, conversation_id, message)
-            if replay is None:
-                raise
-            return replay.model_copy(update={"latency_ms": _ms(started)})
-        if spoken.affect is not None:
+        if unanswered is not None:
+            episode = await self._store.answer_episode(persona_id, unanswered.id, text)
+            created = False
+        else:
             try:
-                await self._store.put_affect(
-                    spoken.affect.model_copy(update={"episode_id": episode.id})
+                episode, created = await self._recorder.append(
+                    persona_id,
+                    user_id=user_id,
+                    conversation_id=conversation_id,
+                    message=message,
+                    response=text,
+                    episode_id=episode_id,
                 )
-            except ConflictError:  # another conversation with this user moved it first
-                log.warning("affect_update_lost", persona_id=persona_id, episode_id=episode.id)
-        turn = self._turn(episode, mode, placement, spoken.narrative_version)
-        await self._store.begin_turn(
-            turn,
-            usage_rows(
-                meter,
-                persona_id=persona_id,
-                conversation_id=conversation_id,
-                episode_id=episode.id,
-                turn=episode.turn,
-            ),
-        )
+            except ConflictError:
+                # a concurrent respond with the same episode_id stored its answer first
+                replay = None
+                if episode_id is not None:
+                    replay = await self._replay(
+                        persona, episode_id, user_id, conversation_id, message
+                    )
+                if not isinstance(replay, Reply):
+                    raise
+                return replay.model_copy(update={"latency_ms": _ms(started)})
+        try:
+            await self._settle(episode, spoken, mode, placement, meter)
+        except StoreError as exc:  # the exchange is stored: say so, so that a retry is safe
+            raise type(exc)(
+                exc.message, **{**exc.context, "episode_id": episode.id, "stored": "answered"}
+            ) from exc
         self.lanes.submit(key, partial(self.catch_up, persona_id, conversation_id, episode.turn))
         reply = Reply(
             text=text,
@@ -229,6 +252,72 @@ class DualProcess:
         )
         return reply
 
+    async def _settle(
+        self,
+        episode: Episode,
+        spoken: Spoken,
+        mode: RuntimeMode,
+        placement: AffectPlacement,
+        meter: UsageMeter,
+    ) -> None:
+        """After the answer is stored: the affect state it moved, and the turn registered
+        for the Thinker with the Talker's usage."""
+        if spoken.affect is not None:
+            try:
+                await self._store.put_affect(
+                    spoken.affect.model_copy(update={"episode_id": episode.id})
+                )
+            except ConflictError:  # another conversation with this user moved it first
+                log.warning(
+                    "affect_update_lost", persona_id=episode.persona_id, episode_id=episode.id
+                )
+        turn = self._turn(episode, mode, placement, spoken.narrative_version)
+        await self._store.begin_turn(
+            turn,
+            usage_rows(
+                meter,
+                persona_id=episode.persona_id,
+                conversation_id=episode.conversation_id,
+                episode_id=episode.id,
+                turn=episode.turn,
+            ),
+        )
+
+    async def _late(
+        self,
+        persona_id: str,
+        user_id: str,
+        conversation_id: str,
+        message: str,
+        episode_id: str | None,
+        unanswered: Episode | None,
+    ) -> AnswerTimeout:
+        """The deadline passed before the answer: the user's message stored without a
+        response (unless it is already), and the error that names it."""
+        if unanswered is None:
+            unanswered, _ = await self._recorder.append(
+                persona_id,
+                user_id=user_id,
+                conversation_id=conversation_id,
+                message=message,
+                response="",
+                episode_id=episode_id,
+            )
+        log.warning(
+            "answer_deadline_passed",
+            persona_id=persona_id,
+            episode_id=unanswered.id,
+            deadline_seconds=self._deadline_seconds,
+        )
+        return AnswerTimeout(
+            f"no answer within {self._deadline_seconds:g} s; the message is stored, "
+            "call again with its episode_id for the answer",
+            persona_id=persona_id,
+            episode_id=unanswered.id,
+            stored="pending",
+            retry_after_seconds=_RETRY_AFTER_SECONDS,
+        )
+
     def _turn(
         self, episode: Episode, mode: RuntimeMode, placement: AffectPlacement, narrative: int
     ) -> ThinkerTurn:
@@ -255,9 +344,11 @@ class DualProcess:
         user_id: str,
         conversation_id: str,
         message: str,
-    ) -> Reply | None:
+    ) -> Reply | Episode | None:
         """A repeated ``respond`` with a known ``episode_id``: the stored reply, without a
-        new model call (and the turn registered if a crash had lost that)."""
+        new model call (and the turn registered if a crash had lost that); the stored
+        episode when it has no answer yet (a deadline passed: ``respond`` answers it);
+        None when the id is new."""
         store = self._store
         try:
             episode = await store.get_episode(persona.id, episode_id)
@@ -276,6 +367,8 @@ class DualProcess:
         try:
             turn = await store.get_thinker_turn(persona.id, episode_id)
         except NotFoundError:
+            if not episode.agent_response:
+                return episode  # stored when the answer was late: answer it now
             turn = await store.begin_turn(
                 self._turn(episode, persona.runtime_mode, persona.affect, 0), []
             )

@@ -138,9 +138,14 @@ class Talker:
         message: str,
         mode: RuntimeMode,
         placement: AffectPlacement,
+        before_turn: int | None = None,
     ) -> Spoken:
+        """The answer to ``message`` (``before_turn``: the turn it is stored as already,
+        an exchange whose answer did not come in time: the history ends before it)."""
         mind = await self._store.conversation_mind(persona.id, conversation_id)
         history = await self._history(persona.id, conversation_id)
+        if before_turn is not None:
+            history = [e for e in history if e.turn < before_turn]
         spent = 0.0
         ctx: Context | None = None
         state: AffectState | None = None

@@ -27,7 +27,7 @@ from sonality.errors import SonalityError
 from sonality.server import chat, mcp_tools, rest
 from sonality.server.auth import NO_AUTH, Caller, KeyCheck, Limiter
 from sonality.server.deps import ServerConfig, ServerState
-from sonality.server.errors import HttpError, body, status_and_kind
+from sonality.server.errors import HttpError, body, retry_after, status_and_kind
 from sonality.service import Sonality
 
 __all__ = ["ServerConfig", "create_app"]
@@ -132,7 +132,10 @@ def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(SonalityError)
     async def sonality_error(request: Request, exc: SonalityError) -> JSONResponse:
         status, kind = status_and_kind(exc)
-        return _error_response(status, kind, exc.message, exc.context)
+        response = _error_response(status, kind, exc.message, exc.context)
+        if (seconds := retry_after(exc, status)) is not None:
+            response.headers["Retry-After"] = seconds
+        return response
 
     @app.exception_handler(HttpError)
     async def http_error(request: Request, exc: HttpError) -> JSONResponse:

@@ -14,8 +14,9 @@ error                         status  kind
 (key over its concurrency)    429     ``busy``
 ``ConfigError``               500     ``config``
 ``SchemaError``               503     ``schema``
-``StoreError``                503     ``store``
-``LLMError``                  503     ``model``
+``StoreError``                503     ``store`` (with ``Retry-After``)
+``AnswerTimeout``             504     ``timeout`` (with ``Retry-After``)
+``LLMError``                  503     ``model`` (with ``Retry-After``)
 (anything else: a bug)        500     ``internal``
 ============================  ======  =================
 """
@@ -25,6 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from sonality.errors import (
+    AnswerTimeout,
     ConfigError,
     ConflictError,
     LLMError,
@@ -35,7 +37,10 @@ from sonality.errors import (
     ValidationError,
 )
 
-__all__ = ["HttpError", "body", "status_and_kind"]
+__all__ = ["HttpError", "body", "retry_after", "status_and_kind"]
+
+RETRY_AFTER_SECONDS = 5
+"""``Retry-After`` of a 503 or 504 whose error names no better time."""
 
 _BRANCHES: tuple[tuple[type[SonalityError], int, str], ...] = (
     (ValidationError, 400, "validation"),
@@ -44,6 +49,7 @@ _BRANCHES: tuple[tuple[type[SonalityError], int, str], ...] = (
     (ConfigError, 500, "config"),
     (SchemaError, 503, "schema"),
     (StoreError, 503, "store"),
+    (AnswerTimeout, 504, "timeout"),
     (LLMError, 503, "model"),
 )
 
@@ -65,6 +71,15 @@ def status_and_kind(error: SonalityError) -> tuple[int, str]:
         if isinstance(error, branch):
             return status, kind
     return 500, "internal"
+
+
+def retry_after(error: SonalityError, status: int) -> str | None:
+    """The ``Retry-After`` of an error's response: for a 503 or 504 (a store or model
+    that may answer later), the seconds the error names, else :data:`RETRY_AFTER_SECONDS`;
+    None otherwise (a 503 schema error needs a migration, not a wait)."""
+    if status not in (503, 504) or isinstance(error, SchemaError):
+        return None
+    return str(int(error.context.get("retry_after_seconds", RETRY_AFTER_SECONDS)))
 
 
 def _plain(value: Any) -> Any:

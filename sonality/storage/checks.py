@@ -38,6 +38,7 @@ __all__ = [
     "ERROR_MAX_CHARS",
     "FLOAT32_MAX",
     "PING_SECONDS",
+    "answered",
     "embedding",
     "enrichment_chunk",
     "enrichment_may_commit",
@@ -156,6 +157,19 @@ def same_exchange(stored: Episode, draft: EpisodeDraft) -> Episode:
             "episode id already used for another exchange",
             persona_id=draft.persona_id,
             episode_id=draft.id,
+        )
+    return stored
+
+
+def answered(stored: Episode, response: str) -> Episode:
+    """``answer_episode``'s rule: an exchange stored without a response (a ``respond``
+    whose answer did not come in time) takes one; one that has this response already is
+    answered (a retry); one with another response is a ``ConflictError``."""
+    if stored.agent_response not in ("", response):
+        raise ConflictError(
+            "the exchange has another response already",
+            persona_id=stored.persona_id,
+            episode_id=stored.id,
         )
     return stored
 

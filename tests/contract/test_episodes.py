@@ -59,6 +59,23 @@ async def test_append_same_id_twice_is_idempotent(store: Any) -> None:
     assert following.turn == 2 and following.seq > first.seq
 
 
+async def test_an_unanswered_exchange_takes_one_answer(store: Any) -> None:
+    """An exchange stored with an empty response takes its answer once (the same answer
+    again is a retry, another one a conflict); the rest of the episode is unchanged, and
+    an unknown episode is NotFoundError."""
+    await add_persona(store)
+    stored, _ = await store.append_episode(make_draft("e1", agent_response=""))
+    answered = await store.answer_episode("p1", "e1", "Here you are.")
+    assert answered == stored.model_copy(update={"agent_response": "Here you are."})
+    assert await store.get_episode("p1", "e1") == answered
+    assert await store.answer_episode("p1", "e1", "Here you are.") == answered
+    with pytest.raises(ConflictError):
+        await store.answer_episode("p1", "e1", "Something else.")
+    with pytest.raises(NotFoundError):
+        await store.answer_episode("p1", "nope", "Hi.")
+    assert await store.get_episode("p1", "e1") == answered
+
+
 @pytest.mark.parametrize(
     ("field", "value"),
     [

@@ -11,10 +11,12 @@ import pytest
 import structlog
 
 from tests.pipeline.conftest import clock, make_app
+from tests.server.conftest import served
 
-__all__ = ["clock", "make_app"]
+__all__ = ["clock", "make_app", "served"]
 """The pipeline's fixtures: a frozen clock, and ``make_app(llm)``, a ``Sonality`` over the
-test's store with the offline embedder."""
+test's store with the offline embedder; the server tests' ``served`` (a ``sonality serve``
+per store)."""
 
 HERE = Path(__file__).parent
 

@@ -51,6 +51,7 @@ class Query(StrEnum):
     CONTEXT_READ = "context/read"
 
     # episodes
+    EPISODE_ANSWER = "episode/answer"
     EPISODE_APPEND = "episode/append"
     EPISODE_APPEND_BACKLOG = "episode/append_backlog"
     EPISODE_APPEND_BATCH = "episode/append_batch"

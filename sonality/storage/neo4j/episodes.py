@@ -312,6 +312,20 @@ class Neo4jEpisodes(Neo4jAggregate):
         if not found:
             raise checks.episode_not_found(persona_id, episode_id)
 
+    async def answer_episode(self, persona_id: str, episode_id: str, response: str) -> Episode:
+        """Give an unanswered exchange its response (``checks.answered``)."""
+        rows = await self._db.write(
+            "answer_episode",
+            fetch,
+            Query.EPISODE_ANSWER,
+            persona_id=persona_id,
+            episode_id=episode_id,
+            response=response,
+        )
+        if not rows:
+            raise checks.episode_not_found(persona_id, episode_id)
+        return checks.answered(episode_from(rows[0]["episode"]), response)
+
     async def get_episode(self, persona_id: str, episode_id: str) -> Episode:
         """``NotFoundError`` when the persona has no such episode."""
         rows = await self._db.fetch(

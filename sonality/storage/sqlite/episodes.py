@@ -86,6 +86,16 @@ def _get(conn: sqlite3.Connection, persona_id: str, episode_id: str) -> Episode:
     return episode_from(row)
 
 
+def _answer(conn: sqlite3.Connection, persona_id: str, episode_id: str, response: str) -> Episode:
+    """``checks.answered`` on the stored exchange, then the response where it had none."""
+    stored = checks.answered(_get(conn, persona_id, episode_id), response)
+    conn.execute(
+        "UPDATE episodes SET agent_response = ? WHERE persona_id = ? AND id = ?",
+        (response, persona_id, episode_id),
+    )
+    return stored.model_copy(update={"agent_response": response})
+
+
 def _next_embedding_rev(conn: sqlite3.Connection) -> int:
     conn.execute("UPDATE store_meta SET value = value + 1 WHERE name = 'embedding_rev'")
     row = conn.execute("SELECT value FROM store_meta WHERE name = 'embedding_rev'").fetchone()
@@ -337,6 +347,10 @@ class SqliteEpisodes(SqliteAggregate):
         """Set or replace an episode's embedding (``NotFoundError`` when unknown)."""
         blob = self._blob(embedding)
         await self._db.write(_set_embedding, persona_id, episode_id, blob)
+
+    async def answer_episode(self, persona_id: str, episode_id: str, response: str) -> Episode:
+        """Give an unanswered exchange its response (``checks.answered``)."""
+        return await self._db.write(_answer, persona_id, episode_id, response)
 
     async def get_episode(self, persona_id: str, episode_id: str) -> Episode:
         """``NotFoundError`` when the persona has no such episode."""

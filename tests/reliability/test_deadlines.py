@@ -1,0 +1,196 @@
+"""Issue 29.4: every path is bounded in time when the model hangs. ``respond`` (and the
+OpenAI-compatible chat over it) gives up at ``respond_deadline_seconds``: the user's
+message is stored pending and ``AnswerTimeout`` (HTTP 504 with ``Retry-After``) names it;
+the same call with that id, once the model answers, answers it — one exchange, with its
+answer. The CLI's ``record`` stops enriching at the record deadline, its episode pending.
+
+The model is the OpenAI-compatible fake over real HTTP (``FakeOpenAI.hang``) behind the
+real litellm adapter; over HTTP, a server whose scripted Talker hangs while a file exists.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from click.testing import CliRunner
+
+from sonality.cli import main
+from sonality.errors import AnswerTimeout
+from sonality.llm.embedders import HashEmbedder
+from sonality.llm.litellm_llm import LiteLLM
+from sonality.mind.parts import Limits
+from sonality.models import EnrichmentStatus, RuntimeMode, ThinkerStatus
+from sonality.service import Sonality
+from sonality.testing.openai_server import FakeOpenAI
+from tests.conftest import EMBEDDING_DIMENSIONS
+
+DEADLINE = 1.5
+WRITE = 3.0
+"""What the write that keeps a late message may add to the deadline on a loaded test
+machine (its bound is the store's; ``tools/bench_faults.py`` measures it)."""
+
+
+@pytest.fixture
+def model() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as server:
+        yield server
+
+
+def hung_app(store: Any, model: FakeOpenAI) -> Sonality:
+    """A facade whose model is the fake behind the real adapter, with a long timeout (so
+    only the deadline can cut a hung call short)."""
+    llm = LiteLLM("openai/fake", api_base=model.url, api_key="unused", timeout=60, max_retries=3)
+    return Sonality(
+        store=store,
+        llm=llm,
+        embedder=HashEmbedder(EMBEDDING_DIMENSIONS),
+        limits=Limits(respond_deadline_seconds=DEADLINE, record_deadline_seconds=DEADLINE),
+    )
+
+
+async def test_respond_past_its_deadline_stores_the_message_and_answers_on_retry(
+    store: Any, model: FakeOpenAI
+) -> None:
+    """With the model hung, respond fails with AnswerTimeout within the deadline (+ a write),
+    naming the stored message (pending, no response yet) and when to retry; once the model
+    answers, respond with that episode id answers it: one episode, its response filled in,
+    the turn registered for the Thinker."""
+    app = hung_app(store, model)
+    await app.create_persona("ada", name="Ada", core_identity="I am Ada.")
+    await app.set_runtime("ada", mode=RuntimeMode.BASELINE)
+    # the store's statements compiled, as on a warm server (the bound is the deadline plus
+    # the write that keeps the message)
+    await app.record(
+        "ada", user_id="u0", conversation_id="c0", message="Hi", response="Hi", enrich=False
+    )
+    model.hang()
+    started = time.monotonic()
+    with pytest.raises(AnswerTimeout) as caught:
+        await asyncio.wait_for(
+            app.respond("ada", user_id="u1", conversation_id="c1", message="Any tea tips?"), 30
+        )
+    assert time.monotonic() - started < DEADLINE + WRITE
+    error = caught.value
+    assert error.exit_code == 8 and error.context["retry_after_seconds"] > 0
+    stored = await store.get_episode("ada", error.context["episode_id"])
+    assert (stored.user_message, stored.agent_response) == ("Any tea tips?", "")
+    assert stored.enrichment_status is EnrichmentStatus.PENDING
+    # the client retries too early: still late, still the same stored message
+    with pytest.raises(AnswerTimeout) as again:
+        await app.respond(
+            "ada",
+            user_id="u1",
+            conversation_id="c1",
+            message="Any tea tips?",
+            episode_id=stored.id,
+        )
+    assert again.value.context["episode_id"] == stored.id
+    model.release()
+    reply = await app.respond(
+        "ada", user_id="u1", conversation_id="c1", message="Any tea tips?", episode_id=stored.id
+    )
+    assert reply.text and reply.episode_id == stored.id and reply.turn == stored.turn
+    episodes = await store.list_episodes("ada", conversation_id="c1")
+    assert [(e.id, e.agent_response) for e in episodes] == [(stored.id, reply.text)]
+    turn = await store.get_thinker_turn("ada", stored.id)
+    assert turn.status is ThinkerStatus.DONE  # baseline: nothing to think about
+    # asked once more, the stored reply comes back without a model call
+    calls = len(model.chat_requests())
+    replay = await app.respond(
+        "ada", user_id="u1", conversation_id="c1", message="Any tea tips?", episode_id=stored.id
+    )
+    assert replay.text == reply.text and len(model.chat_requests()) == calls
+    await app.close()
+
+
+def test_cli_record_stops_enriching_at_the_record_deadline(
+    store: Any, model: FakeOpenAI, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """``sonality record`` with a hung model exits 0 within the record deadline (+3 s for
+    the process), the exchange stored and pending (it waited 4 x 60 s before)."""
+    if store.backend == "sqlite":
+        url = f"sqlite:///{store.path}"
+    else:
+        url = request.getfixturevalue("neo4j_uri")
+    env = {
+        "SONALITY_STORE": url,
+        "SONALITY_EMBEDDING_DIMENSIONS": str(EMBEDDING_DIMENSIONS),
+        "SONALITY_MODEL": "openai/fake",
+        "SONALITY_LLM_API_BASE": model.url,
+        "SONALITY_LLM_API_KEY": "unused",
+        "SONALITY_RECORD_DEADLINE_SECONDS": str(DEADLINE),
+    }
+    runner = CliRunner()
+    made = runner.invoke(
+        main, ["persona", "create", "ada", "--name", "Ada", "--identity", "I am."], env=env
+    )
+    assert made.exit_code == 0, made.output
+    model.hang()
+    started = time.monotonic()
+    result = runner.invoke(
+        main,
+        ["record", "--persona", "ada", "--user", "u1", "--message", "Hi", "--response", "Hello"],
+        env=env,
+    )
+    assert time.monotonic() - started < DEADLINE + 3
+    model.release()
+    assert result.exit_code == 0, result.output
+    assert "enrichment pending" in result.output
+
+
+@pytest.mark.slow
+def test_chat_past_its_deadline_is_504_with_retry_after(served: Any, tmp_path: Path) -> None:
+    """Over HTTP, a chat completion whose Talker hangs answers 504 with Retry-After and
+    the stored message's id within the deadline (+1 s); the client's retry, once the model
+    answers, gets the answer, and the conversation holds the exchange once."""
+    from tests.server.conftest import start
+
+    with served.client() as c:
+        r = c.post(
+            "/v1/personas",
+            json={"id": "slowpoke", "name": "Slow", "core_identity": "Slow answers."},
+        )
+        assert r.status_code == 201, r.text
+    gate = tmp_path / "model-hangs"
+    env = served.env | {
+        "SONALITY_TEST_HANG_WHILE": str(gate),
+        "SONALITY_RESPOND_DEADLINE_SECONDS": str(DEADLINE),
+    }
+    server = start(env, served.log.with_name(f"deadline-{served.backend}.log"))
+    body = {
+        "model": "sonality/slowpoke",
+        "user": "u1",
+        "messages": [{"role": "user", "content": "Hi?"}],
+    }
+    headers = {"Authorization": f"Bearer {served.admin}"}
+    try:
+        gate.touch()
+        started = time.monotonic()
+        late = httpx.post(
+            f"{server.url}/v1/chat/completions", json=body, headers=headers, timeout=60
+        )
+        waited = time.monotonic() - started
+        gate.unlink()
+        retried = httpx.post(
+            f"{server.url}/v1/chat/completions", json=body, headers=headers, timeout=60
+        )
+    finally:
+        gate.unlink(missing_ok=True)
+        server.stop()
+    assert late.status_code == 504, late.text
+    assert waited < DEADLINE + WRITE
+    assert int(late.headers["Retry-After"]) > 0
+    assert late.json()["kind"] == "timeout"
+    episode_id = late.json()["detail"]["episode_id"]
+    assert retried.status_code == 200, retried.text
+    assert retried.json()["choices"][0]["message"]["content"] == "You said: Hi?"
+    assert retried.json()["id"] == f"chatcmpl-{episode_id}"
+    with served.client() as c:
+        episodes = c.get("/v1/personas/slowpoke/episodes").json()
+    assert [(e["id"], e["agent_response"]) for e in episodes] == [(episode_id, "You said: Hi?")]
