@@ -37,9 +37,16 @@ def _load_devserver() -> Any:
 
 @pytest.fixture(scope="session")
 def neo4j_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """Bolt URI of a real Neo4j 5.26 server for the whole session."""
+    """Bolt URI of a real Neo4j 5.26 server for the whole session (each xdist worker is a
+    session of its own, so each worker has its own server)."""
     external = os.environ.get("SONALITY_TEST_NEO4J_URI")
     if external:
+        if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
+            raise pytest.UsageError(
+                "SONALITY_TEST_NEO4J_URI names one server, and the tests empty it between "
+                "tests: with several xdist workers they would empty each other's data; "
+                "run with -n 0 (or -p no:xdist)"
+            )
         yield external
         return
     devserver = _load_devserver()
@@ -118,9 +125,57 @@ def t0() -> datetime:
     return datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
 
+# ----------------------------------------------------------------------------- xdist
+
+
+def work_unit(nodeid: str) -> str:
+    """The unit of work an xdist worker takes whole under ``--dist loadfile``: the test's
+    file, except that every test under one of ``ONE_WORKER``'s folders goes to one worker."""
+    path = nodeid.split("::", 1)[0]
+    return next((folder for folder in ONE_WORKER if path.startswith(folder)), path)
+
+
+ONE_WORKER = ("tests/server/",)
+"""Folders whose tests share session fixtures too dear to set up on every worker (the
+server tests' two ``sonality serve`` processes)."""
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadfile`` with :func:`work_unit`'s units, largest first."""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByUnit(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    return ByUnit(config, log)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None and _SERVER_INFO:
+        workeroutput["neo4j_devserver"] = dict(_SERVER_INFO)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    info = getattr(node, "workeroutput", {}).get("neo4j_devserver")
+    if info:
+        _WORKER_SERVERS[str(node.gateway.id)] = info
+
+
+_WORKER_SERVERS: dict[str, dict[str, Any]] = {}
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
+    servers = dict(_WORKER_SERVERS)
     if _SERVER_INFO:
+        servers[""] = _SERVER_INFO
+    for worker, info in sorted(servers.items()):
         terminalreporter.write_line(
-            f"neo4j devserver: startup {_SERVER_INFO['startup_seconds']:.1f}s, "
-            f"rss {_SERVER_INFO['rss'] / 2**20:.0f} MiB"
+            f"neo4j devserver{f' ({worker})' if worker else ''}: "
+            f"startup {info['startup_seconds']:.1f}s, rss {info['rss'] / 2**20:.0f} MiB"
         )
