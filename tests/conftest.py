@@ -1,15 +1,32 @@
-"""Shared fixtures: real stores only.
+"""Shared fixtures: real stores only, and the layout of a parallel run.
 
 ``store`` runs a test on both backends: a fresh SQLite file and the session's Neo4j server
 (started once from ``tools/neo4j-devserver`` on free ports, unless
 ``SONALITY_TEST_NEO4J_URI`` names a running server). Neo4j data is wiped between tests;
-the schema stays.
+the schema stays. ``sqlite_store`` is a copy of a file migrated once per session.
+
+Parallel runs (pytest-xdist; ``make pytest`` uses ``-n 2 --dist loadfile``):
+
+- each worker is a pytest session of its own, so session fixtures, the Neo4j server
+  among them, exist once per worker; a test sees only its own worker's server, and the
+  tests of one worker run one at a time, so wiping between tests stays safe;
+- a worker takes a whole file at a time (:func:`work_unit`), or a whole folder for those
+  in ``ONE_WORKER`` (``tests/server``: its two ``sonality serve`` processes start once);
+  files holding a ``slow`` or ``browser`` test go first, then the larger files;
+- ``SONALITY_TEST_NEO4J_URI`` with several workers is refused (they would wipe each
+  other's data): run against your own server with ``-p no:xdist`` (or ``-n 0``).
+
+Markers: ``neo4j`` (needs the server), ``browser`` (headless Chromium), ``reliability``
+(``tests/reliability``), ``slow`` (long; its file is handed out first) and ``soak`` (a
+soak test of minutes: ``make pytest`` runs ``-m "not soak"`` on the workers, then
+``-m soak`` as a step of its own bounded by ``SOAK_TIMEOUT``).
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 import sys
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
@@ -90,15 +107,30 @@ async def neo4j_store(neo4j_session_store: Any) -> Any:
     return neo4j_session_store
 
 
-@pytest.fixture
-async def sqlite_store(tmp_path: Path) -> AsyncIterator[Any]:
-    """A migrated SqliteStore on a fresh file."""
+@pytest.fixture(scope="session")
+async def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite file migrated once per session (closed, so it is one self-contained file)."""
     from sonality.storage.sqlite.store import SqliteStore
 
-    store = await SqliteStore.open(
-        tmp_path / "sonality.db", embedding_dimensions=EMBEDDING_DIMENSIONS
-    )
-    await store.migrate()
+    path = tmp_path_factory.mktemp("sqlite-template") / "sonality.db"
+    store = await SqliteStore.open(path, embedding_dimensions=EMBEDDING_DIMENSIONS)
+    try:
+        await store.migrate()
+    finally:
+        await store.close()
+    return path
+
+
+@pytest.fixture
+async def sqlite_store(tmp_path: Path, sqlite_template: Path) -> AsyncIterator[Any]:
+    """A migrated SqliteStore on a fresh file: a copy of the session's migrated file (a
+    second ``migrate`` finds nothing to apply, as on any current store)."""
+    from sonality.storage.sqlite.store import SqliteStore
+
+    path = tmp_path / "sonality.db"
+    shutil.copyfile(sqlite_template, path)
+    store = await SqliteStore.open(path, embedding_dimensions=EMBEDDING_DIMENSIONS)
+    assert await store.migrate() == []
     try:
         yield store
     finally:
@@ -142,16 +174,39 @@ server tests' two ``sonality serve`` processes)."""
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """``--dist loadfile`` with :func:`work_unit`'s units, largest first."""
+    """``--dist loadfile`` with :func:`work_unit`'s units, handed out in the order the
+    workers collected them (see ``pytest_collection_modifyitems``)."""
     if config.getoption("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadScopeScheduling
+
+    config.option.loadscopereorder = False
 
     class ByUnit(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             return work_unit(nodeid)
 
     return ByUnit(config, log)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """On an xdist worker, order the units of work longest first, so that no long file is
+    left for the end while the other workers sit idle: first the units holding a ``slow``
+    or ``browser`` test, then the rest by their number of tests. Runs last, after pytest
+    grouped the tests by their parametrised session fixtures; the order inside a unit stays
+    as pytest left it."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    units: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        units.setdefault(work_unit(item.nodeid), []).append(item)
+
+    def rank(unit: list[pytest.Item]) -> tuple[bool, int]:
+        long = any(item.get_closest_marker(m) for item in unit for m in ("slow", "browser"))
+        return (not long, -len(unit))
+
+    items[:] = [item for unit in sorted(units.values(), key=rank) for item in unit]
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
