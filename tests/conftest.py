@@ -58,12 +58,6 @@ def neo4j_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     session of its own, so each worker has its own server)."""
     external = os.environ.get("SONALITY_TEST_NEO4J_URI")
     if external:
-        if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
-            raise pytest.UsageError(
-                "SONALITY_TEST_NEO4J_URI names one server, and the tests empty it between "
-                "tests: with several xdist workers they would empty each other's data; "
-                "run with -n 0 (or -p no:xdist)"
-            )
         yield external
         return
     devserver = _load_devserver()
@@ -158,6 +152,16 @@ def t0() -> datetime:
 
 
 # ----------------------------------------------------------------------------- xdist
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    workers = config.getoption("numprocesses", default=None)
+    if os.environ.get("SONALITY_TEST_NEO4J_URI") and workers not in (None, 0, 1):
+        raise pytest.UsageError(
+            "SONALITY_TEST_NEO4J_URI names one server, and the tests empty it between tests: "
+            "several xdist workers would empty each other's data; run in one process "
+            "(-p no:xdist or -n 0)"
+        )
 
 
 def work_unit(nodeid: str) -> str:
