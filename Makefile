@@ -19,6 +19,7 @@ export LITELLM_LOCAL_MODEL_COST_MAP := True
 help:
 	@echo "make demo        set up and run the main job on the embedded SQLite store"
 	@echo "make test        set up everything and run lint, type-check and the whole test suite"
+	@echo "                 (steps side by side; pytest on PYTEST_WORKERS=2 xdist workers)"
 	@echo "make neo4j       start a persistent Neo4j dev server on $(NEO4J_BOLT_PORT)/$(NEO4J_HTTP_PORT)"
 	@echo "                 (NEO4J_VERSION=2026 for Neo4j 2026.x; default 5.26)"
 	@echo "make neo4j-stop  stop it"

@@ -62,7 +62,9 @@ def neo4j_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         return
     devserver = _load_devserver()
     log = tmp_path_factory.mktemp("neo4j") / "devserver.log"
-    server = devserver.DevServer.start(log_path=log)
+    # Two workers start their servers at the same moment on a two-core machine: wait
+    # longer than the library's 180 s before calling a slow start a failure.
+    server = devserver.DevServer.start(log_path=log, timeout=600)
     _SERVER_INFO.update(startup_seconds=server.startup_seconds, rss=server.rss_bytes())
     try:
         yield server.bolt_uri
