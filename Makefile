@@ -115,12 +115,12 @@ openapi: install
 wheel-check: install
 	$(BIN)/python tools/check_wheel.py
 
-# make test runs its steps side by side (make -j, each step's output printed whole when it
-# ends): ruff, mypy and the wheel check run while Maven and pip build the two Neo4j dev
-# servers, and pytest starts as soon as those are built.
+# make test runs its steps side by side (make -j; lines of different steps may interleave,
+# each line whole): ruff, mypy and the wheel check run while Maven and pip build the two
+# Neo4j dev servers, and pytest starts as soon as those are built.
 TEST_JOBS ?= 4
 test:
-	@$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target lint typecheck wheel-check pytest
+	@$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=line lint typecheck wheel-check pytest
 
 bench: install devserver
 	$(BIN)/python tools/bench_interaction.py
