@@ -96,7 +96,7 @@ typecheck: install
 # tests/conftest.py). Both steps run even when the first fails; each prints its 20 slowest
 # tests, and a step that collects no test fails (pytest's exit 5).
 PYTEST_WORKERS ?= 2
-SOAK_TIMEOUT ?= 600
+SOAK_TIMEOUT ?= 900
 PYTEST_STEP = r=0; $(1) || r=$$?; \
 	if [ $$r -eq 5 ]; then echo "pytest collected no tests: that is a failure here" >&2; fi; \
 	if [ $$r -eq 124 ]; then echo "pytest: the soak step ran out of its $(SOAK_TIMEOUT) s" >&2; fi; \
