@@ -72,7 +72,7 @@ def neo4j_2026(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A Neo4j 2026.x dev server of its own (built on first use), for this module."""
     devserver = _load_devserver()
     log = tmp_path_factory.mktemp("neo4j-2026") / "devserver.log"
-    server = devserver.DevServer.start(version="2026", log_path=Path(log))
+    server = devserver.DevServer.start(version="2026", log_path=Path(log), timeout=600)
     try:
         yield server
     finally:

@@ -62,6 +62,7 @@ async def legacy(fresh: Any) -> Any:
     return fresh
 
 
+@pytest.mark.slow
 async def test_legacy_graph_migrates_and_reads_back_unchanged(
     legacy: Any, opened: list[Neo4jStore], neo4j_uri: str, neo4j_auth: Any
 ) -> None:
