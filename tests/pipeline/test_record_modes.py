@@ -80,14 +80,15 @@ async def test_inline_record_waits_at_most_the_deadline_on_a_hung_model(
     make_app: Callable[..., Sonality], clock: FrozenClock
 ) -> None:
     """A hung model: inline record returns the episode pending once the record deadline
-    passed, having written nothing but the episode; the lane finishes it later."""
+    passed, having written nothing but the episode (both of its calls were asked at
+    once); the lane finishes it later."""
     gate = Gate()
     app = make_app(gated_llm(gate), limits=Limits(record_deadline_seconds=0.3))
     await app.create_persona("ada", name="Ada", core_identity=IDENTITY)
     started = time.monotonic()
     recorded = await _record(app, clock, 1)
     waited = time.monotonic() - started
-    assert recorded.status == "pending" and gate.waiting == 1
+    assert recorded.status == "pending" and gate.waiting == 2
     assert 0.3 <= waited < 5.0
     assert (await app.persona("ada")).interaction_count == 0
     assert await app.insights("ada") == []
