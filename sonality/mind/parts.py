@@ -80,6 +80,8 @@ class Limits(BaseModel):
     record_deadline_seconds: float = Field(default=10.0, gt=0)
     """The longest an inline ``record`` waits for its enrichment (the model calls and the
     commit); past it the episode is returned ``pending`` and enriched in the background."""
+    enrich_concurrency: int = Field(default=16, ge=1)
+    """Episodes of one persona asked about at once (``Enricher``'s ``concurrency``)."""
 
 
 class RuntimeSettings(BaseModel):
@@ -108,8 +110,10 @@ class RuntimeSettings(BaseModel):
     stale_pending_seconds: float = Field(default=600.0, gt=0)
     """A turn pending longer than this is taken over by ``retry`` (its process died)."""
     keep_narratives: int = Field(default=50, ge=1)
-    shutdown_seconds: float | None = 120.0
-    """How long ``close`` waits for background thinking before cancelling it."""
+    shutdown_seconds: float | None = Field(default=10.0, ge=0)
+    """How long ``close`` lets the background work in flight (thinking, enrichment) finish
+    before cancelling it; it starts nothing new meanwhile, and what is left stays pending
+    for the next process or the worker (None: no bound)."""
 
     def budget(self) -> ThinkerBudget:
         from sonality.mind.thinker import ThinkerBudget
@@ -220,6 +224,7 @@ def assemble(
             params=opinion,
             window_size=limits.disagreement_window,
             max_attempts=limits.enrichment_max_attempts,
+            concurrency=limits.enrich_concurrency,
         ),
         reflector=reflector,
         context_builder=context_builder

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
-from collections.abc import MutableMapping
+from collections.abc import Iterator, MutableMapping
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -12,7 +12,13 @@ from pydantic import BaseModel, Field, SecretStr
 
 from sonality.config import Settings
 from sonality.errors import LLMConfigError, LLMError, LLMResponseInvalid, LLMUnavailable
-from sonality.llm.litellm_llm import HISTORY_OPENER, LiteLLM, backoff_delay, is_transient
+from sonality.llm.litellm_llm import (
+    HISTORY_OPENER,
+    LiteLLM,
+    Transport,
+    backoff_delay,
+    is_transient,
+)
 from sonality.llm.prompts import PromptLibrary
 from sonality.llm.usage import UsageMeter
 from sonality.ports import LLM
@@ -30,6 +36,19 @@ class Verdict(BaseModel):
     topics: list[str]
 
 
+_TRANSPORT: list[Transport] = ["auto"]
+"""The transport the adapters of the running test use (set by ``_each_transport``)."""
+
+
+@pytest.fixture(autouse=True, params=["direct", "litellm"])
+def _each_transport(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Every test runs twice: over the lean OpenAI-compatible client and over litellm;
+    the adapter promises the same on both."""
+    _TRANSPORT[0] = request.param
+    yield request.param
+    _TRANSPORT[0] = "auto"
+
+
 def _llm(
     server: FakeOpenAI,
     prompts: PromptLibrary,
@@ -40,7 +59,7 @@ def _llm(
     base_url: str | None = None,
     usage: UsageMeter | None = None,
 ) -> LiteLLM:
-    return LiteLLM(
+    llm = LiteLLM(
         model,
         api_base=base_url or server.base_url,
         api_key="sk-test",
@@ -49,7 +68,10 @@ def _llm(
         prompts=prompts,
         usage=usage,
         backoff_base=0.01,
+        transport=_TRANSPORT[0],
     )
+    assert llm.transport == ("litellm" if _TRANSPORT[0] == "litellm" else "direct")
+    return llm
 
 
 def test_adapter_satisfies_the_llm_port(prompts: PromptLibrary) -> None:
@@ -253,7 +275,10 @@ async def test_llm_call_is_logged_with_usage(
     assert ok["cost_usd"] is None  # litellm has no price for "test-model"
     assert ok["latency_ms"] >= 0
     assert ok["log_level"] == "info"
-    assert calls[0]["error"] == "RateLimitError"
+    assert calls[0]["error"] == (
+        "RateLimitError" if _TRANSPORT[0] == "litellm" else "ProviderStatusError"
+    )
+    assert calls[0]["status"] == 429
     dumped = json.dumps(logs, default=str)
     assert "sky is green" not in dumped
     assert "sk-test" not in dumped
