@@ -368,9 +368,8 @@ class LiteLLM:
         self.usage = usage if usage is not None else UsageMeter()
         self.budget = budget if budget is not None else CallBudget(None)
         self.rate = rate if rate is not None else RateLimiter()
-        self._direct = (
-            OpenAIHTTP(api_base, api_key) if _is_direct(transport, model, api_base) else None
-        )
+        direct = _is_direct(transport, model, api_base)  # "direct" without a base raises
+        self._direct = OpenAIHTTP(api_base or "", api_key) if direct else None
         self._wire_model = model.removeprefix("openai/")
 
     @property

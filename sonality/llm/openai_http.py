@@ -20,6 +20,7 @@ error answer is a :class:`ProviderStatusError` with ``status_code`` and ``retry_
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -78,10 +79,8 @@ class ChatReply:
 
     def __init__(self, body: Any) -> None:
         content: Any = None
-        try:
+        with contextlib.suppress(KeyError, IndexError, TypeError):
             content = body["choices"][0]["message"]["content"]
-        except (KeyError, IndexError, TypeError):
-            pass
         self.content = content if isinstance(content, str) else None
         usage = body.get("usage") if isinstance(body, dict) else None
         usage = usage if isinstance(usage, dict) else {}
@@ -139,9 +138,7 @@ class OpenAIHTTP:
         try:
             parsed = json.loads(raw)
         except ValueError:
-            raise ProviderStatusError(
-                502, "the endpoint's answer is not JSON", None
-            ) from None
+            raise ProviderStatusError(502, "the endpoint's answer is not JSON", None) from None
         return ChatReply(parsed)
 
     async def aclose(self) -> None:
@@ -159,7 +156,7 @@ def _release(session: aiohttp.ClientSession) -> None:
     safe on a closed loop), which marks the session closed."""
     connector = session.connector
     if connector is not None and not connector.closed:
-        connector._close()  # noqa: SLF001 - the synchronous half of connector.close()
+        connector._close()  # the synchronous half of connector.close()
 
 
 def _error_message(raw: bytes) -> str:
