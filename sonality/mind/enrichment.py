@@ -52,7 +52,7 @@ from pydantic import BaseModel, ConfigDict
 from sonality.core.backlog import advance, plan_inputs
 from sonality.core.enrichment import Normalised, plan_commit
 from sonality.core.opinion import OpinionParams
-from sonality.errors import ConflictError, LLMError, LLMUnavailable
+from sonality.errors import ConfigError, ConflictError, LLMError, LLMUnavailable
 from sonality.llm.prompts import Prompt
 from sonality.llm.usage import Usage, metering
 from sonality.mind.enrichment_prompt import EvidenceReply, InsightReply, insight_text, normalise
@@ -168,6 +168,10 @@ class Enricher:
         self._locks: dict[str, asyncio.Lock] = {}
         self._passes: dict[str, int] = {}
         self._asking = True
+        self._model_ok = False
+        """Whether the model answered last time: until it has (at first, after an outage or
+        a refusal), a pass asks about its first episode alone, one call after the other,
+        so an outage costs one call, not a burst of ``2 × concurrency``."""
         self._usage_listeners: list[UsageListener] = []
 
     @property
@@ -501,10 +505,19 @@ class Enricher:
             )
             return None
 
-    async def _ask(self, persona: Persona, episode: Episode) -> Normalised:
-        """Both calls about ``episode`` at once: the evidence (its failure is the
-        episode's) and the insight (its failure leaves the insight part pending)."""
+    async def _ask(self, persona: Persona, episode: Episode, *, together: bool) -> Normalised:
+        """Both calls about ``episode``: the evidence (its failure is the episode's) and
+        the insight (its failure leaves the insight part pending), at once when
+        ``together``, else one after the other (a probe: an outage costs one call)."""
         assert self._llm is not None
+        if not together:
+            evidence_reply = await self._llm.structured(
+                Prompt.ASSESS_EVIDENCE,
+                {"user_message": episode.user_message},
+                EvidenceReply,
+                component="enrichment",
+            )
+            return normalise(evidence_reply, await self._insight_or_none(persona, episode))
         evidence = asyncio.ensure_future(
             self._llm.structured(
                 Prompt.ASSESS_EVIDENCE,
@@ -515,21 +528,30 @@ class Enricher:
         )
         insight = asyncio.ensure_future(self._insight_or_none(persona, episode))
         try:
-            return normalise(await evidence, await insight)
-        finally:
+            await asyncio.wait((evidence, insight))
+        except BaseException:  # cancelled (closing past its bound): so are the calls
             for call in (evidence, insight):
-                if not call.done():
-                    call.cancel()
-                elif not call.cancelled():
-                    call.exception()  # retrieved: the first failure is the one raised
+                call.cancel()
+            raise
+        # a call in flight is let finish rather than cancelled (litellm leaks a coroutine
+        # cut short); the evidence's failure is the episode's, then the insight's refusal
+        for call in (evidence, insight):
+            if not call.cancelled():
+                call.exception()  # retrieved, whichever is raised
+        return normalise(evidence.result(), insight.result())
 
-    async def _answer(self, persona: Persona, episode: Episode) -> _Answer | _Failure:
+    async def _answer(
+        self, persona: Persona, episode: Episode, *, together: bool
+    ) -> _Answer | _Failure:
         """Ask about ``episode`` with its usage metered on its own (each ask is a task)."""
         with metering() as meter:
             try:
-                enrichment = await self._ask(persona, episode)
+                enrichment = await self._ask(persona, episode, together=together)
             except Exception as exc:  # kept until the predecessors are committed
+                if isinstance(exc, LLMUnavailable | ConfigError):
+                    self._model_ok = False  # the next pass probes before it fans out
                 return _Failure(exc, meter.snapshot())
+        self._model_ok = True
         return _Answer(enrichment, meter.snapshot())
 
     async def _enrich_window(
@@ -545,18 +567,24 @@ class Enricher:
         persona, batch = backlog.persona, backlog.episodes
         gate = asyncio.Semaphore(self._concurrency)
         halted = False
+        opened = asyncio.Event()  # until the model answered once, the first ask goes alone
+        if self._model_ok:
+            opened.set()
 
-        async def ask(episode: Episode) -> _Answer | _Failure | None:
+        async def ask(index: int, episode: Episode) -> _Answer | _Failure | None:
             nonlocal halted
+            if index:
+                await opened.wait()
             async with gate:  # waiters are served in arrival order: asks start in seq order
                 if halted or not self._asking:
                     return None
-                answer = await self._answer(persona, episode)
+                answer = await self._answer(persona, episode, together=opened.is_set())
                 if isinstance(answer, _Failure):
                     halted = True  # the commits stop at it: ask nothing after it
+                opened.set()
                 return answer
 
-        tasks = [asyncio.ensure_future(ask(e)) for e in batch]
+        tasks = [asyncio.ensure_future(ask(i, e)) for i, e in enumerate(batch)]
         enriched = 0
         outcome: str | None = None
         failure: _Failure | None = None
@@ -588,12 +616,16 @@ class Enricher:
                 if outcome is not None:
                     break
                 at += len(piece)
-        finally:
+        except BaseException:  # cancelled (closing past its bound): so are the asks
             halted = True
             for task in tasks:
-                if not task.done():
-                    task.cancel()
+                task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+        # no ask starts any more; those in flight finish (their answers are dropped, the
+        # episodes stay pending) rather than being cut short mid-call
+        halted = True
+        await asyncio.gather(*tasks, return_exceptions=True)
         if failure is None:
             return enriched, outcome, committed
         await self._book([(batch[at], failure.usage)])

@@ -80,15 +80,14 @@ async def test_inline_record_waits_at_most_the_deadline_on_a_hung_model(
     make_app: Callable[..., Sonality], clock: FrozenClock
 ) -> None:
     """A hung model: inline record returns the episode pending once the record deadline
-    passed, having written nothing but the episode (both of its calls were asked at
-    once); the lane finishes it later."""
+    passed, having written nothing but the episode; the lane finishes it later."""
     gate = Gate()
     app = make_app(gated_llm(gate), limits=Limits(record_deadline_seconds=0.3))
     await app.create_persona("ada", name="Ada", core_identity=IDENTITY)
     started = time.monotonic()
     recorded = await _record(app, clock, 1)
     waited = time.monotonic() - started
-    assert recorded.status == "pending" and gate.waiting == 2
+    assert recorded.status == "pending" and gate.waiting == 1
     assert 0.3 <= waited < 5.0
     assert (await app.persona("ada")).interaction_count == 0
     assert await app.insights("ada") == []
@@ -114,7 +113,9 @@ async def test_inline_record_leaves_an_older_backlog_to_the_lane(
     recorded = await _record(app, clock, 4, enrich=True)
     assert recorded.status == "pending" and recorded.enrichment is None
     await asyncio.sleep(0.05)
-    assert gate.waiting <= 1  # the lane may have started on e1, never on the caller's time
+    # the lane may be asking about the backlog (after its first answer, many episodes at
+    # once), but the caller got its answer without waiting for any of it
+    assert gate.waiting <= 2 * 4
     gate.opened.set()
     assert await app.drain("ada", max_seconds=30)
     assessed = [c.variables["user_message"] for c in llm.calls_to("assess_evidence")]
