@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 from collections.abc import Iterator, MutableMapping
@@ -412,3 +413,24 @@ async def test_history_is_sent_as_the_models_own_earlier_turns(
         ("assistant", '{"a": 2}'),
         ("user", "Claim: the sky is green\nTopic: sky"),
     ]
+
+
+async def test_retry_after_is_honoured_by_every_call_to_the_model(
+    openai_server: FakeOpenAI, prompts: PromptLibrary
+) -> None:
+    """A 429 with ``Retry-After: 1`` holds the retry, and a second call to the same model
+    started meanwhile, for that second (the backoff alone would retry at once); both
+    succeed."""
+    openai_server.fail(429, headers={"Retry-After": "1"})
+    openai_server.chat(GOOD)
+    openai_server.chat(GOOD)
+    llm = _llm(openai_server, prompts)
+    first = asyncio.create_task(llm.structured("judge", VARS, Verdict, component="enrich"))
+    while not openai_server.requests:
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.2)  # the 429 has come back
+    second = await llm.structured("judge", VARS, Verdict, component="enrich")
+    assert (await first).score == second.score == 0.4
+    limited = openai_server.requests[0].at
+    assert all(r.at - limited >= 0.95 for r in openai_server.requests[1:])
+    assert llm.rate.pauses == 1

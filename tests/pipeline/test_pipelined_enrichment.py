@@ -43,9 +43,7 @@ def _model(evidence: Reply | None = None) -> ScriptedLLM:
     return llm
 
 
-def _enricher(
-    store: Store, llm: ScriptedLLM, clock: FrozenClock, *, pipelined: bool
-) -> Enricher:
+def _enricher(store: Store, llm: ScriptedLLM, clock: FrozenClock, *, pipelined: bool) -> Enricher:
     params = OpinionParams(cooling_period=3)
     if pipelined:
         return Enricher(
