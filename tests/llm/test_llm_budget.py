@@ -54,8 +54,13 @@ async def test_waiters_are_served_by_priority_then_arrival() -> None:
     waiters = [
         asyncio.create_task(wait(p, n))
         for n, p in enumerate(
-            [Priority.BACKGROUND, Priority.ENRICHMENT, Priority.FOREGROUND, Priority.THINKING]
-            + [Priority.FOREGROUND]
+            [
+                Priority.BACKGROUND,
+                Priority.ENRICHMENT,
+                Priority.FOREGROUND,
+                Priority.THINKING,
+                Priority.FOREGROUND,
+            ]
         )
     ]
     await asyncio.sleep(0.01)

@@ -426,9 +426,7 @@ async def test_retry_after_is_honoured_by_every_call_to_the_model(
     openai_server.chat(GOOD)
     llm = _llm(openai_server, prompts)
     first = asyncio.create_task(llm.structured("judge", VARS, Verdict, component="enrich"))
-    while not openai_server.requests:
-        await asyncio.sleep(0.01)
-    await asyncio.sleep(0.2)  # the 429 has come back
+    await asyncio.sleep(0.3)  # the 429 has come back
     second = await llm.structured("judge", VARS, Verdict, component="enrich")
     assert (await first).score == second.score == 0.4
     limited = openai_server.requests[0].at
