@@ -237,7 +237,8 @@ class Sonality(Reads):
         done stays pending for the next process or the worker."""
         bound = self.runtime.shutdown_seconds
         loop = asyncio.get_running_loop()
-        deadline = None if bound is None else loop.time() + bound
+        started = loop.time()
+        deadline = None if bound is None else started + bound
         self.lanes.stop()
         if self._dual is not None:  # background thinking first, while the store is open
             await self._dual.close(bound)
@@ -249,6 +250,7 @@ class Sonality(Reads):
             await aclose()
         if self._owns_store:
             await self.store.close()
+        log.info("sonality_closed", duration_ms=round((loop.time() - started) * 1000, 1))
 
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` by the counter every budget of this deployment uses."""
