@@ -1,7 +1,8 @@
 """The LLM port over litellm: any provider litellm supports, validated by pydantic.
 
-This is the one module that imports litellm at its top; nothing imports it eagerly (the
-import takes seconds). :class:`LiteLLM` satisfies :class:`sonality.ports.LLM`:
+litellm is imported on the first call that goes through it (the import takes seconds):
+the lean OpenAI-compatible transport (``llm.openai_http``) never needs it.
+:class:`LiteLLM` satisfies :class:`sonality.ports.LLM`:
 
 - the prompt is rendered strictly from ``prompts/`` and its short hash is logged; its
   generation settings (front matter: ``temperature``, ``max_tokens``) go with the call;
@@ -28,12 +29,12 @@ from __future__ import annotations
 import asyncio
 import random
 import re
+import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-import litellm
 from pydantic import BaseModel
 
 from sonality.errors import LLMConfigError, LLMError, LLMResponseInvalid, LLMUnavailable
@@ -68,31 +69,42 @@ MAX_BACKOFF_SECONDS = 30.0
 HISTORY_OPENER = "(What follows are my own earlier thoughts.)"
 """The user turn that opens a call with ``history``, before the model's earlier replies."""
 
-# litellm prints a "Give Feedback / Get Help" banner to stdout with every exception; that
-# would corrupt the CLI's --json output, and our own logs already say what failed.
-litellm.suppress_debug_info = True
-
 log = get_logger("sonality.llm")
 
-_TRANSIENT_TYPES: tuple[type[BaseException], ...] = (
-    litellm.exceptions.RateLimitError,
-    litellm.exceptions.Timeout,
-    litellm.exceptions.APIConnectionError,
-    litellm.exceptions.InternalServerError,
-    litellm.exceptions.ServiceUnavailableError,
-    litellm.exceptions.BadGatewayError,
-    TimeoutError,
-    ConnectionError,
+
+def _litellm() -> Any:
+    """litellm, imported on first use (it takes seconds, and the direct transport never
+    needs it)."""
+    import litellm
+
+    # litellm prints a "Give Feedback / Get Help" banner to stdout with every exception;
+    # that would corrupt the CLI's --json output, and our own logs already say what failed.
+    litellm.suppress_debug_info = True
+    return litellm
+
+
+def _litellm_types(*names: str) -> tuple[type[BaseException], ...]:
+    """litellm's exception classes of these names, when litellm is loaded (an exception of
+    theirs cannot exist otherwise)."""
+    loaded = sys.modules.get("litellm")
+    if loaded is None:
+        return ()
+    return tuple(getattr(loaded.exceptions, name) for name in names)
+
+
+_TRANSIENT_NAMES = (
+    "RateLimitError",
+    "Timeout",
+    "APIConnectionError",
+    "InternalServerError",
+    "ServiceUnavailableError",
+    "BadGatewayError",
 )
 _TRANSIENT_STATUS = frozenset({408, 409, 425, 429})
 _CONFIG_STATUS = frozenset({401, 403, 404, 407})
 """Refusals that name the configuration: unauthenticated, forbidden, no such model or
 path, proxy authentication."""
-_CONFIG_TYPES: tuple[type[BaseException], ...] = (
-    litellm.exceptions.AuthenticationError,
-    litellm.exceptions.PermissionDeniedError,
-    litellm.exceptions.NotFoundError,
-)
+_CONFIG_NAMES = ("AuthenticationError", "PermissionDeniedError", "NotFoundError")
 _CONFIG_MESSAGES = (
     "llm provider not provided",  # litellm: the model name has no known provider
     "missing credentials",  # the OpenAI client found no key (litellm reports it as a 500)
@@ -107,7 +119,7 @@ def is_config_error(exc: BaseException) -> bool:
     """True when the provider refused the configuration rather than this request: HTTP
     401/403/404/407, or litellm's own "no provider" / "missing credentials" refusals
     (which it raises before any request, the latter disguised as a 500)."""
-    if isinstance(exc, _CONFIG_TYPES):
+    if isinstance(exc, _litellm_types(*_CONFIG_NAMES)):
         return True
     status = getattr(exc, "status_code", None)
     if isinstance(status, int) and status in _CONFIG_STATUS:
@@ -121,7 +133,7 @@ def is_transient(exc: BaseException) -> bool:
     (never a refused configuration)."""
     if is_config_error(exc):
         return False
-    if isinstance(exc, _TRANSIENT_TYPES):
+    if isinstance(exc, (TimeoutError, ConnectionError, *_litellm_types(*_TRANSIENT_NAMES))):
         return True
     status = getattr(exc, "status_code", None)
     return isinstance(status, int) and (status in _TRANSIENT_STATUS or status >= 500)
@@ -290,17 +302,13 @@ _PRICES: dict[str, tuple[float, float] | None] = {}
 
 
 def _unit_prices(model: str) -> tuple[float, float] | None:
-    """USD per input and per output token of ``model`` from litellm's cost map, looked up
-    once per model (None: litellm does not price it)."""
+    """USD per input and per output token of ``model``, from the cost map litellm ships
+    (``llm.cost_map``, read without importing litellm), looked up once per model (None:
+    not priced there)."""
     if model not in _PRICES:
-        from sonality.llm.pricing import price
+        from sonality.llm.cost_map import token_prices
 
-        per_million = 1_000_000
-        inp = price(model, per_million, 0)
-        out = price(model, 0, per_million)
-        _PRICES[model] = (
-            None if inp is None or out is None else (inp / per_million, out / per_million)
-        )
+        _PRICES[model] = token_prices(model)
     return _PRICES[model]
 
 
@@ -530,7 +538,7 @@ class LiteLLM:
                 async with asyncio.timeout(self.timeout):
                     if self._direct is not None:
                         return await self._direct.complete(self._body(kwargs))
-                    return await litellm.acompletion(**kwargs)
+                    return await _litellm().acompletion(**kwargs)
 
         def failed(number: int, exc: BaseException, will_retry: bool) -> None:
             wait = retry_after(exc)
@@ -614,7 +622,7 @@ class LiteLLM:
             return reply.output_tokens
         content = reply.content or ""
         try:
-            return int(litellm.token_counter(model=self.model, text=content))
+            return int(_litellm().token_counter(model=self.model, text=content))
         except Exception:  # an unknown tokenizer: a safe overestimate
             return len(content)
 
