@@ -195,6 +195,7 @@ class Worker:
                 log.warning("worker_jobs_abandoned", jobs=len(late))
         self._scheduler.shutdown(wait=False)
         await asyncio.sleep(0)  # the scheduler shuts down on the loop's next turn
+        self.app.enricher.resume_asking()  # the app is the caller's again (close stops it)
         log.info("worker_stopped", owner=self.app.reflector.owner)
 
     async def run_forever(self, *, handle_signals: bool = True) -> None:

@@ -309,7 +309,7 @@ class EnrichLanes:
         """Take no more work: no pass is queued, no model call starts; passes in progress
         commit what their calls in flight bring, in order."""
         self._closing = True
-        self._enricher.stop_asking()
+        self._enricher.close()
 
     async def close(self, max_seconds: float | None) -> bool:
         """:meth:`stop`, let the calls in flight finish for at most ``max_seconds``, then

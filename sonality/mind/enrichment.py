@@ -167,7 +167,8 @@ class Enricher:
         self._max_attempts = max_attempts
         self._locks: dict[str, asyncio.Lock] = {}
         self._passes: dict[str, int] = {}
-        self._asking = True
+        self._paused = False
+        self._closed = False
         self._model_ok = False
         """Whether the model answered last time: until it has (at first, after an outage or
         a refusal), a pass asks about its first episode alone, one call after the other,
@@ -180,13 +181,22 @@ class Enricher:
         return self._concurrency
 
     def stop_asking(self) -> None:
-        """Start no model call from now on (closing): a pass in progress lets the calls in
-        flight finish, commits their answers in order and leaves the rest pending."""
-        self._asking = False
+        """Start no model call from now on (a worker stopping): a pass in progress lets the
+        calls in flight finish, commits their answers in order and leaves the rest
+        pending. :meth:`resume_asking` undoes it."""
+        self._paused = True
 
     def resume_asking(self) -> None:
-        """Undo :meth:`stop_asking`."""
-        self._asking = True
+        """Undo :meth:`stop_asking` (not :meth:`close`)."""
+        self._paused = False
+
+    def close(self) -> None:
+        """:meth:`stop_asking` for good (the owning facade is closing)."""
+        self._closed = True
+
+    @property
+    def _asking(self) -> bool:
+        return not (self._paused or self._closed)
 
     def add_usage_listener(self, listener: UsageListener) -> None:
         """Call ``listener`` with each committed piece's usage (see :data:`UsageListener`)."""

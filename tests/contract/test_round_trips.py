@@ -154,12 +154,13 @@ async def test_the_backlog_read_is_one_statement(neo4j_store: Any, statements: S
     assert plain.pending is None
 
 
-async def test_an_inline_record_is_two_units_of_work(
+async def test_an_inline_record_is_three_units_of_work(
     neo4j_store: Any, statements: Statements
 ) -> None:
-    """record(enrich="inline") with an instant model and an idle lane is two statements
-    in two units of work: the append with the backlog read (``episode/append_backlog``:
-    the episode is the oldest pending one) and the enrichment commit (which returns the
+    """record(enrich="inline") with an instant model and an idle lane is three statements
+    in three units of work: the append with the backlog read (``episode/append_backlog``:
+    the episode is the oldest pending one, and no belief), the beliefs of the topics the
+    reply names (``enrichment/beliefs``) and the enrichment commit (which returns the
     episode); it returns the enriched episode as stored, and a second record of the same
     persona costs the same."""
     llm = ScriptedLLM()
@@ -176,9 +177,10 @@ async def test_an_inline_record_is_two_units_of_work(
             )
         assert [first_line(q) for q in sent] == [
             first_line(load(Query.EPISODE_APPEND_BACKLOG)),
+            first_line(load(Query.ENRICHMENT_BELIEFS)),
             first_line(load(Query.ENRICHMENT_COMMIT)),
         ]
-        assert neo4j_store.transaction_stats.units == units + 2
+        assert neo4j_store.transaction_stats.units == units + 3
         assert recorded.status == "enriched"
         assert recorded.episode == await neo4j_store.get_episode("p1", recorded.episode.id)
         assert recorded.enrichment is not None and recorded.enrichment.remaining == 0
