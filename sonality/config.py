@@ -89,6 +89,23 @@ class Settings(BaseSettings):
     llm_api_key: SecretStr | None = None
     llm_timeout: float = Field(default=60.0, gt=0, le=3600)
     llm_max_retries: int = Field(default=3, ge=0, le=20)
+    llm_transport: Literal["auto", "direct", "litellm"] = "auto"
+    """How model calls are sent: ``auto`` sends to an OpenAI-compatible endpoint
+    (``openai/<name>`` with ``SONALITY_LLM_API_BASE``) over a lean pooled HTTP client and
+    everything else through litellm; ``litellm`` always through litellm."""
+    model_concurrency: int = Field(default=64, ge=1, le=10_000)
+    """Model calls one process has in flight at most, across personas, the Talker, the
+    Thinker, enrichment and reflection; an eighth is kept for the Talker, which always
+    goes first."""
+    llm_requests_per_minute: float | None = Field(default=None, gt=0, le=1_000_000)
+    """Calls started per minute per model at most (unset: no pacing). A 429 with
+    ``Retry-After`` pauses every call to that model for that long, either way."""
+    enrich_concurrency: int = Field(default=16, ge=1, le=1_000)
+    """Episodes of one persona asked about at once (two calls each) while the commits
+    stay in order."""
+    shutdown_seconds: float = Field(default=10.0, ge=0, le=3_600)
+    """How long closing (SIGTERM) lets the model calls in flight finish; what is left
+    stays pending for the next process or the worker."""
     embedding_model: str | None = None
     """litellm embedding model; unset means the built-in offline hashed embedder."""
     embedding_dimensions: int = Field(default=256, ge=8, le=4096)

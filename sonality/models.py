@@ -471,7 +471,8 @@ class EnrichmentState(Frozen):
 
     persona: Persona
     beliefs: tuple[Belief, ...]
-    """Every belief, retired ones included."""
+    """The beliefs read, retired ones included: every one (``enrichment_state``), or none
+    (``enrichment_backlog``) and then those of the topics planning needs."""
     staged: tuple[StagedUpdate, ...]
     """The uncommitted staged deltas."""
     facts: tuple[UserFact, ...]

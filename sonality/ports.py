@@ -313,8 +313,9 @@ class EnrichmentStore(Protocol):
     ) -> EnrichmentBacklog:
         """In one read: the persona's oldest ``limit`` pending episodes (by ``seq``), the
         state their commits are planned from (``enrichment_state`` for their users, since
-        the persona's next interaction minus ``influence_window``) and with ``count`` how
-        many are pending in all. ``PersonaNotFound`` when unknown."""
+        the persona's next interaction minus ``influence_window``, but no belief: planning
+        reads those by topic, ``enrichment_beliefs``) and with ``count`` how many are
+        pending in all. ``PersonaNotFound`` when unknown."""
         ...
 
     async def append_episode_with_backlog(
@@ -323,6 +324,12 @@ class EnrichmentStore(Protocol):
         """``append_episode`` and then, in the same transaction, ``enrichment_backlog``
         of the persona for one episode with the pending count: what an inline ``record``
         needs before it asks the model, in one unit of work instead of two."""
+        ...
+
+    async def enrichment_beliefs(self, persona_id: str, topics: Sequence[str]) -> list[Belief]:
+        """The persona's beliefs (retired ones too) of ``topics``, by topic: what planning
+        a piece of a backlog reads besides its ``enrichment_backlog`` (a topic without a
+        belief is simply absent)."""
         ...
 
     async def enrichment_state(

@@ -71,6 +71,7 @@ from sonality.mind.reflection_prompt import (
     DecayReviewReply,
     ReflectReply,
     decay_review_variables,
+    insights_to_show,
     reflection_variables,
     verdicts_from,
 )
@@ -311,7 +312,11 @@ class Reflector:
             if base is not None:
                 snapshot = snapshot.model_copy(update={"text": base.text})
         beliefs = await self._store.list_beliefs(pid)
-        insights = await self._store.list_insights(pid, status=InsightStatus.PENDING)
+        # the prompt is bounded: the most recent pending insights; the rest wait for the
+        # next reflection (only those shown are consumed)
+        insights = insights_to_show(
+            await self._store.list_insights(pid, status=InsightStatus.PENDING)
+        )
         episodes = await self._store.episodes_since(
             pid, since_interaction=since, limit=self.params.episodes_per_reflection
         )

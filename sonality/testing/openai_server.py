@@ -171,7 +171,7 @@ class FakeOpenAI:
         if self._server is not None:
             return self
         handler = type("_BoundHandler", (_Handler,), {"fake": self})
-        server = ThreadingHTTPServer((self._host, self._port), handler)
+        server = _Server((self._host, self._port), handler)
         server.daemon_threads = True
         server.block_on_close = False
         self._server = server
@@ -357,6 +357,12 @@ def _vector(text: str, dims: int) -> list[float]:
 
 def _error(message: str, status: int) -> dict[str, Any]:
     return {"error": {"message": message, "type": "fake_error", "code": status}}
+
+
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 512
+    """Connections waiting to be accepted (the standard library's 5 refuses a burst of
+    concurrent clients, which a benchmark of many lanes is)."""
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -75,6 +75,7 @@ class Query(StrEnum):
 
     # enrichment commit (one statement)
     ENRICHMENT_BACKLOG = "enrichment/backlog"
+    ENRICHMENT_BELIEFS = "enrichment/beliefs"
     ENRICHMENT_COMMIT = "enrichment/commit"
     ENRICHMENT_CREATE_FACTS = "enrichment/create_facts"
     ENRICHMENT_CREATE_STAGED = "enrichment/create_staged"

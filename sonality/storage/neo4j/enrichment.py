@@ -140,13 +140,12 @@ async def _commit_all(
 
 def _state_from(row: dict[str, Any]) -> EnrichmentState:
     """The planning state of an ``enrichment/state`` or ``enrichment/backlog`` row (the
-    latter projects times as ``<name>_us`` microseconds)."""
+    latter projects times as ``<name>_us`` microseconds and reads no belief)."""
     micros = codec.times_from_micros
     return EnrichmentState(
         persona=persona_from(micros(row["persona"], "created_at")),
         beliefs=tuple(
-            Belief.model_validate(codec.decode(micros(b, "created_at", "updated_at"), Belief))
-            for b in row["beliefs"]
+            Belief.model_validate(codec.decode(b, Belief)) for b in row.get("beliefs", ())
         ),
         staged=tuple(
             StagedUpdate.model_validate(codec.decode(s, StagedUpdate)) for s in row["staged"]
@@ -254,6 +253,16 @@ class Neo4jEnrichment(Neo4jAggregate):
 
         extra = _backlog_params(pid, 1, True, influence_window)
         return await write_append(self._db, Query.EPISODE_APPEND_BACKLOG, draft, read, **extra)
+
+    async def enrichment_beliefs(self, persona_id: str, topics: Sequence[str]) -> list[Belief]:
+        """The persona's beliefs of ``topics`` (retired too), by topic, in one statement."""
+        rows = await self._db.fetch(
+            "enrichment_beliefs",
+            Query.ENRICHMENT_BELIEFS,
+            persona_id=persona_id,
+            topics=sorted(set(topics)),
+        )
+        return [Belief.model_validate(codec.decode(r["belief"], Belief)) for r in rows]
 
     async def enrichment_state(
         self, persona_id: str, user_ids: Sequence[str], *, since_interaction: int

@@ -29,7 +29,13 @@ from sonality.models import (
 from sonality.storage import checks, shapes
 from sonality.storage.sqlite import codec
 from sonality.storage.sqlite.episodes import append_tx, episode_columns, episode_from
-from sonality.storage.sqlite.executor import SqliteAggregate, insert_statement, persona_counters
+from sonality.storage.sqlite.executor import (
+    SqliteAggregate,
+    chunks,
+    insert_statement,
+    persona_counters,
+    placeholders,
+)
 from sonality.storage.sqlite.personas import get_persona
 from sonality.storage.sqlite.vectors import encode_embedding
 
@@ -311,8 +317,25 @@ def active_facts(conn: sqlite3.Connection, persona_id: str, user_id: str) -> lis
     return [UserFact.model_validate(codec.decode(row)) for row in rows]
 
 
+def _beliefs_of(conn: sqlite3.Connection, persona_id: str, topics: Sequence[str]) -> list[Belief]:
+    wanted = sorted(set(topics))
+    found: list[Belief] = []
+    for part in chunks(wanted):
+        rows = conn.execute(
+            f"SELECT {', '.join(BELIEF_FIELDS)} FROM beliefs WHERE persona_id = ? "
+            f"AND topic IN ({placeholders(part)}) ORDER BY topic",
+            (persona_id, *part),
+        )
+        found += [Belief.model_validate(codec.decode(row)) for row in rows]
+    return found
+
+
 def _state(
-    conn: sqlite3.Connection, persona_id: str, user_ids: Sequence[str], since: int
+    conn: sqlite3.Connection,
+    persona_id: str,
+    user_ids: Sequence[str],
+    since: int,
+    beliefs: bool = True,
 ) -> EnrichmentState:
     persona = get_persona(conn, persona_id)
     users = sorted(set(user_ids))
@@ -332,7 +355,7 @@ def _state(
     )
     return EnrichmentState(
         persona=persona,
-        beliefs=tuple(_beliefs(conn, persona_id, True)),
+        beliefs=tuple(_beliefs(conn, persona_id, True)) if beliefs else (),
         staged=tuple(_staged(conn, persona_id, None)),
         facts=tuple(UserFact.model_validate(codec.decode(row)) for row in facts),
         influence=tuple(StagedInfluence.model_validate(codec.decode(row)) for row in influence),
@@ -374,7 +397,7 @@ def _backlog(
             ).fetchone()[0]
         )
     since = persona.interaction_count + 1 - window
-    state = _state(conn, persona_id, [e.user_id for e in episodes], since)
+    state = _state(conn, persona_id, [e.user_id for e in episodes], since, beliefs=False)
     return EnrichmentBacklog(episodes=episodes, state=state, pending=pending)
 
 
@@ -422,6 +445,10 @@ class SqliteEnrichment(SqliteAggregate):
             return episode, created, _backlog(conn, draft.persona_id, 1, True, influence_window)
 
         return await self._db.run(work, write=True)
+
+    async def enrichment_beliefs(self, persona_id: str, topics: Sequence[str]) -> list[Belief]:
+        """The persona's beliefs of ``topics`` (retired too), by topic, in one read."""
+        return await self._db.read(_beliefs_of, persona_id, tuple(topics))
 
     async def enrichment_state(
         self, persona_id: str, user_ids: Sequence[str], *, since_interaction: int
