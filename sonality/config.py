@@ -89,6 +89,9 @@ class Settings(BaseSettings):
     llm_api_key: SecretStr | None = None
     llm_timeout: float = Field(default=60.0, gt=0, le=3600)
     llm_max_retries: int = Field(default=3, ge=0, le=20)
+    shutdown_seconds: float = Field(default=10.0, ge=0, le=3_600)
+    """How long closing (SIGTERM) lets the model calls in flight finish; what is left
+    stays pending for the next process or the worker."""
     embedding_model: str | None = None
     """litellm embedding model; unset means the built-in offline hashed embedder."""
     embedding_dimensions: int = Field(default=256, ge=8, le=4096)
@@ -111,6 +114,9 @@ class Settings(BaseSettings):
     background (the persona's lane, right after the durable write) or off."""
     record_deadline_seconds: float = Field(default=10.0, gt=0, le=3_600)
     """The longest an inline ``record`` waits for enrichment before returning ``pending``."""
+    lag_degraded_seconds: float = Field(default=60.0, gt=0, le=31_536_000)
+    """Past this age of a persona's oldest pending episode or unthought Thinker turn, the
+    server's ``/readyz`` says ``degraded`` and ``sonality doctor`` marks the persona behind."""
 
     cooling_period: int = Field(default=3, ge=0, le=1_000)
     max_commit_delta: float = Field(default=0.25, gt=0, le=2)

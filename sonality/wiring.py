@@ -169,7 +169,7 @@ async def open_parts(
     ``owner`` names this process's reflection leases."""
     from sonality.core.opinion import OpinionParams
     from sonality.llm.embedders import embedder_from_settings
-    from sonality.mind.parts import EnrichMode, Limits, assemble
+    from sonality.mind.parts import EnrichMode, Limits, RuntimeSettings, assemble
 
     if not isinstance(settings, Settings):
         raise ConfigError("Sonality.from_settings needs a sonality.config.Settings object")
@@ -198,6 +198,7 @@ async def open_parts(
                 record_enrich=EnrichMode(settings.record_enrich),
                 record_deadline_seconds=settings.record_deadline_seconds,
             ),
+            runtime=RuntimeSettings(shutdown_seconds=settings.shutdown_seconds),
             owns_store=True,
             reflection=reflection_params(settings),
             owner=owner,

@@ -108,8 +108,10 @@ class RuntimeSettings(BaseModel):
     stale_pending_seconds: float = Field(default=600.0, gt=0)
     """A turn pending longer than this is taken over by ``retry`` (its process died)."""
     keep_narratives: int = Field(default=50, ge=1)
-    shutdown_seconds: float | None = 120.0
-    """How long ``close`` waits for background thinking before cancelling it."""
+    shutdown_seconds: float | None = Field(default=10.0, ge=0)
+    """How long ``close`` lets the background work in flight (thinking, enrichment) finish
+    before cancelling it; it starts nothing new meanwhile, and what is left stays pending
+    for the next process or the worker (None: no bound)."""
 
     def budget(self) -> ThinkerBudget:
         from sonality.mind.thinker import ThinkerBudget

@@ -137,8 +137,7 @@ def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(HttpError)
     async def http_error(request: Request, exc: HttpError) -> JSONResponse:
         response = _error_response(exc.status, exc.kind, exc.message, exc.detail)
-        if exc.status == 401:
-            response.headers["WWW-Authenticate"] = "Bearer"
+        response.headers.update(exc.headers)
         return response
 
     @app.exception_handler(RequestValidationError)
@@ -193,6 +192,9 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         sonality = await open_sonality()
+        # the token encoding loads on first use (tenths of a second of CPU): here, before
+        # the first request, rather than on the event loop under the first context call
+        sonality.count_tokens("warm up")
         state.sonality = sonality
         state.keys = KeyCheck(sonality.key, cache_seconds=cfg.key_cache_seconds)
         state.limiter = Limiter(cfg.key_concurrency)

@@ -20,7 +20,7 @@ from sonality.errors import NotFoundError, PersonaNotFound, ValidationError
 from sonality.models import ApiKey, KeyScope, validate_identifier
 from sonality.server.errors import HttpError
 
-__all__ = ["NO_AUTH", "Caller", "KeyCheck", "Limiter"]
+__all__ = ["NO_AUTH", "RETRY_AFTER_SECONDS", "Caller", "KeyCheck", "Limiter"]
 
 
 @dataclass(frozen=True)
@@ -99,9 +99,16 @@ class KeyCheck:
         return Caller(key=key)
 
 
+RETRY_AFTER_SECONDS = 1
+"""The ``Retry-After`` of a 429: a key's slot frees as soon as one of its requests ends,
+and a request takes well under a second (the server's p95 goal is 250 ms), so the
+smallest whole number of seconds the header can say is the honest one."""
+
+
 @dataclass
 class Limiter:
-    """At most ``per_key`` requests of one key in flight at once; past that, 429."""
+    """At most ``per_key`` requests of one key in flight at once; past that, 429 with
+    ``Retry-After``."""
 
     per_key: int
     _running: dict[str, int] = field(default_factory=dict)
@@ -110,7 +117,12 @@ class Limiter:
         running = self._running.get(key_id, 0)
         if running >= self.per_key:
             raise HttpError(
-                429, "busy", "too many requests of this key at once", limit=self.per_key
+                429,
+                "busy",
+                "too many requests of this key at once",
+                headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+                limit=self.per_key,
+                retry_after_seconds=RETRY_AFTER_SECONDS,
             )
         self._running[key_id] = running + 1
 

@@ -1,7 +1,8 @@
 """Prometheus text for ``GET /metrics``: request counts and latency histograms by route
 and status, the model's calls and tokens by component (when its usage sink keeps totals,
-as ``UsageMeter`` does), and episodes by enrichment status per persona (read from the
-store at scrape time, so every process reports the same store-wide numbers)."""
+as ``UsageMeter`` does), and per persona the episodes by enrichment status and the lag
+of its background work (read from the store at scrape time, so every process reports the
+same store-wide numbers)."""
 
 from __future__ import annotations
 
@@ -70,6 +71,7 @@ class Metrics:
             )
         lines += await self._model_lines()
         lines += await self._episode_lines()
+        lines += await self._lag_lines()
         return "\n".join(lines) + "\n"
 
     async def _model_lines(self) -> list[str]:
@@ -95,6 +97,32 @@ class Metrics:
                 f'sonality_llm_tokens_total{{component="{c}",direction="output"}} '
                 f"{total.output_tokens}"
             )
+        return lines
+
+    async def _lag_lines(self) -> list[str]:
+        """Per persona, the age of the oldest pending episode and of the oldest unthought
+        Thinker turn (0 when none), as two gauges."""
+        if self._sonality is None:
+            return []
+        lags = await self._sonality.lag()
+        lines = [
+            "# HELP sonality_enrichment_lag_seconds Age of the persona's oldest pending episode.",
+            "# TYPE sonality_enrichment_lag_seconds gauge",
+        ]
+        lines += [
+            f'sonality_enrichment_lag_seconds{{persona="{_label(lag.persona_id)}"}} '
+            f"{lag.episode_seconds:.3f}"
+            for lag in lags
+        ]
+        lines += [
+            "# HELP sonality_thinking_lag_seconds Age of the persona's oldest unthought turn.",
+            "# TYPE sonality_thinking_lag_seconds gauge",
+        ]
+        lines += [
+            f'sonality_thinking_lag_seconds{{persona="{_label(lag.persona_id)}"}} '
+            f"{lag.turn_seconds:.3f}"
+            for lag in lags
+        ]
         return lines
 
     async def _episode_lines(self) -> list[str]:

@@ -64,6 +64,7 @@ async def _exercise(session: ClientSession, user: str) -> None:
                 "message": "I am allergic to peanuts and like nuclear power.",
                 "response": "Noted.",
                 "episode_id": f"{user}-1",
+                "enrich": "inline",
             },
         )
     )
