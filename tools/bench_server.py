@@ -531,8 +531,9 @@ class Options:
 
 
 def _ratio(result: Result, base: Result) -> str:
+    cpu = f", CPU {base.cpu_ms:.2f} ms" if base.cpu_ms is not None else ""
     return (
-        f"healthz {base.rate:.0f} req/s p50 {base.p(0.5):.1f} ms: "
+        f"healthz {base.rate:.0f} req/s p50 {base.p(0.5):.1f} ms{cpu}: "
         f"x{result.rate / base.rate:.2f} req/s, x{result.p(0.5) / base.p(0.5):.1f} p50"
     )
 
@@ -545,10 +546,14 @@ async def bench_fake(store: str, url: str, api_base: str, opts: Options, tmp: Pa
     env = server_env(url, api_base)
     for processes in opts.processes:
         persona = f"{store}-{processes}p"
+        spent: list[float]
         with servers(env, processes, tmp, tag=f"{store}-{processes}") as running:
             urls = [s.url for s in running]
-            base = await floor(urls, token, clients=opts.clients)
-            spent: list[float] = []
+            spent = []
+            with cpu_of(running, spent):
+                base = await floor(urls, token, clients=opts.clients)
+            base.cpu_seconds = spent[0]
+            spent = []
             with profiled(running, opts.profile, f"{store}-{processes}p"), cpu_of(running, spent):
                 result = await record_context(
                     urls, token, persona, clients=opts.clients, rounds=opts.rounds

@@ -379,6 +379,14 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         """Silent: a test double must not write to stdout or stderr."""
 
+    def handle_one_request(self) -> None:
+        """A client that hung up before its answer (a cancelled call) ends the connection
+        quietly instead of printing a traceback."""
+        try:
+            super().handle_one_request()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
     def _body(self) -> Mapping[str, Any] | None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""

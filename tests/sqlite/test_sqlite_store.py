@@ -269,3 +269,15 @@ async def test_a_file_that_is_not_a_database_is_refused(tmp_path: Path) -> None:
     path.write_bytes(b"this is not a database, just some bytes" * 100)
     with pytest.raises(StoreError):
         await SqliteStore.open(path, embedding_dimensions=DIMS)
+
+
+async def test_lag_reads_stop_at_the_head_of_an_index(sqlite_store: SqliteStore) -> None:
+    """Both heads of ``oldest_pending`` are searched through an index kept in the order
+    asked for: no temporary sort of the pending episodes or turns, whatever their number."""
+    from sonality.storage.sqlite import episodes
+
+    with raw(sqlite_store.path) as conn:
+        for sql in (episodes._OLDEST_EPISODE, episodes._OLDEST_TURN):
+            plan = " | ".join(row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}", ("p1",)))
+            assert "USING" in plan and "INDEX" in plan, plan
+            assert "TEMP B-TREE" not in plan, plan
