@@ -74,6 +74,7 @@ __all__ = [
     "prepare",
     "record_context",
     "servers",
+    "warm_up",
 ]
 
 SONALITY = str(Path(sys.executable).with_name("sonality"))
@@ -436,6 +437,17 @@ async def record_context(
         return await run_clients(call, clients, rounds, ("record", "context"))
 
 
+async def warm_up(urls: Sequence[str], token: str, persona: str) -> None:
+    """One exchange through each server, enriched, so that what a process loads on its
+    first model call (litellm imports modules then) is loaded before anything is timed."""
+    async with _client(token, len(urls)) as http:
+        for n, base in enumerate(urls):
+            body = {"user_id": "warm", "conversation_id": f"warm{n}", "message": "Hello."}
+            _check(await http.post(f"{base}/v1/personas/{persona}/record", json=body))
+            wait = {"max_seconds": 120}
+            _check(await http.post(f"{base}/v1/personas/{persona}/drain", json=wait))
+
+
 async def floor(urls: Sequence[str], token: str, *, clients: int = 32, rounds: int = 20) -> Result:
     """``GET /healthz`` from ``clients`` clients: the HTTP floor of this machine now."""
     async with _client(token, clients) as http:
@@ -475,16 +487,19 @@ async def chat(
         return await run_clients(call, clients, rounds, ("chat",))
 
 
-async def lag_seconds(url: str, persona: str) -> float | None:
-    """The age of the persona's oldest pending episode, as ``/readyz`` reports it."""
+async def lag_seconds(url: str, token: str, persona: str) -> float | None:
+    """The age of the persona's oldest pending episode, from ``/metrics`` (None when the
+    server does not report it)."""
     import httpx
 
-    async with httpx.AsyncClient(timeout=30) as http:
-        body = (await http.get(f"{url}/readyz")).json()
-    for entry in body.get("lag", {}).get("personas", []):
-        if entry.get("persona_id") == persona:
-            return float(entry.get("episode_seconds") or 0.0)
-    return 0.0 if "lag" in body else None
+    headers = {"Authorization": f"Bearer {token}"}
+    async with httpx.AsyncClient(timeout=30, headers=headers) as http:
+        text = (await http.get(f"{url}/metrics")).text
+    sample = f'sonality_enrichment_lag_seconds{{persona="{persona}"}} '
+    for line in text.splitlines():
+        if line.startswith(sample):
+            return float(line.removeprefix(sample))
+    return None
 
 
 # the instant mode's floor: the facade in this process -----------------------------------
@@ -549,6 +564,7 @@ async def bench_fake(store: str, url: str, api_base: str, opts: Options, tmp: Pa
         spent: list[float]
         with servers(env, processes, tmp, tag=f"{store}-{processes}") as running:
             urls = [s.url for s in running]
+            await warm_up(urls, token, persona)
             spent = []
             with cpu_of(running, spent):
                 base = await floor(urls, token, clients=opts.clients)
@@ -559,7 +575,7 @@ async def bench_fake(store: str, url: str, api_base: str, opts: Options, tmp: Pa
                     urls, token, persona, clients=opts.clients, rounds=opts.rounds
                 )
             result.cpu_seconds = spent[0]
-            lag = await lag_seconds(urls[0], persona)
+            lag = await lag_seconds(urls[0], token, persona)
         setup = f"{processes} server" + ("s" if processes > 1 else "")
         note = f"{_ratio(result, base)}; {_cpu(result)}"
         note += f"; lag {lag:.0f} s" if lag is not None else ""
@@ -567,6 +583,7 @@ async def bench_fake(store: str, url: str, api_base: str, opts: Options, tmp: Pa
         _print_errors(result)
     with servers(env, 1, tmp, tag=f"{store}-chat") as running:
         urls = [s.url for s in running]
+        await warm_up(urls, token, f"{store}-chat")
         spent = []
         with profiled(running, opts.profile, f"{store}-chat"), cpu_of(running, spent):
             result = await chat(
