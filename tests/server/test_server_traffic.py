@@ -104,6 +104,21 @@ def impatient(tide: Served) -> Iterator[Served]:
         server.stop()
 
 
+def test_a_fresh_server_counts_no_request_of_its_own(impatient: Served) -> None:
+    """The request the server routes to itself at startup (so FastAPI builds its route
+    models before the first real request) is neither counted nor logged."""
+    with impatient.client() as c:
+        text = c.get("/metrics").text
+    counted = {
+        (sample.labels["route"], sample.labels["status"])
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == "sonality_http_requests_total"
+    }
+    assert counted <= {("/healthz", "200")}, counted
+    assert "warm-up" not in impatient.logs()
+
+
 def _lag_gauges(server: Served, persona: str) -> dict[str, float]:
     with server.client() as c:
         text = c.get("/metrics").text
