@@ -71,6 +71,7 @@ __all__ = [
     "fake_model",
     "floor",
     "instant_model",
+    "load_average",
     "prepare",
     "record_context",
     "servers",
@@ -553,12 +554,44 @@ def _ratio(result: Result, base: Result) -> str:
     )
 
 
-async def bench_fake(store: str, url: str, api_base: str, opts: Options, tmp: Path) -> None:
+GOALS = {"sqlite": 200.0, "neo4j": 100.0}
+"""req/s of 32 clients doing record + context on one server process (issue 23), with
+p95 <= 250 ms and no error; two processes on Neo4j at least 1.3x one."""
+
+
+def _verdict(store: str, results: dict[int, Result]) -> str:
+    """The issue's goals against this run's rows."""
+    parts = []
+    one = results.get(1)
+    if one is not None and store in GOALS:
+        met = one.rate >= GOALS[store] and one.p(0.95) <= 250 and not one.errors
+        parts.append(
+            f"1 server {one.rate:.0f} req/s (goal >= {GOALS[store]:.0f}), p95 "
+            f"{one.p(0.95):.0f} ms (goal <= 250), {sum(one.errors.values())} errors: "
+            + ("met" if met else "NOT met")
+        )
+    two = results.get(2)
+    if one is not None and two is not None:
+        scale = two.rate / one.rate
+        goal = " (goal >= 1.3)" if store == "neo4j" else ""
+        parts.append(f"2 servers x{scale:.2f} one{goal}")
+    return f"{store:<7} " + "; ".join(parts)
+
+
+def load_average() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "n/a"
+
+
+async def bench_fake(store: str, url: str, api_base: str, opts: Options, tmp: Path) -> str:
     """The store's rows with the fake model: record+context with 1 and 2 processes, then
-    chat on one process."""
+    chat on one process; returns the verdict line."""
     personas = [f"{store}-{n}p" for n in opts.processes] + [f"{store}-chat"]
     token = await prepare(url, personas)
     env = server_env(url, api_base)
+    results: dict[int, Result] = {}
     for processes in opts.processes:
         persona = f"{store}-{processes}p"
         spent: list[float]
@@ -576,6 +609,7 @@ async def bench_fake(store: str, url: str, api_base: str, opts: Options, tmp: Pa
                 )
             result.cpu_seconds = spent[0]
             lag = await lag_seconds(urls[0], token, persona)
+        results[processes] = result
         setup = f"{processes} server" + ("s" if processes > 1 else "")
         note = f"{_ratio(result, base)}; {_cpu(result)}"
         note += f"; lag {lag:.0f} s" if lag is not None else ""
@@ -594,6 +628,7 @@ async def bench_fake(store: str, url: str, api_base: str, opts: Options, tmp: Pa
     note = f"model {opts.latency * 1000:.0f} ms: +{over:.0f} ms at p50; {_cpu(result)}"
     print(result.row(store, "chat", note), flush=True)
     _print_errors(result)
+    return _verdict(store, results)
 
 
 async def bench_instant(store: str, url: str, opts: Options, tmp: Path) -> None:
@@ -688,7 +723,9 @@ async def main() -> int:
         else "an instant scripted model"
     )
     print(f"{opts.clients} clients x {opts.rounds} rounds of record + context; {model}")
+    print(f"load average at the start: {load_average()}")
     print(HEADER, flush=True)
+    verdicts: list[str] = []
     with tempfile.TemporaryDirectory(prefix="sonality-bench-server-") as folder:
         tmp = Path(folder)
         with contextlib.ExitStack() as stack:
@@ -704,9 +741,12 @@ async def main() -> int:
                     else stack.enter_context(neo4j(tmp))
                 )
                 if api_base is not None:
-                    await bench_fake(backend, url, api_base, opts, tmp)
+                    verdicts.append(await bench_fake(backend, url, api_base, opts, tmp))
                 else:
                     await bench_instant(backend, url, opts, tmp)
+    print(f"load average at the end: {load_average()}")
+    for verdict in verdicts:
+        print(verdict)
     return 0
 
 

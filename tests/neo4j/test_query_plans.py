@@ -146,7 +146,9 @@ async def test_lag_heads_stop_at_the_first_index_entry(neo4j_store: Any) -> None
         plan = (await result.consume()).profile
     operators = _operators(plan)
     seeks = [(name, rows) for name, rows, details in operators if ":Episode(" in details]
-    assert [name for name, _ in seeks] == ["NodeIndexSeek", "NodeIndexSeek"], operators
+    assert [name for name, _ in seeks] == ["NodeIndexSeek", "NodeIndexSeek"], "\n".join(
+        map(str, operators)
+    )
     assert all(rows <= 1 for _, rows in seeks), operators
     sorts = {"Sort", "Top", "PartialSort", "PartialTop"}
     assert not [o for o in operators if o[0] in sorts], operators

@@ -227,6 +227,7 @@ async def test_mcp_fact_tools_need_a_write_key(served: Served, persona: dict[str
                 "episode_id": "scoped-1",
                 "message": "I am allergic to peanuts.",
                 "response": "Noted.",
+                "enrich": "inline",
             },
         )
         assert r.status_code == 200, r.text
