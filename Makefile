@@ -26,6 +26,7 @@ help:
 	@echo "make browse      serve the Neo4j Browser style, guide and saved queries on :$(BROWSE_PORT)"
 	@echo "make browser-test  run the Neo4j Browser test in headless Chromium"
 	@echo "make bench       run the benchmarks (prints tables)"
+	@echo "make bench-server  the HTTP server under 32 clients, with a model that answers in 0.5 s"
 	@echo "make openapi     regenerate docs/openapi.json from the server's routes"
 
 $(BIN)/python:
@@ -127,6 +128,9 @@ bench: install devserver
 	$(BIN)/python tools/bench_reflection.py
 	$(BIN)/python tools/bench_mirror.py
 	$(BIN)/python tools/bench_faults.py
+
+bench-server: install devserver
+	$(BIN)/python tools/bench_server.py
 
 clean:
 	rm -rf $(VENV) dist build .pytest_cache .mypy_cache .ruff_cache $(DEVSERVER)/target $(DEVSERVER)/lib \

@@ -128,6 +128,9 @@ class Settings(BaseSettings):
     background (the persona's lane, right after the durable write) or off."""
     record_deadline_seconds: float = Field(default=10.0, gt=0, le=3_600)
     """The longest an inline ``record`` waits for enrichment before returning ``pending``."""
+    lag_degraded_seconds: float = Field(default=60.0, gt=0, le=31_536_000)
+    """Past this age of a persona's oldest pending episode or unthought Thinker turn, the
+    server's ``/readyz`` says ``degraded`` and ``sonality doctor`` marks the persona behind."""
 
     cooling_period: int = Field(default=3, ge=0, le=1_000)
     max_commit_delta: float = Field(default=0.25, gt=0, le=2)

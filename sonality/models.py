@@ -61,8 +61,10 @@ __all__ = [
     "InsightState",
     "InsightStatus",
     "KeyScope",
+    "Lag",
     "MonologueEntry",
     "Narrative",
+    "OldestPending",
     "PendingWork",
     "Persona",
     "PersonaArchive",
@@ -750,6 +752,46 @@ class ThinkerTurn(Frozen):
     """The committed narrative version the Talker answered with (0: none yet)."""
     created_at: datetime
     updated_at: datetime
+
+
+class OldestPending(Frozen):
+    """The heads of a persona's two queues of model work, as the store holds them: when
+    the episode enrichment takes next was recorded, and when the oldest turn the Thinker
+    has not thought about was answered (None: that queue is empty)."""
+
+    persona_id: str
+    episode_at: datetime | None = None
+    """``created_at`` of the pending episode of lowest ``seq`` (enrichment goes in order)."""
+    turn_at: datetime | None = None
+    """``created_at`` of the oldest ``pending`` Thinker turn, any conversation."""
+
+
+class Lag(Frozen):
+    """How far behind a persona's background work is: the age of each queue's head."""
+
+    persona_id: str
+    episode_seconds: float = Field(ge=0)
+    """Age of the oldest pending episode (0: none pending)."""
+    turn_seconds: float = Field(ge=0)
+    """Age of the oldest unthought Thinker turn (0: none pending)."""
+
+    @classmethod
+    def at(cls, oldest: OldestPending, now: datetime) -> Lag:
+        """The lag of ``oldest`` as of ``now`` (an age never goes below 0)."""
+
+        def age(then: datetime | None) -> float:
+            return 0.0 if then is None else max(0.0, (now - then).total_seconds())
+
+        return cls(
+            persona_id=oldest.persona_id,
+            episode_seconds=age(oldest.episode_at),
+            turn_seconds=age(oldest.turn_at),
+        )
+
+    @property
+    def seconds(self) -> float:
+        """The larger of the two ages."""
+        return max(self.episode_seconds, self.turn_seconds)
 
 
 class PendingWork(Frozen):

@@ -33,6 +33,7 @@ from sonality.models import (
     InsightState,
     InsightStatus,
     Narrative,
+    OldestPending,
     Persona,
     PersonaArchive,
     ProvenanceEdge,
@@ -266,6 +267,12 @@ class EpisodeStore(Protocol):
 
     async def count_unembedded(self, persona_id: str) -> int:
         """How many of the persona's episodes have no embedding."""
+        ...
+
+    async def oldest_pending(self, persona_ids: Sequence[str]) -> list[OldestPending]:
+        """For each persona of ``persona_ids`` (in that order; an unknown one has empty
+        queues), when its next pending episode and its oldest pending Thinker turn were
+        recorded: one read, an index seek per persona and queue, whatever the backlog."""
         ...
 
     async def similar_episodes(

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import cached_property
 from types import TracebackType
 from typing import TYPE_CHECKING, Self
@@ -61,6 +61,7 @@ from sonality.models import (
     FactKind,
     HardGoal,
     KeyScope,
+    Lag,
     MonologueEntry,
     Narrative,
     PendingWork,
@@ -754,6 +755,12 @@ class Sonality(Reads):
             turns = await self.store.list_thinker_retries(pid, stale_before=later)
         waiting = sum(t.status is ThinkerStatus.PENDING for t in turns)
         return PendingWork(episodes=episodes, turns=waiting)
+
+    async def lag(
+        self, persona_ids: Sequence[str] | None = None, *, now: datetime | None = None
+    ) -> list[Lag]:
+        """See :meth:`Reads.lag`; ``now`` is this deployment's clock by default."""
+        return await super().lag(persona_ids, now=now or self.clock.now())
 
     async def retry_thinking(self, persona_id: str) -> int:
         """Re-run failed Thinker turns (and turns a dead process left pending), in order

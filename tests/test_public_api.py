@@ -159,6 +159,7 @@ SONALITY_METHODS: dict[str, tuple[str, bool, list[tuple[str, str, object]]]] = {
     "facts": ("method", True, [("persona_id", _P, _REQUIRED), ("user_id", _K, _REQUIRED)]),
     "from_settings": ("classmethod", False, [("settings", _P, _REQUIRED), ("migrate", _K, None)]),
     "insights": ("method", True, [("persona_id", _P, _REQUIRED), ("status", _K, None)]),
+    "lag": ("method", True, [("persona_ids", _P, None), ("now", _K, None)]),
     "retract_fact": ("method", True, [("persona_id", _P, _REQUIRED), ("fact_id", _K, _REQUIRED)]),
     "monologue": (
         "method",

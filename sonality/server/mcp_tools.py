@@ -19,7 +19,7 @@ import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, Literal, ParamSpec, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -109,9 +109,12 @@ def build(sonality: Callable[[], Sonality | None]) -> MCPServer:
         message: str,
         response: str,
         episode_id: str | None = None,
+        enrich: Literal["inline", "background", "off"] | None = None,
     ) -> dict[str, Any]:
         """Store one exchange (the user's message and the reply) in the persona's memory;
-        a repeated episode_id returns the stored one."""
+        a repeated episode_id returns the stored one. ``enrich``: ``inline`` waits for
+        the facts and beliefs it carries (bounded), ``background`` returns at once and
+        the persona digests it next; unset, the server's mode."""
         recorded = await app(persona_id, KeyScope.WRITE).record(
             persona_id,
             user_id=user_id,
@@ -119,6 +122,7 @@ def build(sonality: Callable[[], Sonality | None]) -> MCPServer:
             message=message,
             response=response,
             episode_id=episode_id,
+            enrich=enrich,
         )
         return {"created": recorded.created, **_episode(recorded.episode)}
 
@@ -278,18 +282,14 @@ class Guarded:
         try:
             caller = await self.caller_of(header)
         except (HttpError, SonalityError) as exc:
+            headers = [(b"content-type", b"application/json")]
             if isinstance(exc, HttpError):
                 status, kind, text, detail = exc.status, exc.kind, exc.message, exc.detail
+                headers += [(k.lower().encode(), v.encode()) for k, v in exc.headers.items()]
             else:
                 (status, kind), text, detail = status_and_kind(exc), exc.message, exc.context
             payload = json.dumps(body(text, kind, detail)).encode()
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": status,
-                    "headers": [(b"content-type", b"application/json")],
-                }
-            )
+            await send({"type": "http.response.start", "status": status, "headers": headers})
             await send({"type": "http.response.body", "body": payload})
             return
         scope.setdefault("state", {})["key_id"] = caller.key_id

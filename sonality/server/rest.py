@@ -41,6 +41,7 @@ from sonality.models import (
 from sonality.server.auth import Caller
 from sonality.server.deps import CallerDep, SonalityDep
 from sonality.server.errors import HttpError
+from sonality.server.lag import readiness
 from sonality.service import Recorded, Sonality
 
 __all__ = ["router"]
@@ -66,21 +67,32 @@ async def healthz() -> dict[str, str]:
 
 
 @router.get("/readyz", tags=["health"])
-async def readyz(app: SonalityDep, response: Response) -> dict[str, Any]:
-    """Readiness: the store answers and its schema is current (503 otherwise)."""
+async def readyz(app: SonalityDep, request: Request, response: Response) -> dict[str, Any]:
+    """Readiness: the store answers and its schema is current (503 otherwise). Ready,
+    it also reports the lag of the background work: ``degraded`` (still 200) once a
+    persona's oldest pending episode or unthought turn is older than
+    ``SONALITY_LAG_DEGRADED_SECONDS`` (see ``server/lag.py``)."""
     from sonality.errors import SonalityError
 
     checks: dict[str, str] = {}
+    lag: dict[str, Any] | None = None
     try:
         await app.store.ping()
         checks["store"] = "ok"
         status = await app.store.schema_status()
         checks["schema"] = "ok" if not status.pending else f"{len(status.pending)} pending"
-    except SonalityError as exc:
-        checks.setdefault("store", type(exc).__name__)
-    ready = all(v == "ok" for v in checks.values()) and len(checks) == 2
-    response.status_code = 200 if ready else 503
-    return {"status": "ready" if ready else "not ready", "checks": checks}
+        if not status.pending:
+            bound = request.app.state.sonality_server.config.lag_degraded_seconds
+            keeping_up, lag = readiness(await app.lag(), bound)
+            checks["lag"] = "ok" if keeping_up else "behind"
+    except SonalityError as exc:  # the step that failed says why
+        step = next(s for s in ("store", "schema", "lag") if s not in checks)
+        checks[step] = type(exc).__name__
+    if lag is None:
+        response.status_code = 503
+        return {"status": "not ready", "checks": checks}
+    state = "ready" if checks["lag"] == "ok" else "degraded"
+    return {"status": state, "checks": checks, "lag": lag}
 
 
 @router.get("/metrics", tags=["health"], response_class=Response)
@@ -157,7 +169,11 @@ class RecordIn(Body):
     messages: list[ChatMessage] | None = Field(default=None, max_length=200)
     episode_id: str | None = None
     """Idempotency key (for the messages form: the prefix of ``<id>-<n>``)."""
-    enrich: bool | None = None
+    enrich: bool | Literal["inline", "background", "off"] | None = None
+    """When to enrich: ``inline`` (or true: before answering, bounded by
+    ``SONALITY_RECORD_DEADLINE_SECONDS``), ``background`` (after answering, on the persona's
+    lane) or ``off`` (or false: the worker does it); unset, the server's mode
+    (``sonality serve --record-enrich``, ``background`` by default)."""
 
 
 def exchanges(messages: Sequence[ChatMessage]) -> list[tuple[str, str]]:

@@ -110,3 +110,45 @@ async def test_staged_reads_seek_the_persona(
     staged = [(name, details) for name, _, details in operators if "s:StagedUpdate" in details]
     assert staged and all(name != "NodeByLabelScan" for name, _ in staged), operators
     assert any("StagedUpdate(persona_id, due_at)" in details for _, details in staged)
+
+
+async def test_lag_heads_stop_at_the_first_index_entry(neo4j_store: Any) -> None:
+    """With 60 pending episodes and 30 pending turns, each head of episode/oldest_pending
+    comes from an index seek read in order that yields one row: nothing sorts the queue."""
+    from datetime import timedelta
+
+    from sonality.models import RuntimeMode, ThinkerTurn
+
+    await add_persona(neo4j_store)
+    episodes = []
+    for i in range(60):
+        episode, _ = await neo4j_store.append_episode(make_draft(f"e{i}", minute=60 - i))
+        episodes.append(episode)
+    for episode in episodes[::2]:
+        at = episode.created_at + timedelta(seconds=1)
+        await neo4j_store.begin_turn(
+            ThinkerTurn(
+                persona_id="p1",
+                episode_id=episode.id,
+                conversation_id=episode.conversation_id,
+                user_id=episode.user_id,
+                turn=episode.turn,
+                mode=RuntimeMode.FULL,
+                created_at=at,
+                updated_at=at,
+            ),
+            [],
+        )
+    async with neo4j_store._driver.session(database="neo4j") as session:
+        result = await session.run(
+            "PROFILE " + load(Query.EPISODE_OLDEST_PENDING), {"persona_ids": ["p1"]}
+        )
+        plan = (await result.consume()).profile
+    operators = _operators(plan)
+    seeks = [(name, rows) for name, rows, details in operators if ":Episode(" in details]
+    assert [name for name, _ in seeks] == ["NodeIndexSeek", "NodeIndexSeek"], "\n".join(
+        map(str, operators)
+    )
+    assert all(rows <= 1 for _, rows in seeks), operators
+    sorts = {"Sort", "Top", "PartialSort", "PartialTop"}
+    assert not [o for o in operators if o[0] in sorts], operators

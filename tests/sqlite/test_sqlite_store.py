@@ -269,3 +269,55 @@ async def test_a_file_that_is_not_a_database_is_refused(tmp_path: Path) -> None:
     path.write_bytes(b"this is not a database, just some bytes" * 100)
     with pytest.raises(StoreError):
         await SqliteStore.open(path, embedding_dimensions=DIMS)
+
+
+async def test_lag_reads_stop_at_the_head_of_an_index(sqlite_store: SqliteStore) -> None:
+    """Both heads of ``oldest_pending`` are searched through an index kept in the order
+    asked for: no temporary sort of the pending episodes or turns, whatever their number."""
+    from sonality.storage.sqlite import episodes
+
+    with raw(sqlite_store.path) as conn:
+        for sql in (episodes._OLDEST_EPISODE, episodes._OLDEST_TURN):
+            plan = " | ".join(row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}", ("p1",)))
+            assert "USING" in plan and "INDEX" in plan, plan
+            assert "TEMP B-TREE" not in plan, plan
+
+
+async def test_a_write_waiting_for_the_lock_leaves_the_reads_free(
+    sqlite_store: SqliteStore,
+) -> None:
+    """While another process holds the file's write lock, an append waits for it without
+    holding the store's worker thread: this store's reads answer meanwhile, and the append
+    goes through once the lock is released."""
+    await add_persona(sqlite_store)
+    with raw(sqlite_store.path) as other:
+        other.execute("BEGIN IMMEDIATE")
+        appending = asyncio.create_task(sqlite_store.append_episode(draft("e1")))
+        await asyncio.sleep(0.2)
+        started = asyncio.get_running_loop().time()
+        assert [p.id for p in await sqlite_store.list_personas()] == ["p1"]
+        assert asyncio.get_running_loop().time() - started < 0.5
+        assert not appending.done()
+        await asyncio.sleep(1.0)
+        other.execute("COMMIT")
+    episode, created = await asyncio.wait_for(appending, timeout=5)
+    assert created and episode.seq == 1
+
+
+async def test_a_write_gives_up_on_the_lock_after_the_busy_timeout(tmp_path: Path) -> None:
+    """A write lock held past the store's busy timeout fails the write with
+    StoreUnavailable (busy), and nothing is written."""
+    store = await SqliteStore.open(tmp_path / "s.db", embedding_dimensions=DIMS, busy_timeout=0.3)
+    try:
+        await store.migrate()
+        await add_persona(store)
+        with raw(store.path) as other:
+            other.execute("BEGIN IMMEDIATE")
+            started = asyncio.get_running_loop().time()
+            with pytest.raises(StoreUnavailable, match="busy"):
+                await store.append_episode(draft("e1"))
+            assert asyncio.get_running_loop().time() - started < 3
+            other.execute("ROLLBACK")
+        assert await store.list_episodes("p1") == []
+    finally:
+        await store.close()

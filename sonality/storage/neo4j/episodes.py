@@ -16,7 +16,7 @@ from neo4j import AsyncManagedTransaction
 from neo4j.exceptions import ConstraintError
 
 from sonality.errors import ConfigError, ConflictError, PersonaNotFound
-from sonality.models import EnrichmentStatus, Episode, EpisodeDraft
+from sonality.models import EnrichmentStatus, Episode, EpisodeDraft, OldestPending
 from sonality.storage import checks, shapes
 from sonality.storage.neo4j import codec
 from sonality.storage.neo4j.cypher import Query
@@ -392,6 +392,23 @@ class Neo4jEpisodes(Neo4jAggregate):
             "count_episodes", Query.EPISODE_COUNT_BY_STATUS, persona_id=persona_id
         )
         return checks.episode_counts((r["status"], r["n"]) for r in rows)
+
+    async def oldest_pending(self, persona_ids: Sequence[str]) -> list[OldestPending]:
+        """Per persona, when its next pending episode and its oldest pending Thinker turn
+        were recorded (one statement for all of them)."""
+        if not persona_ids:
+            return []
+        rows = await self._db.fetch(
+            "oldest_pending", Query.EPISODE_OLDEST_PENDING, persona_ids=list(persona_ids)
+        )
+        return [
+            OldestPending(
+                persona_id=r["persona_id"],
+                episode_at=None if r["episode_at"] is None else codec.time_out(r["episode_at"]),
+                turn_at=None if r["turn_at"] is None else codec.time_out(r["turn_at"]),
+            )
+            for r in rows
+        ]
 
     async def similar_episodes(
         self, persona_id: str, user_id: str, embedding: Sequence[float], *, k: int

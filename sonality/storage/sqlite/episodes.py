@@ -8,7 +8,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from sonality.models import EnrichmentStatus, Episode, EpisodeDraft
+from sonality.models import EnrichmentStatus, Episode, EpisodeDraft, OldestPending
 from sonality.storage import checks, shapes
 from sonality.storage.sqlite import codec
 from sonality.storage.sqlite.executor import (
@@ -221,6 +221,33 @@ def _count_unembedded(conn: sqlite3.Connection, persona_id: str) -> int:
     return int(row[0])
 
 
+_OLDEST_EPISODE = (
+    "SELECT created_at FROM episodes WHERE persona_id = ? AND enrichment_status = 'pending' "
+    "ORDER BY seq LIMIT 1"
+)
+"""The head of the enrichment queue, first in ``episodes_by_status``'s order."""
+_OLDEST_TURN = (
+    "SELECT created_at FROM thinker_turns WHERE persona_id = ? AND status = 'pending' "
+    "ORDER BY created_at LIMIT 1"
+)
+"""The oldest unthought turn, first in ``thinker_turns_by_status_time``'s order."""
+
+
+def _oldest_pending(conn: sqlite3.Connection, persona_ids: list[str]) -> list[OldestPending]:
+    found = []
+    for persona_id in persona_ids:
+        episode = conn.execute(_OLDEST_EPISODE, (persona_id,)).fetchone()
+        turn = conn.execute(_OLDEST_TURN, (persona_id,)).fetchone()
+        found.append(
+            OldestPending(
+                persona_id=persona_id,
+                episode_at=None if episode is None else codec.decode_time(episode[0]),
+                turn_at=None if turn is None else codec.decode_time(turn[0]),
+            )
+        )
+    return found
+
+
 def _count(conn: sqlite3.Connection, persona_id: str) -> dict[str, int]:
     rows = conn.execute(
         "SELECT enrichment_status, count(*) FROM episodes WHERE persona_id = ? "
@@ -375,6 +402,13 @@ class SqliteEpisodes(SqliteAggregate):
     async def count_episodes(self, persona_id: str) -> dict[str, int]:
         """``{"pending": n, "enriched": n, "failed": n}``."""
         return await self._db.read(_count, persona_id)
+
+    async def oldest_pending(self, persona_ids: Sequence[str]) -> list[OldestPending]:
+        """Per persona, when its next pending episode and its oldest pending Thinker turn
+        were recorded (one read transaction for all of them)."""
+        if not persona_ids:
+            return []
+        return await self._db.read(_oldest_pending, list(persona_ids))
 
     async def similar_episodes(
         self, persona_id: str, user_id: str, embedding: Sequence[float], *, k: int

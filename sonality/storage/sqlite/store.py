@@ -70,6 +70,7 @@ class SqliteStore(
         *,
         embedding_dimensions: int,
         migrations_dir: Path | None = None,
+        busy_timeout: float = 10.0,
     ) -> None:
         """Use :meth:`open`; this wires already-opened parts together."""
         self.path = path
@@ -80,6 +81,7 @@ class SqliteStore(
             thread,
             embedding_dimensions=embedding_dimensions,
             check_schema=self._check_schema,
+            busy_timeout=busy_timeout,
         )
         self._ledger = SqliteLedger(db, directory=migrations_dir)
         super().__init__(db)
@@ -116,7 +118,7 @@ class SqliteStore(
         thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sonality-sqlite")
         loop = asyncio.get_running_loop()
         try:
-            conn = await loop.run_in_executor(thread, connect, file, busy_timeout)
+            conn = await loop.run_in_executor(thread, connect, file)
         except sqlite3.Error as exc:
             thread.shutdown(wait=False)
             raise StoreUnavailable(
@@ -131,6 +133,7 @@ class SqliteStore(
             thread,
             embedding_dimensions=embedding_dimensions,
             migrations_dir=migrations_dir,
+            busy_timeout=busy_timeout,
         )
 
     async def close(self) -> None:
