@@ -21,7 +21,7 @@ CALL (p) {
   MATCH (b:Belief {persona_id: $persona_id})
   WITH b
   ORDER BY b.topic
-  RETURN collect(b {.*, created_at: null, updated_at: null,
+  RETURN collect(b {.*, topic_embedding: null, created_at: null, updated_at: null,
                     created_at_us: b.created_at.epochMillis * 1000 + b.created_at.microsecond % 1000,
                     updated_at_us: b.updated_at.epochMillis * 1000 + b.updated_at.microsecond % 1000}) AS beliefs
 }

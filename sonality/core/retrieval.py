@@ -19,7 +19,14 @@ from datetime import datetime
 
 from sonality.models import Episode, ScoredEpisode
 
-__all__ = ["DEFAULT_WEIGHTS", "rank_episodes", "recency", "retrieval_score", "unit_vector"]
+__all__ = [
+    "DEFAULT_WEIGHTS",
+    "cosine",
+    "rank_episodes",
+    "recency",
+    "retrieval_score",
+    "unit_vector",
+]
 
 DEFAULT_WEIGHTS: tuple[float, float, float] = (0.5, 0.3, 0.2)
 """Weights of similarity, recency and importance."""
@@ -36,6 +43,14 @@ def unit_vector(values: Iterable[float]) -> tuple[float, ...]:
     vector = tuple(float(x) for x in values)
     norm = math.sqrt(math.fsum(x * x for x in vector))
     return tuple(x / norm for x in vector) if norm > 0.0 else (0.0,) * len(vector)
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    """The cosine of two vectors of one length in ``[-1, 1]`` (0 when either is zero)."""
+    return max(
+        -1.0,
+        min(1.0, math.fsum(x * y for x, y in zip(unit_vector(a), unit_vector(b), strict=True))),
+    )
 
 
 def recency(created_at: datetime, now: datetime, *, decay_per_hour: float = 0.995) -> float:

@@ -33,7 +33,8 @@ from sonality.errors import (
     StoreUnavailable,
     ValidationError,
 )
-from sonality.storage.sqlite.vectors import EmbeddingCache
+from sonality.storage.sqlite.vectors import EmbeddingCache, TopicCache
+from sonality.storage.vectors import DEFAULT_CACHE_MB
 
 __all__ = [
     "CHUNK",
@@ -103,12 +104,16 @@ class SqliteExecutor:
         *,
         embedding_dimensions: int,
         check_schema: Callable[[sqlite3.Connection], None],
+        cache_bytes: int = DEFAULT_CACHE_MB << 20,
     ) -> None:
         self.path = path
         self.embedding_dimensions = embedding_dimensions
         """Length of every embedding the store accepts."""
-        self.vectors = EmbeddingCache(embedding_dimensions)
+        self.vectors = EmbeddingCache(embedding_dimensions, max_bytes=cache_bytes)
         """The similarity cache; like the connection, touched by the worker thread only."""
+        self.topics = TopicCache(embedding_dimensions, max_bytes=cache_bytes // 4)
+        """The belief topics' cache (``context``'s relevant beliefs), likewise; a quarter of
+        the budget."""
         self._conn = conn
         self._thread = thread
         self._check_schema = check_schema
