@@ -20,8 +20,8 @@ CALL (found) {
   UNWIND found AS b
   RETURN b
 UNION
-  WITH found
-  WHERE size(found) < $beliefs AND $embedding IS NOT NULL
+  // (an UNWIND, not a WHERE: the planner would run the seek and filter its rows)
+  UNWIND CASE WHEN size(found) < $beliefs AND $embedding IS NOT NULL THEN [1] ELSE [] END AS scan
   MATCH (b:Belief)
   USING INDEX b:Belief(persona_id, status, strength)
   WHERE b.persona_id = $persona_id AND b.status = 'active' AND b.strength IS NOT NULL

@@ -43,7 +43,7 @@ async def _fill(store: Any, n: int = 24) -> None:
 async def _exact(store: Any, monkeypatch: pytest.MonkeyPatch, k: int) -> list[tuple[str, float]]:
     """The user u1's top k by the server's exact scan (the cache switched off)."""
     with monkeypatch.context() as m:
-        m.setattr(store, "similarity_cache", False)
+        m.setattr(store, "similarity_plan", "route")
         m.setattr(store, "similarity_route", SimilarityRoute(exact_max=10**9))
         return [(e.id, s) for e, s in await store.similar_episodes("p1", "u1", QUERY, k=k)]
 
