@@ -281,10 +281,20 @@ class MatrixCache:
         """What one cached row costs in a matrix (float32, its rank, its bookkeeping)."""
         return self.dimensions * 4 + 8 + ROW_OVERHEAD
 
+    @property
+    def admit(self) -> int:
+        """The most rows one user may have to be cached: what fits four fifths of the
+        budget as a matrix (whose spare rows take up to a quarter more), and, when a user
+        that small would still be kept in plain floats (24 bytes a float), what fits that
+        way (a larger plain-float user would be dropped after every search)."""
+        room = self.max_bytes * 4 // 5
+        rows = room // self.row_bytes()
+        plain = room // (self.dimensions * 24 + 64 + ROW_OVERHEAD)
+        return min(rows, plain) if plain < SMALL_SEARCH // self.dimensions else rows
+
     def admits(self, rows: int) -> bool:
-        """Whether an entry of ``rows`` rows fits the budget (with the matrix's spare rows:
-        up to a quarter more than it holds)."""
-        return rows * self.row_bytes() * 5 // 4 <= self.max_bytes
+        """Whether a user of ``rows`` rows can be cached (:attr:`admit`)."""
+        return rows <= self.admit
 
     def clear(self) -> None:
         """Drop every entry."""

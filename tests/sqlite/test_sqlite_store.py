@@ -269,3 +269,27 @@ async def test_a_file_that_is_not_a_database_is_refused(tmp_path: Path) -> None:
     path.write_bytes(b"this is not a database, just some bytes" * 100)
     with pytest.raises(StoreError):
         await SqliteStore.open(path, embedding_dimensions=DIMS)
+
+
+async def test_similarity_cache_keeps_within_its_budget_and_answers_alike(
+    sqlite_store: SqliteStore,
+) -> None:
+    """With a budget of about one user's rows, searches over six users answer what a
+    store with room for all answers, and the cache never holds more than its budget."""
+    await add_persona(sqlite_store)
+    for u in range(6):
+        for i in range(20):
+            await sqlite_store.append_episode(
+                draft(f"e{u}-{i}", user_id=f"u{u}", embedding=unit((u + i) % DIMS))
+            )
+    roomy = {u: await sqlite_store.similar_episodes("p1", f"u{u}", unit(u), k=3) for u in range(6)}
+    cache = sqlite_store._db.vectors
+    one = cache.used // len(cache)  # every user holds the same number of rows
+    cache.clear()
+    cache.max_bytes = one * 3 // 2
+    for _ in range(2):
+        for u in range(6):
+            found = await sqlite_store.similar_episodes("p1", f"u{u}", unit(u), k=3)
+            assert [(e.id, s) for e, s in found] == [(e.id, s) for e, s in roomy[u]]
+            assert cache.used <= cache.max_bytes and len(cache) <= 1
+    assert cache.evicted >= 5

@@ -67,12 +67,6 @@ class Neo4jEmbeddingCache(MatrixCache):
     """Per-(persona, user) embedding matrices, refreshed from Neo4j inside the caller's
     read transaction."""
 
-    @property
-    def admit(self) -> int:
-        """The most rows one user may have to be cached (a user with more is searched on
-        the server)."""
-        return self.max_bytes * 4 // 5 // self.row_bytes()
-
     def catch_up(self, persona_id: str, user_id: str) -> dict[str, Any]:
         """The parameters of a catch-up of the user's entry (``since``: the entry's last
         catch-up minus the window, ``known``: the cached rows stamped after it, ``admit``:
