@@ -246,9 +246,12 @@ class EpisodeStore(Protocol):
         conversation_id: str | None = None,
         limit: int = 20,
         since_interaction: int | None = None,
+        before: int | None = None,
     ) -> list[Episode]:
         """Most recent first (by ``seq``). ``since_interaction`` keeps enriched episodes
-        with ``interaction_index`` greater than it."""
+        with ``interaction_index`` greater than it; ``before`` (a cursor: the ``seq`` of
+        the last episode of the previous page) keeps those with a smaller ``seq``. Read
+        through an index from the cursor on: a page costs its length, wherever it is."""
         ...
 
     async def list_pending_episodes(self, persona_id: str, *, limit: int = 100) -> list[Episode]:

@@ -1,5 +1,6 @@
 // Reads bounded by what they show (issue 27): `context` reads the persona's strongest few
-// beliefs and the ones relevant to the message through indexes, never every belief.
+// beliefs and the ones relevant to the message through indexes, never every belief; a page
+// of a conversation's episodes reads that page.
 //
 // The strongest: beliefs keep strength = |position| x confidence (written with every belief
 // by the store, by reflections' decay), read backwards through this index to a limit.
@@ -10,6 +11,12 @@ FOR (n:Belief) ON (n.persona_id, n.status, n.strength);
 // topic (the topic's words, through the deployment's embedder) and stored topic_embedding.
 CREATE INDEX belief_persona_embed_pending IF NOT EXISTS
 FOR (n:Belief) ON (n.persona_id, n.embed_pending);
+
+// Episode listing is paged by seq: a conversation's newest turns (what the Talker reads on
+// every reply, and `sonality episodes --conversation`) come from this index read backwards
+// from the cursor to the limit, never a sort of the conversation's whole history.
+CREATE INDEX episode_conversation_seq IF NOT EXISTS
+FOR (n:Episode) ON (n.persona_id, n.conversation_id, n.seq);
 
 // Beliefs made before this step.
 MATCH (b:Belief)

@@ -461,6 +461,11 @@ async def facts(state: CliState, persona_id: str, user_id: str, as_json: bool) -
 @click.option("--user", "user_id")
 @click.option("--conversation", "conversation_id")
 @click.option("--limit", default=20, show_default=True, type=click.IntRange(1, 10_000))
+@click.option(
+    "--before",
+    type=click.IntRange(0),
+    help="Only episodes older than this seq (the last one of the previous page).",
+)
 @json_option
 @click.pass_obj
 @run
@@ -470,12 +475,17 @@ async def episodes(
     user_id: str | None,
     conversation_id: str | None,
     limit: int,
+    before: int | None,
     as_json: bool,
 ) -> None:
-    """List recent episodes, newest first."""
+    """List recent episodes, newest first, a page at a time (--before)."""
     async with state.reads() as app:
         found = await app.episodes(
-            persona_id, user_id=user_id, conversation_id=conversation_id, limit=limit
+            persona_id,
+            user_id=user_id,
+            conversation_id=conversation_id,
+            limit=limit,
+            before=before,
         )
     emit(found, as_json, lambda: lines(found, _episode_text, "no episodes"))
 

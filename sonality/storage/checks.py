@@ -37,6 +37,8 @@ from sonality.models import (
 __all__ = [
     "ERROR_MAX_CHARS",
     "FLOAT32_MAX",
+    "NO_CURSOR",
+    "cursor",
     "embedding",
     "enrichment_chunk",
     "enrichment_may_commit",
@@ -79,6 +81,16 @@ def stored_error(error: str) -> str:
 def limit(value: int) -> int:
     """A list ``limit`` as queried: negative means none."""
     return max(value, 0)
+
+
+NO_CURSOR = (1 << 63) - 1
+"""The ``seq`` bound of a listing without a cursor (above every ``seq``)."""
+
+
+def cursor(before: int | None) -> int:
+    """A listing's ``before`` cursor as queried: the bound itself, :data:`NO_CURSOR` when
+    there is none (a range on ``seq`` either way, so the index seeks to it)."""
+    return NO_CURSOR if before is None else before
 
 
 def episode_not_found(persona_id: str, episode_id: str) -> NotFoundError:

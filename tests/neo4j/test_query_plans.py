@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from sonality.storage.checks import NO_CURSOR
 from sonality.storage.neo4j.cypher import Query, load
 from tests.contract.factories import add_persona, make_draft, vector
 
@@ -38,24 +39,34 @@ def _operators(plan: Any) -> list[tuple[str, int, str]]:
     [
         (Query.EPISODE_LIST, {"user_id": None}),
         (Query.EPISODE_LIST_USER, {"user_id": "u1"}),
+        (Query.EPISODE_LIST_CONVERSATION, {"user_id": None, "conversation_id": "c1"}),
         (Query.CONTEXT_READ, {"user_id": "u1", "recent": 3, **NO_SEARCH}),
     ],
-    ids=["persona", "user", "context"],
+    ids=["persona", "user", "conversation", "context"],
 )
+@pytest.mark.parametrize("page", ["first", "deep"])
 async def test_latest_episodes_stop_at_the_limit(
-    neo4j_store: Any, query: Query, params: dict[str, Any]
+    neo4j_store: Any, query: Query, params: dict[str, Any], page: str
 ) -> None:
-    """Over 60 episodes, the latest 3 are read from an ordered index seek that yields at
-    most 3 rows, and nothing sorts the history by seq."""
+    """Over 60 episodes, a page of 3 (the first, or one far back behind a seq cursor) is
+    read from an ordered index seek that yields at most 3 rows, and nothing sorts the
+    history by seq."""
     await add_persona(neo4j_store)
     await neo4j_store.append_episodes(
-        [make_draft(f"e{i}", user_id=f"u{i % 2}", minute=i) for i in range(60)]
+        [
+            make_draft(f"e{i}", user_id=f"u{i % 2}", conversation_id=f"c{i % 2}", minute=i)
+            for i in range(60)
+        ]
     )
+    before = NO_CURSOR
+    if page == "deep":
+        before = (await neo4j_store.list_episodes("p1", limit=50))[-1].seq
     arguments = {
         "persona_id": "p1",
         "conversation_id": None,
         "since_interaction": None,
         "limit": 3,
+        "before": before,
         **params,
     }
     async with neo4j_store._driver.session(database="neo4j") as session:

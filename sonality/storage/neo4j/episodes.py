@@ -354,9 +354,11 @@ class Neo4jEpisodes(Neo4jAggregate):
         conversation_id: str | None = None,
         limit: int = 20,
         since_interaction: int | None = None,
+        before: int | None = None,
     ) -> list[Episode]:
         """Most recent first (by ``seq``), optionally filtered (a conversation or a user
-        is read through its own index)."""
+        is read through its own index), from the ``before`` cursor on (see
+        ``EpisodeStore.list_episodes``)."""
         query = (
             Query.EPISODE_LIST_CONVERSATION
             if conversation_id is not None
@@ -371,6 +373,7 @@ class Neo4jEpisodes(Neo4jAggregate):
             user_id=user_id,
             conversation_id=conversation_id,
             since_interaction=since_interaction,
+            before=checks.cursor(before),
             limit=checks.limit(limit),
         )
         return [episode_from(r["episode"]) for r in rows]

@@ -28,12 +28,15 @@ __all__ = ["SqliteContext"]
 
 _BELIEFS = f"SELECT {', '.join(BELIEF_FIELDS)} FROM beliefs"
 
+# INDEXED BY: without statistics the planner may take the primary key's (persona_id)
+# prefix and read every belief of the persona
 _STRONGEST = (
-    f"{_BELIEFS} WHERE persona_id = ? AND status = 'active' "
+    f"{_BELIEFS} INDEXED BY beliefs_by_strength WHERE persona_id = ? AND status = 'active' "
     "ORDER BY abs(position) * confidence DESC LIMIT ?"
 )
 _UNEMBEDDED = (
-    f"{_BELIEFS} WHERE persona_id = ? AND topic_embedding IS NULL AND status = 'active' "
+    f"{_BELIEFS} INDEXED BY beliefs_unembedded "
+    "WHERE persona_id = ? AND topic_embedding IS NULL AND status = 'active' "
     "ORDER BY topic LIMIT ?"
 )
 
