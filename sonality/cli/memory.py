@@ -251,7 +251,7 @@ async def ingest(
     copying or extending the file stores nothing twice. Bad lines (not UTF-8, not JSON,
     wrong field types, an id already taken by another exchange) are reported with their
     number; good ones are kept. A progress bar per phase (storing, enriching) is drawn on
-    stderr; `sonality -q ingest` hides them.
+    stderr when it is a terminal; `sonality -q ingest` hides them.
     """
     import asyncio
 
@@ -353,8 +353,10 @@ _ENRICH_STEP = 50
 
 
 def _bar(items: Any, label: str, show: bool, length: int | None = None) -> Any:
-    """A progress bar on stderr (click draws it only on a terminal), or the bare items."""
-    if not show:
+    """A progress bar on stderr when it is a terminal, or the bare items: off a terminal
+    (a pipe, a log file, CI) nothing at all is written, not even the label click would
+    print there once."""
+    if not show or not sys.stderr.isatty():
         from contextlib import nullcontext
 
         return nullcontext(items if items is not None else _Counter())
