@@ -233,11 +233,11 @@ def test_the_progress_bar_is_drawn_on_a_terminal(ada: dict[str, str], tmp_path: 
     import sys
 
     path = _write(tmp_path / "x.jsonl", *(_line(f"m{i}") for i in range(30)))
+    command = [sys.executable, "-m", "sonality", "ingest", str(path), "--persona", "ada"]
     leader, follower = pty.openpty()
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "sonality", "ingest", str(path), "--persona", "ada"]
-            + ["--no-enrich"],
+            [*command, "--no-enrich"],
             env={**os.environ, **ada},
             stdout=subprocess.PIPE,
             stderr=follower,
