@@ -14,6 +14,7 @@ With the default weights ``(0.5, 0.3, 0.2)`` the score is in ``[0, 1]`` too.
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
@@ -40,9 +41,9 @@ def unit_vector(values: Iterable[float]) -> tuple[float, ...]:
     """``values`` scaled to length 1 (the zero vector stays zero), in plain floats: the
     norm is an exactly rounded sum (``math.fsum``), so the result is the same on every
     machine."""
-    vector = tuple(float(x) for x in values)
-    norm = math.sqrt(math.fsum(x * x for x in vector))
-    return tuple(x / norm for x in vector) if norm > 0.0 else (0.0,) * len(vector)
+    vector = tuple(map(float, values))  # map over C callables: a bulk load scales 256 floats
+    norm = math.sqrt(math.fsum(map(operator.mul, vector, vector)))  # an episode, in C
+    return tuple(map(norm.__rtruediv__, vector)) if norm > 0.0 else (0.0,) * len(vector)
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
