@@ -77,11 +77,15 @@ class Settings(BaseSettings):
     driver's ``max_transaction_retry_time``; its own default is 30 s)."""
     neo4j_connect_seconds: float = Field(default=5.0, gt=0, le=300)
     """How long opening a connection, or waiting for one from the pool, may take."""
-    neo4j_vector_index: bool = False
-    """Keep the ``episode_embedding`` vector index (``on``) or not (``off``, the default);
-    ``sonality migrate`` creates or drops it to match. Similarity search does not need it
-    (the per-process cache is exact), and on 5.26 its HNSW insert is most of an append's
-    cost; see the README's performance section."""
+    neo4j_vector_index: Literal["auto", "on", "off"] = "auto"
+    """The ``episode_embedding`` vector index: ``auto`` keeps it where similarity is
+    searched inside it (Neo4j 2026.x, filtered by persona and user) and not on 5.26, whose
+    similarity runs in the per-process cache; ``on`` keeps it on 5.26 too, ``off``
+    nowhere (2026.x then uses the cache). ``sonality migrate`` creates or drops it to
+    match; see the README's performance section. ``true``/``false`` mean on/off."""
+    cache_mb: int = Field(default=256, ge=1, le=1_000_000)
+    """Memory the per-process similarity cache may hold (least recently used users go
+    first); a user larger than it is searched in the database instead."""
 
     model: str | None = None
     """litellm model name, e.g. ``openai/gpt-4o-mini``; unset means no LLM (degraded mode)."""
@@ -170,6 +174,15 @@ class Settings(BaseSettings):
                 f"got {redact_url(value)!r}"
             )
         return value
+
+    @field_validator("neo4j_vector_index", mode="before")
+    @classmethod
+    def _vector_index_bool(cls, value: object) -> object:
+        """``true``/``false`` (the setting was a boolean) mean ``on``/``off``."""
+        text = str(value).strip().lower()
+        if isinstance(value, bool) or text in {"true", "false", "1", "0", "yes", "no"}:
+            return "on" if text in {"true", "1", "yes"} else "off"
+        return text
 
     @field_validator("log_level")
     @classmethod

@@ -510,7 +510,14 @@ class ContextReads(Frozen):
     facts: tuple[UserFact, ...]
     """The user's active facts, oldest first."""
     beliefs: tuple[Belief, ...]
-    """The persona's active beliefs, by topic."""
+    """The persona's active beliefs read for the message, each once and never more than a
+    few whatever the persona holds: the most similar to it by topic, the strongest
+    (|position| x confidence), and those whose topic is not embedded yet."""
+    belief_similarity: dict[str, float] = Field(default_factory=dict)
+    """The cosine of the message with the topic of each belief read as most similar."""
+    unembedded: tuple[str, ...] = ()
+    """The topics among ``beliefs`` whose embedding is not stored yet (``context`` embeds
+    them and stores them with ``ContextStore.set_topic_embeddings``)."""
     similar: tuple[tuple[Episode, float], ...]
     """Up to ``similar_k`` of the user's embedded episodes by cosine, best first."""
     recent: tuple[Episode, ...]
@@ -598,7 +605,9 @@ class VectorIndexStatus(Frozen):
     """Neo4j's episode vector index: what the setting asks for, what the server has."""
 
     wanted: bool
-    """``SONALITY_NEO4J_VECTOR_INDEX`` is on."""
+    """``SONALITY_NEO4J_VECTOR_INDEX`` asks for it on this server (``auto``: on 2026.x)."""
+    setting: str = "auto"
+    """The setting itself: ``auto``, ``on`` or ``off``."""
     state: str | None = None
     """The server's state of the index (``ONLINE``, ``POPULATING``…); None: none exists."""
     scoped: bool = False

@@ -247,9 +247,12 @@ class EpisodeStore(Protocol):
         conversation_id: str | None = None,
         limit: int = 20,
         since_interaction: int | None = None,
+        before: int | None = None,
     ) -> list[Episode]:
         """Most recent first (by ``seq``). ``since_interaction`` keeps enriched episodes
-        with ``interaction_index`` greater than it."""
+        with ``interaction_index`` greater than it; ``before`` (a cursor: the ``seq`` of
+        the last episode of the previous page) keeps those with a smaller ``seq``. Read
+        through an index from the cursor on: a page costs its length, wherever it is."""
         ...
 
     async def list_pending_episodes(self, persona_id: str, *, limit: int = 100) -> list[Episode]:
@@ -637,11 +640,23 @@ class ContextStore(Protocol):
         *,
         similar_k: int,
         recent: int,
+        beliefs: int = 8,
     ) -> ContextReads:
-        """Persona, CURRENT snapshot, the user's active facts, the active beliefs, the
-        user's ``similar_k`` episodes most similar to ``embedding`` (none when it is
-        ``None`` or ``similar_k`` is 0) and their ``recent`` latest, all in one read
-        transaction. ``PersonaNotFound`` when the persona is unknown."""
+        """Persona, CURRENT snapshot, the user's active facts, the beliefs to show (the
+        ``beliefs`` active ones whose topic is most similar to ``embedding``, the
+        ``beliefs`` strongest, and up to ``beliefs`` whose topic is not embedded yet, each
+        through an index: never every belief of the persona), the user's ``similar_k``
+        episodes most similar to ``embedding`` (none when it is ``None`` or ``similar_k``
+        is 0) and their ``recent`` latest, all in one read transaction.
+        ``PersonaNotFound`` when the persona is unknown."""
+        ...
+
+    async def set_topic_embeddings(
+        self, persona_id: str, embeddings: Mapping[str, Sequence[float]]
+    ) -> int:
+        """Store the embeddings of the persona's belief topics (topic -> vector of the
+        store's dimension; ``ValidationError`` otherwise); a topic with no belief is
+        skipped. Returns how many beliefs took one."""
         ...
 
 

@@ -50,6 +50,7 @@ async def open_store(settings: Settings, *, create: bool = True) -> Store:
             settings.sqlite_path,
             embedding_dimensions=settings.embedding_dimensions,
             create=create,
+            cache_mb=settings.cache_mb,
         )
     from sonality.storage.neo4j.store import Neo4jStore
 
@@ -60,6 +61,7 @@ async def open_store(settings: Settings, *, create: bool = True) -> Store:
         database=settings.neo4j_database,
         embedding_dimensions=settings.embedding_dimensions,
         vector_index=settings.neo4j_vector_index,
+        cache_mb=settings.cache_mb,
         retry_seconds=settings.neo4j_retry_seconds,
         connect_seconds=settings.neo4j_connect_seconds,
     )

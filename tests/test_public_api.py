@@ -149,6 +149,7 @@ SONALITY_METHODS: dict[str, tuple[str, bool, list[tuple[str, str, object]]]] = {
             ("user_id", _K, None),
             ("conversation_id", _K, None),
             ("limit", _K, 20),
+            ("before", _K, None),
         ],
     ),
     "erasures": ("method", True, [("persona_id", _P, _REQUIRED)]),

@@ -4,5 +4,5 @@
 // a belief gives no row.
 UNWIND $topics AS topic
 MATCH (b:Belief {persona_id: $persona_id, topic: topic})
-RETURN b {.*} AS belief
+RETURN b {.*, topic_embedding: null} AS belief
 ORDER BY b.topic

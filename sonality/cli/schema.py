@@ -208,7 +208,7 @@ def _lag_report(oldest: list[OldestPending], bound_seconds: float) -> dict[str, 
 
 def _vector_index_line(index: dict[str, Any]) -> str:
     """The Neo4j episode vector index in one line: the setting, what the server has."""
-    setting = "on" if index["wanted"] else "off"
+    setting = index.get("setting", "on" if index["wanted"] else "off")
     if index["state"] is None:
         have = "no index"
     else:

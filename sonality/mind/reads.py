@@ -125,15 +125,24 @@ class Reads:
         user_id: str | None = None,
         conversation_id: str | None = None,
         limit: int = 20,
+        before: int | None = None,
     ) -> list[Episode]:
+        """Newest first, ``limit`` at a time: the next page is ``before=`` the last
+        episode's ``seq`` (each page is read through an index from its cursor)."""
         await self._known(persona_id)
         if user_id is not None:
             check_id(user_id, "user_id")
         if conversation_id is not None:
             check_id(conversation_id, "conversation_id")
         check_int(limit, field="limit", low=1, high=MAX_LIMIT)
+        if before is not None:
+            check_int(before, field="before", low=0, high=(1 << 63) - 1)
         return await self.store.list_episodes(
-            persona_id, user_id=user_id, conversation_id=conversation_id, limit=limit
+            persona_id,
+            user_id=user_id,
+            conversation_id=conversation_id,
+            limit=limit,
+            before=before,
         )
 
     async def insights(

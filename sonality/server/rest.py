@@ -325,10 +325,16 @@ async def episodes(
     user_id: str | None = None,
     conversation_id: str | None = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 20,
+    before: Annotated[int | None, Query(ge=0, description="seq of the last episode seen")] = None,
 ) -> list[Episode]:
+    """Newest first; the next page passes ``before`` = the last episode's ``seq``."""
     await _known(persona_id, caller, app, READ)
     return await app.episodes(
-        persona_id, user_id=user_id, conversation_id=conversation_id, limit=limit
+        persona_id,
+        user_id=user_id,
+        conversation_id=conversation_id,
+        limit=limit,
+        before=before,
     )
 
 

@@ -346,7 +346,7 @@ async def test_similarity_routes_agree_with_an_exact_ranking(
     query = vector(1.0, 3.0, 1.0)
     mine = [d for d in drafts if d.user_id == "u1" and d.embedding is not None]
     expected = sorted(mine, key=lambda d: -cosine(d.embedding or (), query))[:5]
-    monkeypatch.setattr(neo4j_store, "similarity_cache", False)
+    monkeypatch.setattr(neo4j_store, "similarity_plan", "route")
     monkeypatch.setattr(neo4j_store, "similarity_route", SimilarityRoute(exact_max=exact_max))
     with statements.counting() as sent:
         found = await neo4j_store.similar_episodes("p1", "u1", query, k=5)

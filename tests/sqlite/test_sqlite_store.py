@@ -321,3 +321,64 @@ async def test_a_write_gives_up_on_the_lock_after_the_busy_timeout(tmp_path: Pat
         assert await store.list_episodes("p1") == []
     finally:
         await store.close()
+
+
+async def test_similarity_cache_keeps_within_its_budget_and_answers_alike(
+    sqlite_store: SqliteStore,
+) -> None:
+    """With a budget of about one user's rows, searches over six users answer what a
+    store with room for all answers, and the cache never holds more than its budget."""
+    await add_persona(sqlite_store)
+    for u in range(6):
+        for i in range(20):
+            await sqlite_store.append_episode(
+                draft(f"e{u}-{i}", user_id=f"u{u}", embedding=unit((u + i) % DIMS))
+            )
+    roomy = {u: await sqlite_store.similar_episodes("p1", f"u{u}", unit(u), k=3) for u in range(6)}
+    cache = sqlite_store._db.vectors
+    one = cache.used // len(cache)  # every user holds the same number of rows
+    cache.clear()
+    cache.max_bytes = one * 3 // 2
+    for _ in range(2):
+        for u in range(6):
+            found = await sqlite_store.similar_episodes("p1", f"u{u}", unit(u), k=3)
+            assert [(e.id, s) for e, s in found] == [(e.id, s) for e, s in roomy[u]]
+            assert cache.used <= cache.max_bytes and len(cache) <= 1
+    assert cache.evicted >= 5
+
+
+@pytest.mark.parametrize(
+    ("sql", "params", "index"),
+    [
+        ("_STRONGEST", ["p1", 8], "beliefs_by_strength"),
+        ("_UNEMBEDDED", ["p1", 8], "beliefs_unembedded"),
+    ],
+)
+async def test_context_belief_reads_search_their_indexes(
+    sqlite_store: SqliteStore, sql: str, params: list[Any], index: str
+) -> None:
+    """The strongest and the unembedded beliefs are read through their own indexes (a
+    SEARCH to a limit), never a pass over every belief of the persona."""
+    from sonality.storage.sqlite import context
+
+    with raw(sqlite_store.path) as conn:
+        plan = conn.execute("EXPLAIN QUERY PLAN " + getattr(context, sql), params).fetchall()
+    details = " ".join(str(row[-1]) for row in plan)
+    assert f"SEARCH beliefs USING INDEX {index} (persona_id=?" in details, details
+    assert "SCAN" not in details and "TEMP B-TREE" not in details, details
+
+
+async def test_episode_pages_seek_to_the_cursor(sqlite_store: SqliteStore) -> None:
+    """Every listing statement seeks its index to the seq cursor (``seq<?``): a page far
+    back costs what the first one does."""
+    from sonality.storage.sqlite.episodes import _LIST_EPISODES
+
+    with raw(sqlite_store.path) as conn:
+        for (by_user, by_conversation), sql in _LIST_EPISODES.items():
+            filters = ["u1"] * by_user + ["c1"] * by_conversation
+            plan = conn.execute(
+                "EXPLAIN QUERY PLAN " + sql, ["p1", *filters, 5, None, None, 3]
+            ).fetchall()
+            details = " ".join(str(row[-1]) for row in plan)
+            assert "SEARCH episodes USING INDEX" in details and "seq<?" in details, details
+            assert "TEMP B-TREE" not in details, details

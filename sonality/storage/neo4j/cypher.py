@@ -47,8 +47,15 @@ class Query(StrEnum):
     SNAPSHOT_CURRENT = "snapshot/current"
     SNAPSHOT_HISTORY = "snapshot/history"
 
-    # context: what one context call reads
+    # context: what one context call reads (and the parts its two forms include)
+    CONTEXT_BELIEFS_ROUTE = "context/beliefs_route"
+    CONTEXT_BELIEFS_SEARCH = "context/beliefs_search"
+    CONTEXT_BELIEFS_STRONGEST = "context/beliefs_strongest"
+    CONTEXT_BELIEFS_UNEMBEDDED = "context/beliefs_unembedded"
+    CONTEXT_FACTS = "context/facts"
     CONTEXT_READ = "context/read"
+    CONTEXT_READ_SEARCH = "context/read_search"
+    CONTEXT_RECENT = "context/recent"
 
     # episodes
     EPISODE_APPEND = "episode/append"
@@ -87,6 +94,7 @@ class Query(StrEnum):
     BELIEF_EVIDENCE = "belief/evidence"
     BELIEF_LIST = "belief/list"
     BELIEF_SUPPORTS = "belief/supports"
+    BELIEF_SET_TOPIC_EMBEDDINGS = "belief/set_topic_embeddings"
     BELIEF_UPSERT = "belief/upsert"
 
     # staged updates
@@ -203,6 +211,9 @@ class Query(StrEnum):
 _INCLUDE = re.compile(r"^[ \t]*INCLUDE ([a-z]+/[a-z0-9_]+)[ \t]*$", re.MULTILINE)
 """A line ``INCLUDE <area>/<name>``: the named query's text in its place (see load)."""
 
+_CYPHER_25 = re.compile(r"\ACYPHER 25[ \t]*\n")
+"""An included query's own ``CYPHER 25`` first line (the including statement carries it)."""
+
 
 @cache
 def load(query: Query) -> LiteralString:
@@ -211,14 +222,16 @@ def load(query: Query) -> LiteralString:
     A file may compose others: a line holding only ``INCLUDE <area>/<name>`` (not Cypher;
     always inside a ``CALL () { … }`` subquery) is replaced by that query's text, so one
     statement can do what two files do without repeating either (``episode/
-    append_backlog`` runs ``episode/append`` then ``enrichment/backlog``).
+    append_backlog`` runs ``episode/append`` then ``enrichment/backlog``). An included
+    query's ``CYPHER 25`` first line is dropped: the including statement must carry it
+    (``context/read_search``).
 
     The text is a file shipped with Sonality, never user input, which is why it may be
     treated as a literal string by the driver's typing (mypy reads ``LiteralString`` as
     ``str``, so no cast is needed)."""
     path = resource_dir("cypher") / f"{query.value}.cypher"
     text = path.read_text(encoding="utf-8").strip()
-    return _INCLUDE.sub(lambda m: load(Query(m.group(1))), text)
+    return _INCLUDE.sub(lambda m: _CYPHER_25.sub("", load(Query(m.group(1))), count=1), text)
 
 
 def split_statements(text: str) -> list[str]:

@@ -55,7 +55,9 @@ __all__ = ["Neo4jEnrichment", "belief_props", "provenance_from"]
 
 
 def belief_props(belief: Belief) -> dict[str, Any]:
-    return codec.encode(belief)
+    """A belief's properties, with ``strength`` (|position| x confidence: what `context`
+    reads the persona's strongest beliefs by, through an index)."""
+    return {**codec.encode(belief), "strength": abs(belief.position) * belief.confidence}
 
 
 def provenance_from(row: Any) -> ProvenanceEdge:

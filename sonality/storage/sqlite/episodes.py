@@ -170,8 +170,10 @@ def _list_sql(by_user: bool, by_conversation: bool) -> str:
     where = "persona_id = ?"
     where += " AND user_id = ?" if by_user else ""
     where += " AND conversation_id = ?" if by_conversation else ""
+    # seq < ? (never NULL: the largest seq when there is no cursor) is a range the index
+    # seeks to, so a page far back costs what the first one does
     return (
-        f"{_EPISODES} WHERE {where} "
+        f"{_EPISODES} WHERE {where} AND seq < ? "
         "AND (? IS NULL OR (enrichment_status = 'enriched' AND interaction_index > ?)) "
         "ORDER BY seq DESC LIMIT ?"
     )
@@ -188,10 +190,12 @@ def _list(
     conversation_id: str | None,
     limit: int,
     since_interaction: int | None,
+    before: int | None = None,
 ) -> list[Episode]:
     params: list[object] = [persona_id]
     params += [user_id] if user_id is not None else []
     params += [conversation_id] if conversation_id is not None else []
+    params += [checks.cursor(before)]
     params += [since_interaction, since_interaction, checks.limit(limit)]
     sql = _LIST_EPISODES[(user_id is not None, conversation_id is not None)]
     return [episode_from(row) for row in conn.execute(sql, params)]
@@ -381,10 +385,12 @@ class SqliteEpisodes(SqliteAggregate):
         conversation_id: str | None = None,
         limit: int = 20,
         since_interaction: int | None = None,
+        before: int | None = None,
     ) -> list[Episode]:
-        """Most recent first (by ``seq``), optionally filtered."""
+        """Most recent first (by ``seq``), optionally filtered, from the ``before`` cursor
+        on (see ``EpisodeStore.list_episodes``)."""
         return await self._db.read(
-            _list, persona_id, user_id, conversation_id, limit, since_interaction
+            _list, persona_id, user_id, conversation_id, limit, since_interaction, before
         )
 
     async def list_pending_episodes(self, persona_id: str, *, limit: int = 100) -> list[Episode]:

@@ -38,7 +38,8 @@ from sonality.errors import (
     StoreUnavailable,
     ValidationError,
 )
-from sonality.storage.sqlite.vectors import EmbeddingCache
+from sonality.storage.sqlite.vectors import EmbeddingCache, TopicCache
+from sonality.storage.vectors import DEFAULT_CACHE_MB
 
 __all__ = [
     "CHUNK",
@@ -122,14 +123,18 @@ class SqliteExecutor:
         embedding_dimensions: int,
         check_schema: Callable[[sqlite3.Connection], None],
         busy_timeout: float = 10.0,
+        cache_bytes: int = DEFAULT_CACHE_MB << 20,
     ) -> None:
         self.path = path
         self.busy_timeout = busy_timeout
         """How long a write may wait for another process's write lock, in all."""
         self.embedding_dimensions = embedding_dimensions
         """Length of every embedding the store accepts."""
-        self.vectors = EmbeddingCache(embedding_dimensions)
+        self.vectors = EmbeddingCache(embedding_dimensions, max_bytes=cache_bytes)
         """The similarity cache; like the connection, touched by the worker thread only."""
+        self.topics = TopicCache(embedding_dimensions, max_bytes=cache_bytes // 4)
+        """The belief topics' cache (``context``'s relevant beliefs), likewise; a quarter of
+        the budget."""
         self._conn = conn
         self._thread = thread
         self._check_schema = check_schema

@@ -31,6 +31,7 @@ from sonality.storage.sqlite.migrations import DATA_TABLES, SqliteLedger
 from sonality.storage.sqlite.personas import SqlitePersonas
 from sonality.storage.sqlite.reflection import SqliteReflection
 from sonality.storage.sqlite.runtime import SqliteRuntime
+from sonality.storage.vectors import DEFAULT_CACHE_MB
 
 __all__ = ["MIN_SQLITE_VERSION", "SqliteStore"]
 
@@ -71,6 +72,7 @@ class SqliteStore(
         embedding_dimensions: int,
         migrations_dir: Path | None = None,
         busy_timeout: float = 10.0,
+        cache_mb: int = DEFAULT_CACHE_MB,
     ) -> None:
         """Use :meth:`open`; this wires already-opened parts together."""
         self.path = path
@@ -82,6 +84,7 @@ class SqliteStore(
             embedding_dimensions=embedding_dimensions,
             check_schema=self._check_schema,
             busy_timeout=busy_timeout,
+            cache_bytes=cache_mb << 20,
         )
         self._ledger = SqliteLedger(db, directory=migrations_dir)
         super().__init__(db)
@@ -95,10 +98,12 @@ class SqliteStore(
         busy_timeout: float = 10.0,
         migrations_dir: Path | None = None,
         create: bool = True,
+        cache_mb: int = DEFAULT_CACHE_MB,
     ) -> SqliteStore:
         """Open (creating the parent folders and the empty file, never the schema; with
         ``create=False`` a missing file is ``StoreUnavailable`` and nothing is created).
-        ``migrations_dir`` replaces the shipped ``migrations/sqlite/`` folder (for tests)."""
+        ``migrations_dir`` replaces the shipped ``migrations/sqlite/`` folder (for tests).
+        ``cache_mb`` bounds the similarity cache's memory (``SONALITY_CACHE_MB``)."""
         if sqlite3.sqlite_version_info < MIN_SQLITE_VERSION:
             raise StoreUnavailable(
                 "the SQLite library is too old",
@@ -134,6 +139,7 @@ class SqliteStore(
             embedding_dimensions=embedding_dimensions,
             migrations_dir=migrations_dir,
             busy_timeout=busy_timeout,
+            cache_mb=cache_mb,
         )
 
     async def close(self) -> None:
@@ -178,6 +184,7 @@ class SqliteStore(
         def work(conn: sqlite3.Connection) -> None:
             _delete_all(conn)
             self._db.vectors.clear()
+            self._db.topics.clear()
 
         await self._db.run(work, write=True)
 
