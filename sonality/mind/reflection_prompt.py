@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from sonality.core.decay import Verdict
+from sonality.core.decay import MAX_REVIEWED_BELIEFS, Verdict
 from sonality.models import Belief, Episode, Insight, Persona, ProvenanceEdge
 
 __all__ = [
@@ -28,9 +28,6 @@ __all__ = [
 
 MAX_PROMPT_BELIEFS = 40
 """The most confident active beliefs shown; the rest are still kept in the graph."""
-MAX_REVIEWED_BELIEFS = 20
-"""Stale beliefs one decay review judges (the longest unreinforced); the rest are
-retained, and come up again at the next reflection."""
 _SNAPSHOT_CHARS = 2_000
 _MESSAGE_CHARS = 400
 _RESPONSE_CHARS = 240

@@ -194,7 +194,12 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         sonality = await open_sonality()
         state.sonality = sonality
-        state.keys = KeyCheck(sonality.key, cache_seconds=cfg.key_cache_seconds)
+        state.keys = KeyCheck(
+            sonality.key,
+            cache_seconds=cfg.key_cache_seconds,
+            epoch=lambda: sonality.key_epoch,
+            persona=sonality.persona,
+        )
         state.limiter = Limiter(cfg.key_concurrency)
         state.metrics.attach(sonality)
         try:

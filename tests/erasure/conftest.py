@@ -26,7 +26,8 @@ class Turn:
 
 
 async def play(app: Sonality, clock: FrozenClock, persona: str, turns: list[Turn]) -> None:
-    """Record ``turns`` in order (creating the persona first if needed)."""
+    """Record ``turns`` in order (creating the persona first if needed), and see every one
+    enriched (a record past its inline deadline on a busy machine is finished here)."""
     if persona not in {p.id for p in await app.personas()}:
         await app.create_persona(persona, name="Ada", core_identity=IDENTITY)
     for t in turns:
@@ -40,6 +41,8 @@ async def play(app: Sonality, clock: FrozenClock, persona: str, turns: list[Turn
             response=script.response,
             episode_id=f"e{t.index}",
         )
+    if app.llm is not None:
+        await app.enrich_pending(persona)
 
 
 def _belief(b: Belief) -> tuple[Any, ...]:

@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from sonality.core.erasure import keyed_subject
 from sonality.errors import NotFoundError, PersonaNotFound
 from sonality.models import ErasureKind
 from sonality.service import Sonality
@@ -62,13 +63,18 @@ async def test_forgetting_a_user_leaves_the_state_of_a_persona_that_never_met_th
 async def test_the_audit_record_names_no_user_and_holds_no_text(
     app: Sonality, clock: FrozenClock
 ) -> None:
-    """The erasure record keeps a digest of the user id, counts and a time: neither the id
-    nor any message; it is listed by `erasures`."""
+    """The erasure record keeps a keyed digest of the user id, counts and a time: neither
+    the id nor any message, nor the plain SHA-256 a reader could confirm a guess with;
+    the store (which holds the key) computes it again; it is listed by `erasures`."""
     await play(app, clock, "full", schedule(12))
     record = await app.forget_user("full", user_id="u1")
     text = json.dumps(record.model_dump(mode="json"))
     assert "u1" not in text and "turn" not in text
-    assert record.subject == hashlib.sha256(b"full\x00user\x00u1").hexdigest()
+    plain = hashlib.sha256(b"full\x00user\x00u1").hexdigest()
+    assert record.subject != plain
+    assert record.subject == keyed_subject(await app.store.audit_key(), plain)
+    assert record.subject == await app.erasure_subject("full", kind="user", subject_id="u1")
+    assert record.subject != await app.erasure_subject("full", kind="user", subject_id="u2")
     assert await app.erasures("full") == [record]
 
 
