@@ -23,7 +23,7 @@ from typing import Any
 from sonality.llm.prompts import RenderedPrompt
 from sonality.testing import ScriptedLLM
 
-FORGET = frozenset({"tea"})
+FORGET = frozenset({"tea", "wine"})
 DECAY = frozenset({"coffee"})
 TOKEN = re.compile(r"\[(u\d+):(\d+)\]")
 _SAID = re.compile(r"\[(u\d+):(\d+)\] (\w+) (supports|opposes|neutral)(?: fact: (.+))?")
