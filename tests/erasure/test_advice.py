@@ -58,8 +58,6 @@ async def test_advice_on_a_topic_the_user_never_named_is_applied_again(
     await _live(full, clock, "full", history)
     await full.reflect("full", force=True)
     assert (await _tea(full, "full")).status is BeliefStatus.RETIRED
-    [reflection] = await full.store.list_reflections("full")
-    assert "forget:tea" in reflection.advice
 
     reference = make_app(scripted(Script()))
     await _live(reference, clock, "reference", [h for h in history if h[1][0] != "u2"])
@@ -69,7 +67,7 @@ async def test_advice_on_a_topic_the_user_never_named_is_applied_again(
     assert (await _tea(full, "full")).status is BeliefStatus.RETIRED
     assert await opinion_state(full, "full") == await opinion_state(reference, "reference")
     [kept] = await full.store.list_reflections("full")
-    assert kept.advice == reflection.advice
+    assert "forget:tea" in kept.advice  # kept with its reflection, renumbered
 
 
 async def test_advice_that_depended_on_the_user_is_dropped(

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
-from collections.abc import AsyncIterator
 from contextlib import closing
 from typing import Any
 
@@ -17,7 +16,7 @@ import pytest
 from sonality.core.erasure import keyed_subject
 from sonality.service import Sonality
 from sonality.testing import FrozenClock, ScriptedLLM
-from tests.erasure.conftest import IDENTITY, Turn, play
+from tests.erasure.conftest import Turn, play
 
 
 async def _raw(store: Any, request: pytest.FixtureRequest, sql: str, cypher: str) -> None:
@@ -26,25 +25,16 @@ async def _raw(store: Any, request: pytest.FixtureRequest, sql: str, cypher: str
         with closing(sqlite3.connect(store.path)) as conn, conn:
             conn.executescript(sql)
         return
-    from tests.neo4j.conftest import RawGraph
-
-    graph: RawGraph = request.getfixturevalue("raw_graph")
-    for statement in cypher.split(";"):
-        if statement.strip():
-            await graph.run(statement)  # type: ignore[arg-type]
-
-
-@pytest.fixture
-async def raw_graph(neo4j_uri: str, neo4j_auth: Any) -> AsyncIterator[Any]:
     from neo4j import AsyncGraphDatabase
 
     from tests.neo4j.conftest import RawGraph
 
-    driver = AsyncGraphDatabase.driver(neo4j_uri, auth=neo4j_auth)
-    try:
-        yield RawGraph(driver)
-    finally:
-        await driver.close()
+    uri, auth = request.getfixturevalue("neo4j_uri"), request.getfixturevalue("neo4j_auth")
+    async with AsyncGraphDatabase.driver(uri, auth=auth) as driver:
+        graph = RawGraph(driver)
+        for statement in cypher.split(";"):
+            if statement.strip():
+                await graph.run(statement)  # type: ignore[arg-type]
 
 
 async def test_migrate_upgrades_what_older_erasures_left(
@@ -60,6 +50,7 @@ async def test_migrate_upgrades_what_older_erasures_left(
     record = await app.forget_user("ada", user_id="u9")
     await app.reflect("ada", force=True)  # v2, which the older erasure flagged below
     tea = await app.add_fact("ada", user_id="u1", episode_id="e1", text="likes tea")
+    clock.advance(minutes=1)  # tea is the older: the one the duplicate merges into
     milk = await app.add_fact("ada", user_id="u1", episode_id="e3", text="takes milk")
     key, _ = await app.create_key(scope="read", persona_ids=["ada"])
     plain = hashlib.sha256(b"ada\x00user\x00u9").hexdigest()

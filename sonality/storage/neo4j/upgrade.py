@@ -18,7 +18,6 @@ from datetime import datetime
 
 from neo4j import AsyncManagedTransaction
 
-from sonality.core.erasure import keyed_subject, plan_revert, tainted_versions
 from sonality.models import ReflectionPoint, UserFact
 from sonality.storage import checks
 from sonality.storage.neo4j import codec
@@ -39,6 +38,8 @@ async def _rekey(tx: AsyncManagedTransaction) -> int:
     rows = await fetch(tx, Query.UPGRADE_UNKEYED_SUBJECTS)
     if not rows:
         return 0
+    from sonality.core.erasure import keyed_subject  # the rules load only when there is work
+
     key = await audit_key(tx)
     keyed = [{**r, "subject": keyed_subject(key, str(r["subject"]))} for r in rows]
     await fetch(tx, Query.UPGRADE_REKEY_SUBJECTS, rows=keyed)
@@ -95,6 +96,10 @@ async def _bind_keys(tx: AsyncManagedTransaction, now: datetime) -> int:
 
 async def _revert_flagged(tx: AsyncManagedTransaction, now: datetime) -> int:
     flagged = await fetch(tx, Query.UPGRADE_FLAGGED_PERSONAS)
+    if not flagged:
+        return 0
+    from sonality.core.erasure import plan_revert, tainted_versions
+
     for row in flagged:
         pid, review_from = str(row["id"]), int(row["review_from_version"])
         snapshots = await snapshot_versions(tx, pid)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import sqlite3
 from datetime import datetime
 
-from sonality.core.erasure import keyed_subject, plan_revert, tainted_versions
 from sonality.models import ReflectionPoint, SnapshotVersion, UserFact
 from sonality.storage import checks
 from sonality.storage.sqlite import codec
@@ -34,6 +33,8 @@ def _rekey(conn: sqlite3.Connection) -> int:
     ).fetchall()
     if not rows:
         return 0
+    from sonality.core.erasure import keyed_subject  # the rules load only when there is work
+
     key = audit_key(conn)
     conn.executemany(
         "UPDATE erasures SET subject = ?, subject_keyed = 1 WHERE persona_id = ? AND id = ?",
@@ -101,6 +102,10 @@ def _revert_flagged(conn: sqlite3.Connection, now: datetime) -> int:
     flagged = conn.execute(
         "SELECT id, review_from_version FROM personas WHERE review_from_version IS NOT NULL"
     ).fetchall()
+    if not flagged:
+        return 0
+    from sonality.core.erasure import plan_revert, tainted_versions
+
     for persona_id, review_from in flagged:
         snapshots = [
             SnapshotVersion.model_validate(dict(r))
