@@ -15,8 +15,7 @@ from sonality.cli import main
 from sonality.models import UserErasureStatus
 from sonality.service import Sonality
 from sonality.testing import FrozenClock
-from tests.conftest import EMBEDDING_DIMENSIONS
-from tests.erasure.conftest import Turn, play
+from tests.erasure.conftest import Turn, cli_env, play
 
 
 async def _everywhere(app: Sonality, clock: FrozenClock) -> None:
@@ -77,13 +76,7 @@ async def test_a_run_cut_short_is_finished_by_running_it_again(
 def test_the_cli_forgets_a_user_everywhere(tmp_path: Path) -> None:
     """``sonality forget --user U --all-personas --yes --json`` reports per persona; naming
     both a persona and --all-personas (or neither) is refused with one line (exit 2)."""
-    env = {
-        "SONALITY_STORE": f"sqlite:///{tmp_path / 'cli.db'}",
-        "SONALITY_LOG_FORMAT": "json",
-        "SONALITY_LOG_LEVEL": "WARNING",
-        "SONALITY_MODEL": "",
-        "SONALITY_EMBEDDING_DIMENSIONS": str(EMBEDDING_DIMENSIONS),
-    }
+    env = cli_env(tmp_path)
 
     def invoke(*args: str) -> tuple[int, str]:
         done = CliRunner().invoke(main, list(args), env=env, catch_exceptions=False)

@@ -23,6 +23,7 @@ from sonality.server.deps import ServerConfig
 from sonality.service import Sonality
 from sonality.testing import FrozenClock
 from tests.conftest import EMBEDDING_DIMENSIONS
+from tests.erasure.conftest import cli_env
 
 Client = Callable[[str], httpx.AsyncClient]
 
@@ -93,13 +94,7 @@ async def test_deleting_a_persona_keeps_the_keys_other_grants(store: Any, t0: An
 
 def test_deleting_a_persona_with_the_cli_keeps_the_keys_other_grants(tmp_path: Path) -> None:
     """``sonality persona delete`` takes the persona from the keys as the facade does."""
-    env = {
-        "SONALITY_STORE": f"sqlite:///{tmp_path / 'cli.db'}",
-        "SONALITY_LOG_FORMAT": "json",
-        "SONALITY_LOG_LEVEL": "WARNING",
-        "SONALITY_MODEL": "",
-        "SONALITY_EMBEDDING_DIMENSIONS": str(EMBEDDING_DIMENSIONS),
-    }
+    env = cli_env(tmp_path)
 
     def invoke(*args: str) -> str:
         done = CliRunner().invoke(main, list(args), env=env, catch_exceptions=False)
