@@ -1140,15 +1140,17 @@ class SnapshotRevert(Frozen):
 class ErasureCommit(Frozen):
     """Everything one erasure changes, applied by the store in one transaction.
 
-    Removes ``episode_ids`` with everything hanging off them (insights, facts, staged
-    updates, provenance edges, Thinker turns, monologue entries and narratives written
-    from their turn on, usage), relinking each conversation's NEXT chain around them and
-    dropping conversations left empty; with ``user_id``, also the user, its conversations
-    and its affect state. Then, from interaction ``replay_from`` on (None: no enriched
-    episode was removed, so no opinion moves), it replaces the staged updates and
-    provenance edges with the replayed ones, re-indexes the remaining episodes, writes the
-    changed beliefs, removes the unsupported ones and sets the persona's counters. The
-    store checks that the persona is still at ``expected_interaction_count`` (``ConflictError``
+    Removes ``episode_ids`` with everything hanging off them (insights, facts no other
+    exchange backs, staged updates, provenance edges, Thinker turns, monologue entries and
+    narratives written from their turn on, usage, what an affect state read from them),
+    relinking each conversation's NEXT chain around them and dropping conversations left
+    empty; with ``user_id``, also the user, its conversations and its affect state.
+    Then, from interaction ``replay_from`` on (None: no enriched episode was removed, so
+    no opinion moves), it replaces the staged updates and provenance edges with the
+    replayed ones, re-indexes the remaining episodes, writes the changed beliefs, removes
+    the unsupported ones and sets the persona's counters; last, it reverts the snapshot
+    versions ``snapshots`` names. The store checks that the persona is still at
+    ``expected_interaction_count`` and ``expected_snapshot_version`` (``ConflictError``
     otherwise, nothing written)."""
 
     record: Erasure

@@ -13,7 +13,9 @@ FORGET (``prompts/decay_review.md``). The arithmetic decay is applied whatever i
 its advice can only lower a confidence further or retire a belief (``core.decay.advise``),
 never raise or delete one. An unavailable model or an invalid reply (after the port's
 re-ask) retains every belief: the conservative fallback, logged as
-``decay_review_fallback``; the reflection goes on.
+``decay_review_fallback``; the reflection goes on. A committed reflection keeps the DECAY
+and FORGET verdicts on its record (``Reflection.advice``): an erasure applies them again
+where they did not depend on what it erased (``core.erasure``).
 
 Rules the shell keeps:
 

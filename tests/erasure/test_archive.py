@@ -177,7 +177,8 @@ async def test_import_and_copy_stay_idempotent_after_the_target_deleted_the_pers
             ImportStatus.UNCHANGED
         }
         await target.delete_persona("ada")
-    assert [e.kind.value for e in await target.erasures("ada")][-2:] == ["persona", "persona"]
+    kinds = [e.kind.value for e in await target.erasures("ada")]
+    assert kinds.count("persona") == 2  # the target's own records of both deletions
     [copied] = await copy_personas(source_store, store)
     assert copied.status is ImportStatus.IMPORTED
     [unchanged] = await copy_personas(source_store, store)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import Any
 
 import pytest
 
@@ -142,3 +143,32 @@ async def test_an_unknown_user_or_episode_is_not_found_and_nothing_is_written(
         await app.forget_user("nobody", user_id="u2")
     assert await opinion_state(app, "ada") == before
     assert await app.erasures("ada") == []
+
+
+async def test_deleting_an_exchange_clears_what_the_affect_state_read_from_it(
+    make_app: Any, clock: FrozenClock
+) -> None:
+    """The affect state last changed by an erased exchange keeps no interpretation,
+    appraisal or plan of it (they restate the message); mood, relationship and goals
+    stay, and the user's other states are untouched."""
+    from tests.runtime import script
+
+    app: Sonality = make_app(script.scripted())
+    await app.create_persona("ada", name="Ada", core_identity="I am Ada.")
+    await app.set_runtime("ada", affect="talker")
+    await app.set_affect("ada", user_id="u1", hard_goals=["be kind"])
+    for i in (1, 2):
+        clock.advance(minutes=1)
+        await app.respond(
+            "ada", user_id="u1", conversation_id="c1", message=script.message(i), episode_id=f"e{i}"
+        )
+        await app.drain("ada")
+    before = await app.affect_state("ada", user_id="u1")
+    assert before is not None and before.episode_id == "e2" and before.interpretation
+
+    await app.delete_episode("ada", episode_id="e2")
+    after = await app.affect_state("ada", user_id="u1")
+    assert after is not None
+    assert (after.interpretation, after.appraisal, after.plan, after.episode_id) == (None,) * 4
+    assert (after.emotional_state, after.hard_goals) == (before.emotional_state, before.hard_goals)
+    assert after.version == before.version + 1

@@ -16,7 +16,7 @@ import pytest
 from sonality.core.erasure import keyed_subject
 from sonality.service import Sonality
 from sonality.testing import FrozenClock, ScriptedLLM
-from tests.erasure.conftest import Turn, play
+from tests.erasure.conftest import IDENTITY, Turn, play
 
 
 async def _raw(store: Any, request: pytest.FixtureRequest, sql: str, cypher: str) -> None:
@@ -97,3 +97,40 @@ async def test_migrate_upgrades_what_older_erasures_left(
     assert [await app.erasures("ada"), await app.facts("ada", user_id="u1"), await app.keys()] == (
         state
     )
+
+
+async def test_a_reflection_meeting_an_older_flag_never_sends_the_flagged_text(
+    make_app: Any, clock: FrozenClock, request: pytest.FixtureRequest
+) -> None:
+    """Before ``migrate`` has reverted it, a snapshot an older erasure flagged, with one
+    version kept (``SONALITY_SNAPSHOT_RETENTION=1``): the reflection starts from the core
+    identity (no clean version is left), never sends the model the flagged text, and
+    commits a new version even when the model returns the text it was given."""
+    from sonality.core.reflection import ReflectionParams
+    from tests.erasure.scripted import Script, message, scripted, sent, token
+
+    script = Script()
+    llm = scripted(script)
+    app: Sonality = make_app(llm, reflection=ReflectionParams(snapshot_retention=1))
+    await app.create_persona("ada", name="Ada", core_identity=IDENTITY)
+    for n, user in enumerate(["u1", "u2"], 1):
+        said = message(user, n, "tea", "supports")
+        await app.record("ada", user_id=user, conversation_id=user, message=said, response="-")
+    await app.enrich_pending("ada")
+    await app.reflect("ada", force=True)
+    assert token("u1") in (await app.snapshot("ada")).text
+    await _raw(
+        app.store,
+        request,
+        "UPDATE personas SET review_from_version = 2 WHERE id = 'ada';",
+        "MATCH (p:Persona {id: 'ada'}) SET p.review_from_version = 2",
+    )
+    llm.default("reflect", lambda _, v: {"snapshot": str(v["snapshot"])})
+    start = len(llm.calls)
+    report = await app.reflect("ada", force=True)
+    assert token("u1") not in sent(llm, start)
+    assert report.outcome == "committed" and report.snapshot_version == 3
+    current = await app.snapshot("ada")
+    assert (current.version, current.text) == (3, IDENTITY)
+    assert [s.version for s in await app.snapshots("ada")] == [3]
+    assert (await app.persona("ada")).review_from_version is None

@@ -157,6 +157,7 @@ class Query(StrEnum):
     ERASURE_DROP_TOPICS = "erasure/drop_topics"
     ERASURE_EVIDENCE = "erasure/evidence"
     ERASURE_FACTS = "erasure/facts"
+    ERASURE_FORGET_AFFECT = "erasure/forget_affect"
     ERASURE_LIST = "erasure/list"
     ERASURE_PURGE_SNAPSHOTS = "erasure/purge_snapshots"
     ERASURE_REFACT = "erasure/refact"

@@ -130,6 +130,7 @@ async def _remove_episodes(tx: AsyncManagedTransaction, commit: ErasureCommit) -
             {"id": f.id, "episode_id": f.episode_id, "also_from": list(f.also_from)} for f in backed
         ]
         await fetch(tx, Query.ERASURE_REFACT, persona_id=pid, kept=rows, gone=gone)
+        await fetch(tx, Query.ERASURE_FORGET_AFFECT, persona_id=pid, ids=ids)
     conversations = [
         {"id": r["id"], "first_turn": r["first_turn"]}
         for r in await fetch(tx, Query.ERASURE_CONVERSATIONS, persona_id=pid, ids=ids)

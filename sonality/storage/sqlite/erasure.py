@@ -284,6 +284,14 @@ def _remove_episodes(conn: sqlite3.Connection, commit: ErasureCommit) -> None:
             "UPDATE user_facts SET episode_id = ?, also_from = ? WHERE persona_id = ? AND id = ?",
             [(f.episode_id, codec.encode_value(f.also_from), pid, f.id) for f in kept],
         )
+        # an affect state last changed by an erased exchange loses what it read from it
+        _in(
+            "UPDATE affect_states SET interpretation = NULL, appraisal = NULL, plan = NULL, "
+            "episode_id = NULL, version = version + 1 WHERE persona_id = ? AND episode_id IN ",
+            pid,
+            ids,
+            conn,
+        )
     for chunk in chunks(ids):
         conn.execute(
             "DELETE FROM reflection_insights WHERE persona_id = ? AND insight_id IN "
