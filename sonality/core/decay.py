@@ -34,7 +34,7 @@ from pydantic import Field
 from sonality.models import Belief, BeliefStatus, Frozen
 
 __all__ = [
-    "MAX_REVIEWED_BELIEFS",
+    "BELIEFS_PER_REVIEW",
     "DecayParams",
     "DecayResult",
     "Verdict",
@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 
-MAX_REVIEWED_BELIEFS = 20
+BELIEFS_PER_REVIEW = 20
 """Stale beliefs one decay review judges (the longest unreinforced, ``stale_beliefs``'s
 order); the rest are retained and come up again at the next reflection."""
 

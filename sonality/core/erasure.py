@@ -48,7 +48,7 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict
 
 from sonality.core.decay import (
-    MAX_REVIEWED_BELIEFS,
+    BELIEFS_PER_REVIEW,
     DecayParams,
     Verdict,
     advise,
@@ -273,7 +273,7 @@ def _decay_at(
     if point.advice:
         changed = {b.topic: b for b in decayed.decayed}
         after = [changed.get(b.topic, b) for b in before]
-        shown = {b.topic for b in stale_beliefs(after, index, params)[:MAX_REVIEWED_BELIEFS]}
+        shown = {b.topic for b in stale_beliefs(after, index, params)[:BELIEFS_PER_REVIEW]}
         verdicts = {t: v for t, v in point.advice.items() if t in shown}
         decayed = advise(decayed, before, verdicts, params=params, now=point.started_at)
     return decayed.decayed

@@ -13,7 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from sonality.core.decay import MAX_REVIEWED_BELIEFS, Verdict
+from sonality.core.decay import BELIEFS_PER_REVIEW as MAX_REVIEWED_BELIEFS
+from sonality.core.decay import Verdict
 from sonality.models import Belief, Episode, Insight, Persona, ProvenanceEdge
 
 __all__ = [
