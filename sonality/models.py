@@ -20,7 +20,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Self
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from sonality import errors
 
@@ -80,6 +80,8 @@ __all__ = [
     "ScoredEpisode",
     "SelfModel",
     "Snapshot",
+    "SnapshotRevert",
+    "SnapshotVersion",
     "SoftGoal",
     "StagedInfluence",
     "StagedUpdate",
@@ -88,6 +90,8 @@ __all__ = [
     "ThinkerTurn",
     "ThoughtCommit",
     "TurnUsage",
+    "UserErasure",
+    "UserErasureStatus",
     "UserFact",
     "UserFactDraft",
     "UserInfluence",
@@ -263,10 +267,15 @@ class Persona(Frozen):
     """Whether and where the affective stages run in ``respond``."""
     self_model: SelfModel = SelfModel()
     """Traits, values and goals fixed at creation (immutable, like ``core_identity``)."""
+    incarnation: str = ""
+    """Random, made when the persona is created (or imported): API keys grant a persona
+    incarnation, so a persona created later under the same id is a stranger to them. Not
+    part of an export."""
     review_from_version: int | None = None
-    """Set when an erasure removed material that snapshot versions from this one on may
-    quote: the next reflection rewrites the snapshot without it, then those versions are
-    purged (``mind.reflection``). None when no snapshot is under review."""
+    """Only in stores written before erasures reverted snapshots at once: snapshot versions
+    from this one on may quote erased material. ``migrate`` reverts them (as an erasure
+    does now) and clears it; a reflection meeting it rewrites from the last version before
+    them, or from the core identity. None otherwise."""
 
     @property
     def disagreement_rate(self) -> float:
@@ -279,7 +288,9 @@ class Snapshot(Frozen):
     version: int
     text: str
     reason: str = "initial"
-    """Why this version exists: ``initial``, ``reflection`` or ``rollback:<N>``."""
+    """Why this version exists: ``initial``, ``reflection``, ``rollback:<N>`` (the text of
+    version N again, by ``rollback_snapshot`` or by an erasure that removed the versions
+    after it) or ``rollback:core`` (an erasure found no clean version: the core identity)."""
     created_at: datetime
 
 
@@ -462,8 +473,12 @@ class UserFact(Frozen):
     text: str
     severity: int = Field(ge=1, le=5)
     episode_id: Identifier
+    """The user's exchange the fact comes from."""
     created_at: datetime
     retracted: bool = False
+    also_from: tuple[Identifier, ...] = ()
+    """Other exchanges of the user that back the fact (a correction merged a fact drawn
+    from them into this one): erasing ``episode_id`` leaves the fact backed by these."""
 
 
 class EnrichmentState(Frozen):
@@ -677,6 +692,19 @@ class Reflection(Frozen):
     duration_ms: float = 0.0
     owner: str = ""
     """The worker (process) that ran it: its lease owner id."""
+    advice: tuple[str, ...] = ()
+    """What the belief-decay review advised beyond the arithmetic, as
+    ``<verdict>:<topic>`` (``decay:tea``, ``forget:tea``): an erasure applies it again
+    where it did not depend on the erased episodes (``core.erasure``)."""
+
+    @field_validator("advice")
+    @classmethod
+    def _advice(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for item in value:
+            verdict, _, topic = item.partition(":")
+            if verdict not in ("decay", "forget") or not topic:
+                raise ValueError("advice items look like decay:<topic> or forget:<topic>")
+        return value
 
 
 class ReflectionCommit(Frozen):
@@ -1003,6 +1031,9 @@ class ApiKey(Frozen):
     name: str = ""
     created_at: datetime
     revoked_at: datetime | None = None
+    incarnations: tuple[str, ...] = ()
+    """The incarnation (``Persona.incarnation``) of each of ``persona_ids`` when the grant
+    was made, in the same order: a persona of that id made later is not granted."""
 
     @model_validator(mode="after")
     def _only_admin_is_global(self) -> Self:
@@ -1010,11 +1041,21 @@ class ApiKey(Frozen):
             raise errors.ValidationError(
                 "a read or write key names its personas", scope=self.scope.value
             )
+        if self.incarnations and len(self.incarnations) != len(self.persona_ids):
+            raise errors.ValidationError("a key names one incarnation per persona", key_id=self.id)
         return self
 
     def sees(self, persona_id: str) -> bool:
         """Whether the key may touch ``persona_id`` at all."""
         return not self.persona_ids or persona_id in self.persona_ids
+
+    def grants(self, persona: Persona) -> bool:
+        """Whether the key may touch this very ``persona`` (its incarnation, not only its
+        id): a global admin key any, a persona-bound key only the incarnations it names."""
+        if not self.persona_ids:
+            return True
+        bound = dict(zip(self.persona_ids, self.incarnations, strict=False))
+        return bound.get(persona.id) == persona.incarnation != ""
 
 
 # erasure: forgetting a user or an exchange, and undoing its effect ------------------------
@@ -1028,8 +1069,11 @@ class ErasureKind(StrEnum):
 
 class Erasure(Frozen):
     """The audit record of one erasure. It holds no user text and no id in clear:
-    ``subject`` is the SHA-256 of ``persona_id``, ``kind`` and the erased id joined by NUL
-    bytes, so an operator who knows the id can check that it was erased."""
+    ``subject`` is an HMAC-SHA256, under the store's own audit key, of the SHA-256 of
+    ``persona_id``, ``kind`` and the erased id joined by NUL bytes
+    (``core.erasure.erasure_subject``), so an operator of the store who knows the id can
+    check that it was erased (``Sonality.erasure_subject``) and a reader of the records
+    alone cannot confirm a guess."""
 
     id: str
     persona_id: Identifier
@@ -1045,7 +1089,27 @@ class Erasure(Frozen):
     beliefs_removed: int = Field(default=0, ge=0)
     """Beliefs no remaining evidence supports, removed."""
     review_from_version: int | None = None
-    """The first snapshot version flagged for review (None: no snapshot may quote it)."""
+    """The oldest snapshot version the erasure removed because it may quote what was
+    erased (the snapshot reverted to the newest clean version, or the core identity);
+    None when no version was removed."""
+
+
+class UserErasureStatus(StrEnum):
+    ERASED = "erased"
+    """The user was there and is erased now."""
+    ERASED_BEFORE = "erased_before"
+    """The user is not there, and this persona's audit records hold an erasure of them."""
+    ABSENT = "absent"
+    """The persona never met the user (or holds no record of erasing them)."""
+
+
+class UserErasure(Frozen):
+    """What forgetting a user everywhere did in one persona."""
+
+    persona_id: Identifier
+    status: UserErasureStatus
+    erasure: Erasure | None = None
+    """The audit record of the erasure made now (``erased`` only)."""
 
 
 class StoredEvidence(Frozen):
@@ -1067,12 +1131,21 @@ class StoredEvidence(Frozen):
 
 
 class ReflectionPoint(Frozen):
-    """A committed reflection as the replay needs it: where it happened, and when."""
+    """A committed reflection as the replay needs it: where it happened, when, what it
+    wrote and what its decay review advised (``Reflection.advice``)."""
 
     id: str
     interaction_count: int = Field(ge=0)
     started_at: datetime
     snapshot_version: int | None = None
+    advice: tuple[str, ...] = ()
+
+
+class SnapshotVersion(Frozen):
+    """A stored snapshot version without its text: what an erasure judges it by."""
+
+    version: int = Field(ge=1)
+    reason: str = "initial"
 
 
 class ErasureState(Frozen):
@@ -1086,6 +1159,8 @@ class ErasureState(Frozen):
     evidence: tuple[StoredEvidence, ...]
     beliefs: tuple[Belief, ...]
     reflections: tuple[ReflectionPoint, ...]
+    snapshots: tuple[SnapshotVersion, ...] = ()
+    """Every stored snapshot version, oldest first (the newest is CURRENT)."""
     facts: int = 0
     insights: int = 0
 
@@ -1098,18 +1173,36 @@ class ReplayedEpisode(Frozen):
     disagreement: bool
 
 
+class SnapshotRevert(Frozen):
+    """How an erasure takes the snapshot back to before the erased material: the versions
+    that may quote it go, and when CURRENT is one of them a new CURRENT ``version`` is
+    written with the text of version ``source`` (None: the core identity), ``reason``
+    ``rollback:<source>`` or ``rollback:core``."""
+
+    removed: tuple[int, ...]
+    version: int | None = None
+    source: int | None = None
+    created_at: datetime
+
+    @property
+    def reason(self) -> str:
+        return f"rollback:{self.source if self.source is not None else 'core'}"
+
+
 class ErasureCommit(Frozen):
     """Everything one erasure changes, applied by the store in one transaction.
 
-    Removes ``episode_ids`` with everything hanging off them (insights, facts, staged
-    updates, provenance edges, Thinker turns, monologue entries and narratives written
-    from their turn on, usage), relinking each conversation's NEXT chain around them and
-    dropping conversations left empty; with ``user_id``, also the user, its conversations
-    and its affect state. Then, from interaction ``replay_from`` on (None: no enriched
-    episode was removed, so no opinion moves), it replaces the staged updates and
-    provenance edges with the replayed ones, re-indexes the remaining episodes, writes the
-    changed beliefs, removes the unsupported ones and sets the persona's counters. The
-    store checks that the persona is still at ``expected_interaction_count`` (``ConflictError``
+    Removes ``episode_ids`` with everything hanging off them (insights, facts no other
+    exchange backs, staged updates, provenance edges, Thinker turns, monologue entries and
+    narratives written from their turn on, usage, what an affect state read from them),
+    relinking each conversation's NEXT chain around them and dropping conversations left
+    empty; with ``user_id``, also the user, its conversations and its affect state.
+    Then, from interaction ``replay_from`` on (None: no enriched episode was removed, so
+    no opinion moves), it replaces the staged updates and provenance edges with the
+    replayed ones, re-indexes the remaining episodes, writes the changed beliefs, removes
+    the unsupported ones and sets the persona's counters; last, it reverts the snapshot
+    versions ``snapshots`` names. The store checks that the persona is still at
+    ``expected_interaction_count`` and ``expected_snapshot_version`` (``ConflictError``
     otherwise, nothing written)."""
 
     record: Erasure
@@ -1125,7 +1218,14 @@ class ErasureCommit(Frozen):
     beliefs: tuple[Belief, ...] = ()
     removed_beliefs: tuple[str, ...] = ()
     reflections: tuple[ReflectionPoint, ...] = ()
-    """Committed reflections whose interaction count moved, with the new count."""
+    """Committed reflections whose interaction count moved or whose advice lost the items
+    that depended on the erased episodes, with the new count and advice."""
+    snapshots: SnapshotRevert | None = None
+    """The snapshot versions that go (and the new CURRENT), or None when none may quote
+    the erased material."""
+    expected_snapshot_version: int | None = None
+    """CURRENT's version as read: the store refuses the commit (``ConflictError``) when it
+    moved, as when the interaction count did."""
     interaction_count: int = Field(ge=0)
     disagreement_window: tuple[bool, ...] = ()
     shift_since_reflection: float = Field(default=0.0, ge=0)

@@ -544,7 +544,9 @@ class KeyStore(Protocol):
     """API keys of the HTTP server, stored hashed (never the secret)."""
 
     async def create_key(self, key: ApiKey) -> ApiKey:
-        """Store a new key (``AlreadyExists`` if its id is taken)."""
+        """Store a new key (``AlreadyExists`` if its id is taken), in one transaction with
+        the check that every persona it names exists in the incarnation it names
+        (``PersonaNotFound`` otherwise)."""
         ...
 
     async def get_key(self, key_id: str) -> ApiKey:
@@ -580,10 +582,14 @@ class ErasureStore(Protocol):
     async def purge_snapshots(
         self, persona_id: str, *, from_version: int, below_version: int
     ) -> int:
-        """After a reviewing reflection: delete snapshot versions ``from_version`` up to
-        (not including) ``below_version``, keep the PREVIOUS chain whole, and clear the
-        persona's ``review_from_version`` if it is still ``from_version``. Returns how many
-        versions went."""
+        """After a reflection that rewrote versions an older Sonality flagged: delete
+        snapshot versions ``from_version`` up to (not including) ``below_version``, keep
+        the PREVIOUS chain whole, and clear the persona's ``review_from_version`` if it is
+        still ``from_version``. Returns how many versions went."""
+        ...
+
+    async def audit_key(self) -> bytes:
+        """The store's own secret that keys audit subjects (made on first use, kept)."""
         ...
 
     async def get_fact(self, persona_id: str, fact_id: str) -> UserFact:
@@ -592,7 +598,9 @@ class ErasureStore(Protocol):
 
     async def correct_fact(self, fact: UserFact) -> UserFact:
         """Replace the stored fact ``fact.id`` (same user and episode) with ``fact``'s
-        kind, text and severity. ``NotFoundError`` when unknown."""
+        kind, text, severity and retraction, in one transaction; when another active fact
+        of the user says the same, merge into that one instead (``checks.corrected_fact``)
+        and return it. ``NotFoundError`` when unknown."""
         ...
 
     async def add_fact(self, fact: UserFact) -> UserFact:
@@ -604,7 +612,9 @@ class ErasureStore(Protocol):
 
     async def delete_persona(self, persona_id: str, record: Erasure) -> None:
         """Remove the persona and everything it owns, in one transaction, keeping the
-        audit records and adding ``record``. ``PersonaNotFound`` when unknown."""
+        audit records and adding ``record``; every API key loses its grant of the persona
+        (``checks.without_persona``: a key left with none is revoked).
+        ``PersonaNotFound`` when unknown."""
         ...
 
     async def list_erasures(self, persona_id: str) -> list[Erasure]:

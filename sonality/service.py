@@ -24,6 +24,7 @@ calling ``enrich_pending`` catches up.
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 from functools import cached_property
@@ -58,6 +59,7 @@ from sonality.models import (
     EnrichmentStatus,
     Episode,
     Erasure,
+    ErasureKind,
     FactKind,
     HardGoal,
     KeyScope,
@@ -74,6 +76,7 @@ from sonality.models import (
     ThinkerStatus,
     ThinkerTurn,
     TurnUsage,
+    UserErasure,
     UserFact,
 )
 from sonality.observability import get_logger
@@ -190,6 +193,9 @@ class Sonality(Reads):
         self._count_tokens = parts.count_tokens
         self._owns_store = parts.owns_store
         self._dual: DualProcess | None = None
+        self.key_epoch = 0
+        """Moves whenever this process revokes a key or deletes a persona (which takes the
+        persona from every key): a server's key cache drops what it verified before."""
 
     # lifecycle ----------------------------------------------------------------------
     @classmethod
@@ -284,6 +290,7 @@ class Sonality(Reads):
             core_identity=core_identity,
             created_at=now,
             self_model=model,
+            incarnation=uuid.uuid4().hex,
         )
         first = Snapshot(
             persona_id=persona_id, version=1, text=snapshot or core_identity, created_at=now
@@ -311,14 +318,14 @@ class Sonality(Reads):
             raise ValidationError("scope must be read, write or admin", field="scope") from None
         ids = tuple(dict.fromkeys(check_id(p, "persona_id") for p in persona_ids))
         check_text(name, field="name", limit=self.limits.max_name_chars, allow_empty=True)
-        for persona_id in ids:
-            await self.store.get_persona(persona_id)
+        personas = [await self.store.get_persona(persona_id) for persona_id in ids]
         key_id, secret, token = mint()
         key = ApiKey(
             id=key_id,
             secret_hash=hash_secret(secret),
             scope=level,
             persona_ids=ids,
+            incarnations=tuple(p.incarnation for p in personas),
             name=name,
             created_at=self.clock.now(),
         )
@@ -335,8 +342,11 @@ class Sonality(Reads):
         return await self.store.list_keys()
 
     async def revoke_key(self, key_id: str) -> ApiKey:
-        """Revoke a key now; it stops working at once in every server process."""
+        """Revoke a key now. A server in this process refuses it at once; one in another
+        process once its cached check runs out (``SONALITY_KEY_CACHE_SECONDS``, 5 s by
+        default)."""
         revoked = await self.store.revoke_key(check_id(key_id, "key_id"), self.clock.now())
+        self.key_epoch += 1
         log.info("api_key_revoked", key_id=key_id)
         return revoked
 
@@ -486,17 +496,38 @@ class Sonality(Reads):
             params=self.opinion,
             window_size=self.limits.disagreement_window,
             lease_seconds=self.reflector.params.lease_seconds,
+            decay=self.reflector.params.decay,
         )
 
     async def forget_user(self, persona_id: str, *, user_id: str) -> Erasure:
         """Erase the user from the persona: its conversations, episodes, facts, insights,
         affect state, monologue, narratives and usage, in one transaction, and recompute
-        every belief its episodes moved by replaying the opinion rules over the remaining
-        evidence in order. Snapshot versions that may quote it are flagged: the next
-        reflection rewrites the snapshot without them and purges them. Returns the audit
-        record (no user text). ``NotFoundError`` for an unknown user."""
+        every belief its episodes moved by replaying the opinion rules (and the decay
+        reviews' advice that did not depend on them) over the remaining evidence in
+        order. Snapshot versions that may quote the user are removed in the same
+        transaction: CURRENT reverts to the newest clean version, or the core identity.
+        Returns the audit record (no user text). ``NotFoundError`` for an unknown user."""
         return await self.eraser.forget_user(
             check_id(persona_id, "persona_id"), check_id(user_id, "user_id")
+        )
+
+    async def forget_everywhere(self, *, user_id: str) -> list[UserErasure]:
+        """Forget the user in every persona (``forget_user`` in each, one transaction per
+        persona): what happened in each, by persona id. Running it again after an
+        interruption finishes the rest (done personas report ``erased_before``)."""
+        return await self.eraser.forget_everywhere(check_id(user_id, "user_id"))
+
+    async def erasure_subject(
+        self, persona_id: str, *, kind: ErasureKind | str, subject_id: str
+    ) -> str:
+        """The audit subject this store records for erasing ``subject_id`` (a user, an
+        episode or the persona itself) from the persona: compare it with ``erasures``."""
+        try:
+            erased = ErasureKind(kind)
+        except ValueError:
+            raise ValidationError("kind must be user, episode or persona", field="kind") from None
+        return await self.eraser.subject(
+            check_id(persona_id, "persona_id"), erased, check_id(subject_id, "subject_id")
         )
 
     async def delete_episode(self, persona_id: str, *, episode_id: str) -> Erasure:
@@ -507,8 +538,12 @@ class Sonality(Reads):
         )
 
     async def delete_persona(self, persona_id: str) -> Erasure:
-        """Erase the persona and everything it owns; only the audit records stay."""
-        return await self.eraser.delete_persona(check_id(persona_id, "persona_id"))
+        """Erase the persona and everything it owns; only the audit records stay. In the
+        same transaction every API key loses its grant of the persona (a key left with
+        none is revoked), so a persona made later under the id is not open to them."""
+        erased = await self.eraser.delete_persona(check_id(persona_id, "persona_id"))
+        self.key_epoch += 1
+        return erased
 
     async def retract_fact(self, persona_id: str, *, fact_id: str) -> UserFact:
         """Retract a user fact: it stays stored but leaves every context."""

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from sonality.core.decay import BELIEFS_PER_REVIEW as MAX_REVIEWED_BELIEFS
 from sonality.core.decay import Verdict
 from sonality.models import Belief, Episode, Insight, Persona, ProvenanceEdge
 
@@ -34,9 +35,6 @@ MAX_PROMPT_INSIGHTS = 40
 """Pending insights one reflection consolidates at most: the most recent ones (shown
 oldest first). The rest stay pending for the next reflection, never dropped: a reflection
 consumes exactly the insights it showed."""
-MAX_REVIEWED_BELIEFS = 20
-"""Stale beliefs one decay review judges (the longest unreinforced); the rest are
-retained, and come up again at the next reflection."""
 _SNAPSHOT_CHARS = 2_000
 _MESSAGE_CHARS = 400
 _RESPONSE_CHARS = 240

@@ -233,7 +233,12 @@ def create_app(
         # the event loop under the first requests
         sonality.count_tokens("warm up")
         state.sonality = sonality
-        state.keys = KeyCheck(sonality.key, cache_seconds=cfg.key_cache_seconds)
+        state.keys = KeyCheck(
+            sonality.key,
+            cache_seconds=cfg.key_cache_seconds,
+            epoch=lambda: sonality.key_epoch,
+            persona=sonality.persona,
+        )
         state.limiter = Limiter(cfg.key_concurrency)
         state.metrics.attach(sonality)
         try:

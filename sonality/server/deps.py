@@ -98,6 +98,9 @@ async def caller_of(
             f"{credentials.scheme} {credentials.credentials}" if credentials is not None else None
         )
         caller = await state.keys.caller(header)
+        persona_id = request.path_params.get("persona_id")
+        if persona_id is not None:  # the persona is the incarnation the key was granted
+            await caller.confirm(str(persona_id))
     request.state.key_id = caller.key_id
     assert state.limiter is not None
     state.limiter.enter(caller.key_id)

@@ -36,6 +36,7 @@ from sonality.models import (
     ScoredEpisode,
     Snapshot,
     ThinkerTurn,
+    UserErasure,
     UserFact,
 )
 from sonality.server.auth import Caller
@@ -586,14 +587,19 @@ async def revoke_key(key_id: str, caller: CallerDep, app: SonalityDep) -> KeyOut
 @router.delete("/v1/personas/{persona_id}", tags=["forget"])
 async def delete_persona(persona_id: str, caller: CallerDep, app: SonalityDep) -> Erasure:
     """Erase the persona and everything it owns (admin); the audit record stays. Every
-    key that names the persona is revoked, so a persona made later under the same id is
-    not open to them."""
+    key loses its grant of the persona (a key left with none is revoked), and no key
+    opens a persona made later under the same id."""
     caller.require(persona_id, ADMIN)
-    erased = await app.delete_persona(persona_id)
-    for key in await app.keys():
-        if persona_id in key.persona_ids and key.revoked_at is None:
-            await app.revoke_key(key.id)
-    return erased
+    return await app.delete_persona(persona_id)
+
+
+@router.delete("/v1/users/{user_id}", tags=["forget"])
+async def forget_everywhere(user_id: str, caller: CallerDep, app: SonalityDep) -> list[UserErasure]:
+    """Erase a user from every persona (an admin key for every persona), one persona at a
+    time: what happened in each. Calling it again after an interruption finishes the rest
+    (personas done before answer ``erased_before``)."""
+    _require_global_admin(caller)
+    return await app.forget_everywhere(user_id=user_id)
 
 
 @router.delete("/v1/personas/{persona_id}/users/{user_id}", tags=["forget"])

@@ -114,7 +114,9 @@ class Query(StrEnum):
     KEY_CREATE = "key/create"
     KEY_GET = "key/get"
     KEY_LIST = "key/list"
+    KEY_LIVE = "key/live"
     KEY_REVOKE = "key/revoke"
+    KEY_UNGRANT = "key/ungrant"
 
     # user facts
     FACT_CORRECT = "fact/correct"
@@ -149,7 +151,8 @@ class Query(StrEnum):
     RUNTIME_TURNS = "runtime/turns"
     RUNTIME_USAGE = "runtime/usage"
 
-    # erasure: forgetting a user or an exchange, snapshot review, persona deletion
+    # erasure: forgetting a user or an exchange, snapshot reverts, persona deletion
+    ERASURE_AUDIT_KEY = "erasure/audit_key"
     ERASURE_CLEAR_REVIEW = "erasure/clear_review"
     ERASURE_CONVERSATIONS = "erasure/conversations"
     ERASURE_COUNTS = "erasure/counts"
@@ -163,17 +166,32 @@ class Query(StrEnum):
     ERASURE_DROP_CONVERSATIONS = "erasure/drop_conversations"
     ERASURE_DROP_TOPICS = "erasure/drop_topics"
     ERASURE_EVIDENCE = "erasure/evidence"
+    ERASURE_FACTS = "erasure/facts"
+    ERASURE_FORGET_AFFECT = "erasure/forget_affect"
     ERASURE_LIST = "erasure/list"
     ERASURE_PURGE_SNAPSHOTS = "erasure/purge_snapshots"
+    ERASURE_REFACT = "erasure/refact"
     ERASURE_REFLECTIONS = "erasure/reflections"
     ERASURE_REINDEX_EPISODES = "erasure/reindex_episodes"
     ERASURE_REINDEX_REFLECTIONS = "erasure/reindex_reflections"
     ERASURE_RELINK = "erasure/relink"
     ERASURE_RELINK_SNAPSHOTS = "erasure/relink_snapshots"
+    ERASURE_REMOVE_SNAPSHOTS = "erasure/remove_snapshots"
+    ERASURE_REVERT_SNAPSHOT = "erasure/revert_snapshot"
     ERASURE_REWIND_THINKER = "erasure/rewind_thinker"
+    ERASURE_SNAPSHOTS = "erasure/snapshots"
     ERASURE_UPDATE_PERSONA = "erasure/update_persona"
     ERASURE_USER = "erasure/user"
     ERASURE_USER_EPISODES = "erasure/user_episodes"
+
+    # data upgrades after the migrations (storage/neo4j/upgrade.py)
+    UPGRADE_FLAGGED_PERSONAS = "upgrade/flagged_personas"
+    UPGRADE_INCARNATIONS = "upgrade/incarnations"
+    UPGRADE_KEY_FACTS = "upgrade/key_facts"
+    UPGRADE_REKEY_SUBJECTS = "upgrade/rekey_subjects"
+    UPGRADE_UNBOUND_KEYS = "upgrade/unbound_keys"
+    UPGRADE_UNKEYED_FACT_USERS = "upgrade/unkeyed_fact_users"
+    UPGRADE_UNKEYED_SUBJECTS = "upgrade/unkeyed_subjects"
 
     # archive: one persona read out and written back (export, import, copy)
     ARCHIVE_AFFECT = "archive/affect"

@@ -51,13 +51,21 @@ from sonality.storage.neo4j.executor import (
 )
 from sonality.storage.neo4j.personas import persona_from
 
-__all__ = ["Neo4jEnrichment", "belief_props", "provenance_from"]
+__all__ = ["Neo4jEnrichment", "belief_props", "fact_props", "provenance_from"]
 
 
 def belief_props(belief: Belief) -> dict[str, Any]:
     """A belief's properties, with ``strength`` (|position| x confidence: what `context`
     reads the persona's strongest beliefs by, through an index)."""
     return {**codec.encode(belief), "strength": abs(belief.position) * belief.confidence}
+
+
+def fact_props(fact: UserFact) -> dict[str, Any]:
+    """A fact's properties with its ``active_key`` (the uniqueness constraint keeps one
+    active fact per user and key; a retracted fact has none)."""
+    props = codec.encode(fact)
+    key = checks.active_key(fact)
+    return props if key is None else {**props, "active_key": key}
 
 
 def provenance_from(row: Any) -> ProvenanceEdge:
@@ -85,7 +93,7 @@ def _commit_params(commit: EnrichmentCommit) -> dict[str, Any]:
         "disagreement_window": list(commit.disagreement_window),
         "shift_total": commit.shift_total,
         "insight": None if commit.insight is None else codec.encode(commit.insight),
-        "facts": [codec.encode(f) for f in commit.facts],
+        "facts": [fact_props(f) for f in commit.facts],
         "staged": [codec.encode(s) for s in commit.staged],
         "committed_staged_ids": sorted(set(commit.committed_staged_ids)),
         "beliefs": [belief_props(b) for b in commit.beliefs],

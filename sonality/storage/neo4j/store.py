@@ -18,6 +18,7 @@ maintenance.
 from __future__ import annotations
 
 import logging
+from datetime import UTC, datetime
 from pathlib import Path
 
 from neo4j import AsyncDriver, AsyncGraphDatabase, NotificationDisabledClassification
@@ -36,6 +37,7 @@ from sonality.storage.neo4j.migrations import VECTOR_SETTINGS, Neo4jLedger
 from sonality.storage.neo4j.personas import Neo4jPersonas
 from sonality.storage.neo4j.reflection import Neo4jReflection
 from sonality.storage.neo4j.runtime import Neo4jRuntime
+from sonality.storage.neo4j.upgrade import upgrade
 from sonality.storage.vectors import DEFAULT_CACHE_MB
 
 __all__ = ["BOLT_SCHEMES", "MAX_DIMENSIONS", "Neo4jStore", "route_driver_logs"]
@@ -236,11 +238,16 @@ class Neo4jStore(
 
     async def migrate(self) -> list[str]:
         """Apply pending migrations, then create or drop the vector index to match the
-        setting; return the migrations' names (empty when already current)."""
+        setting, then run the data upgrades Cypher cannot make
+        (``storage/neo4j/upgrade.py``); return the migrations' names (empty when already
+        current)."""
         self._db.forget_schema()
         async with translate_errors("migrate"):
             applied = await self._ledger.migrate()
         await self._db.ensure_schema()
+        upgraded = await self._db.write("upgrade", upgrade, datetime.now(UTC))
+        if any(upgraded.values()):
+            log.info("data_upgraded", backend=self.backend, **upgraded)
         return applied
 
     async def delete_all(self) -> None:

@@ -46,6 +46,7 @@ __all__ = [
     "STAGED_FIELDS",
     "SqliteEnrichment",
     "active_facts",
+    "fact_row",
     "insert_insight",
 ]
 
@@ -85,6 +86,7 @@ FACT_FIELDS = (
     "episode_id",
     "created_at",
     "retracted",
+    "also_from",
 )
 _UPDATE_EPISODE = (
     f"UPDATE episodes SET {', '.join(f'{c} = :{c}' for c in shapes.ENRICHED_FIELDS)} "
@@ -97,7 +99,16 @@ _UPSERT_BELIEF = (
 )
 _INSERT_STAGED = insert_statement("staged_updates", STAGED_FIELDS)
 _INSERT_INSIGHT = insert_statement("insights", _INSIGHT_FIELDS)
-INSERT_FACT = insert_statement("user_facts", FACT_FIELDS)
+INSERT_FACT = insert_statement("user_facts", (*FACT_FIELDS, "active_key"))
+"""A fact with its ``active_key`` (``fact_row``): the unique index keeps one active fact
+per user and key."""
+
+
+def fact_row(fact: UserFact) -> dict[str, object]:
+    """The named parameters of ``INSERT_FACT``."""
+    return {**codec.encode(fact), "active_key": checks.active_key(fact)}
+
+
 _PROVENANCE = ("episode_id", "topic", "delta", "committed_at")
 
 
@@ -153,7 +164,7 @@ def _commit(conn: sqlite3.Connection, commit: EnrichmentCommit) -> None:
     )
     if commit.insight is not None:
         insert_insight(conn, commit.insight)
-    conn.executemany(INSERT_FACT, [codec.encode(f) for f in commit.facts])
+    conn.executemany(INSERT_FACT, [fact_row(f) for f in commit.facts])
     conn.executemany(_INSERT_STAGED, [codec.encode(s) for s in commit.staged])
     committed = 0
     for staged_id in commit.committed_staged_ids:
@@ -403,7 +414,8 @@ def _backlog(
 
 def _retract(conn: sqlite3.Connection, persona_id: str, user_id: str, fact_id: str) -> None:
     cursor = conn.execute(
-        "UPDATE user_facts SET retracted = 1 WHERE persona_id = ? AND user_id = ? AND id = ?",
+        "UPDATE user_facts SET retracted = 1, active_key = NULL "
+        "WHERE persona_id = ? AND user_id = ? AND id = ?",
         (persona_id, user_id, fact_id),
     )
     if cursor.rowcount == 0:

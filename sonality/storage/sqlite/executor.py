@@ -3,7 +3,8 @@
 Asynchronous without extra dependencies: one dedicated worker thread owns the ``sqlite3``
 connection (a single-thread executor driven by ``loop.run_in_executor``), so the connection
 is never shared between threads and the event loop never blocks on disk. The file is in
-WAL mode (readers do not block the writer), ``synchronous=NORMAL``, foreign keys on.
+WAL mode (readers do not block the writer), ``synchronous=NORMAL``, foreign keys on,
+``secure_delete`` on (freed pages are zeroed, so erased text does not linger).
 :class:`SqliteExecutor` runs a unit of work (a function taking the connection first) as one
 transaction: ``BEGIN IMMEDIATE`` for writes, rolled back on any exception, so nothing is
 ever half-written; ``BEGIN IMMEDIATE`` also serialises writers from other processes opening
@@ -105,6 +106,9 @@ def connect(path: Path, busy_timeout: float = LOCK_WAIT_SECONDS) -> sqlite3.Conn
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
+        # deleted content is overwritten, not left in free pages (builds differ in the
+        # default): what an erasure removes is gone from the file
+        conn.execute("PRAGMA secure_delete = ON")
     except BaseException:
         conn.close()
         raise

@@ -14,10 +14,12 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from pathlib import Path
 
 from sonality.errors import SchemaError, StoreUnavailable, ValidationError
 from sonality.models import SchemaStatus
+from sonality.observability import get_logger
 from sonality.storage import migrations
 from sonality.storage.sqlite import migrations as ledger
 from sonality.storage.sqlite.archive import SqliteArchive
@@ -31,9 +33,12 @@ from sonality.storage.sqlite.migrations import DATA_TABLES, SqliteLedger
 from sonality.storage.sqlite.personas import SqlitePersonas
 from sonality.storage.sqlite.reflection import SqliteReflection
 from sonality.storage.sqlite.runtime import SqliteRuntime
+from sonality.storage.sqlite.upgrade import upgrade
 from sonality.storage.vectors import DEFAULT_CACHE_MB
 
 __all__ = ["MIN_SQLITE_VERSION", "SqliteStore"]
+
+log = get_logger("sonality.storage")
 
 MIN_SQLITE_VERSION = (3, 24, 0)
 """Oldest SQLite library the schema works with (UPSERT arrived in 3.24)."""
@@ -167,7 +172,9 @@ class SqliteStore(
         return migrations.status(self.backend, await self._ledger.applied(), self._ledger.steps)
 
     async def migrate(self) -> list[str]:
-        """Apply pending migrations; return their names (empty when already current)."""
+        """Apply pending migrations, then the data upgrades SQL cannot make
+        (``storage/sqlite/upgrade.py``); return the migrations' names (empty when already
+        current)."""
         self._db.forget_schema()
         names = await migrations.migrate(self._ledger, self._ledger.steps)
         await self._db.run(
@@ -176,6 +183,9 @@ class SqliteStore(
             transaction=False,
         )
         await self._db.ensure_schema()
+        upgraded = await self._db.write(upgrade, datetime.now(UTC))
+        if any(upgraded.values()):
+            log.info("data_upgraded", backend=self.backend, **upgraded)
         return names
 
     async def delete_all(self) -> None:
