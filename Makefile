@@ -19,12 +19,14 @@ export LITELLM_LOCAL_MODEL_COST_MAP := True
 help:
 	@echo "make demo        set up and run the main job on the embedded SQLite store"
 	@echo "make test        set up everything and run lint, type-check and the whole test suite"
+	@echo "                 (steps side by side; pytest on PYTEST_WORKERS=2 xdist workers)"
 	@echo "make neo4j       start a persistent Neo4j dev server on $(NEO4J_BOLT_PORT)/$(NEO4J_HTTP_PORT)"
 	@echo "                 (NEO4J_VERSION=2026 for Neo4j 2026.x; default 5.26)"
 	@echo "make neo4j-stop  stop it"
 	@echo "make browse      serve the Neo4j Browser style, guide and saved queries on :$(BROWSE_PORT)"
 	@echo "make browser-test  run the Neo4j Browser test in headless Chromium"
 	@echo "make bench       run the benchmarks (prints tables)"
+	@echo "make bench-server  the HTTP server under 32 clients, with a model that answers in 0.5 s"
 	@echo "make openapi     regenerate docs/openapi.json from the server's routes"
 
 $(BIN)/python:
@@ -89,9 +91,23 @@ lint: install
 typecheck: install
 	$(BIN)/mypy sonality
 
+# pytest in two steps: first the soak tests (-m soak, minutes of real time each) in one
+# process, killed after SOAK_TIMEOUT seconds; then everything else on PYTEST_WORKERS xdist
+# workers, each with its own Neo4j server (--dist loadfile hands out whole files, see
+# tests/conftest.py). Both steps run even when the first fails; each prints its 20 slowest
+# tests, and a step that collects no test fails (pytest's exit 5).
+PYTEST_WORKERS ?= 2
+SOAK_TIMEOUT ?= 900
+PYTEST_STEP = r=0; $(1) || r=$$?; \
+	if [ $$r -eq 5 ]; then echo "pytest collected no tests: that is a failure here" >&2; fi; \
+	if [ $$r -eq 124 ]; then echo "pytest: the soak step ran out of its $(SOAK_TIMEOUT) s" >&2; fi; \
+	if [ $$rc -eq 0 ]; then rc=$$r; fi
+
 pytest: install devserver chromium
-	@rc=0; $(BIN)/pytest -q --durations=15 || rc=$$?; \
-	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: that is a failure here" >&2; exit 1; fi; \
+	@rc=0; \
+	$(call PYTEST_STEP,timeout -k 30 $(SOAK_TIMEOUT) $(BIN)/pytest -q -p no:xdist -m soak --durations=20); \
+	$(call PYTEST_STEP,$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile -m "not soak" --durations=20); \
+	if [ $$rc -eq 5 ]; then exit 1; fi; \
 	exit $$rc
 
 openapi: install
@@ -100,13 +116,21 @@ openapi: install
 wheel-check: install
 	$(BIN)/python tools/check_wheel.py
 
-test: lint typecheck wheel-check pytest
+# make test runs its steps side by side (make -j; lines of different steps may interleave,
+# each line whole): ruff, mypy and the wheel check run while Maven and pip build the two
+# Neo4j dev servers, and pytest starts as soon as those are built.
+TEST_JOBS ?= 4
+test:
+	@$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=line lint typecheck wheel-check pytest
 
 bench: install devserver
 	$(BIN)/python tools/bench_interaction.py
 	$(BIN)/python tools/bench_reflection.py
 	$(BIN)/python tools/bench_mirror.py
 	$(BIN)/python tools/bench_faults.py
+
+bench-server: install devserver
+	$(BIN)/python tools/bench_server.py
 
 clean:
 	rm -rf $(VENV) dist build .pytest_cache .mypy_cache .ruff_cache $(DEVSERVER)/target $(DEVSERVER)/lib \

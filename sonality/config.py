@@ -77,11 +77,15 @@ class Settings(BaseSettings):
     driver's ``max_transaction_retry_time``; its own default is 30 s)."""
     neo4j_connect_seconds: float = Field(default=5.0, gt=0, le=300)
     """How long opening a connection, or waiting for one from the pool, may take."""
-    neo4j_vector_index: bool = False
-    """Keep the ``episode_embedding`` vector index (``on``) or not (``off``, the default);
-    ``sonality migrate`` creates or drops it to match. Similarity search does not need it
-    (the per-process cache is exact), and on 5.26 its HNSW insert is most of an append's
-    cost; see the README's performance section."""
+    neo4j_vector_index: Literal["auto", "on", "off"] = "auto"
+    """The ``episode_embedding`` vector index: ``auto`` keeps it where similarity is
+    searched inside it (Neo4j 2026.x, filtered by persona and user) and not on 5.26, whose
+    similarity runs in the per-process cache; ``on`` keeps it on 5.26 too, ``off``
+    nowhere (2026.x then uses the cache). ``sonality migrate`` creates or drops it to
+    match; see the README's performance section. ``true``/``false`` mean on/off."""
+    cache_mb: int = Field(default=256, ge=1, le=1_000_000)
+    """Memory the per-process similarity cache may hold (least recently used users go
+    first); a user larger than it is searched in the database instead."""
 
     model: str | None = None
     """litellm model name, e.g. ``openai/gpt-4o-mini``; unset means no LLM (degraded mode)."""
@@ -89,6 +93,23 @@ class Settings(BaseSettings):
     llm_api_key: SecretStr | None = None
     llm_timeout: float = Field(default=60.0, gt=0, le=3600)
     llm_max_retries: int = Field(default=3, ge=0, le=20)
+    llm_transport: Literal["auto", "direct", "litellm"] = "auto"
+    """How model calls are sent: ``auto`` sends to an OpenAI-compatible endpoint
+    (``openai/<name>`` with ``SONALITY_LLM_API_BASE``) over a lean pooled HTTP client and
+    everything else through litellm; ``litellm`` always through litellm."""
+    model_concurrency: int = Field(default=64, ge=1, le=10_000)
+    """Model calls one process has in flight at most, across personas, the Talker, the
+    Thinker, enrichment and reflection; an eighth is kept for the Talker, which always
+    goes first."""
+    llm_requests_per_minute: float | None = Field(default=None, gt=0, le=1_000_000)
+    """Calls started per minute per model at most (unset: no pacing). A 429 with
+    ``Retry-After`` pauses every call to that model for that long, either way."""
+    enrich_concurrency: int = Field(default=16, ge=1, le=1_000)
+    """Episodes of one persona asked about at once (two calls each) while the commits
+    stay in order."""
+    shutdown_seconds: float = Field(default=10.0, ge=0, le=3_600)
+    """How long closing (SIGTERM) lets the model calls in flight finish; what is left
+    stays pending for the next process or the worker."""
     embedding_model: str | None = None
     """litellm embedding model; unset means the built-in offline hashed embedder."""
     embedding_dimensions: int = Field(default=256, ge=8, le=4096)
@@ -114,6 +135,9 @@ class Settings(BaseSettings):
     respond_deadline_seconds: float = Field(default=30.0, gt=0, le=3_600)
     """The longest ``respond`` (and chat) waits for the persona's answer: past it the user's
     message is stored pending and the call fails (HTTP 504 with ``Retry-After``)."""
+    lag_degraded_seconds: float = Field(default=60.0, gt=0, le=31_536_000)
+    """Past this age of a persona's oldest pending episode or unthought Thinker turn, the
+    server's ``/readyz`` says ``degraded`` and ``sonality doctor`` marks the persona behind."""
 
     cooling_period: int = Field(default=3, ge=0, le=1_000)
     max_commit_delta: float = Field(default=0.25, gt=0, le=2)
@@ -153,6 +177,15 @@ class Settings(BaseSettings):
                 f"got {redact_url(value)!r}"
             )
         return value
+
+    @field_validator("neo4j_vector_index", mode="before")
+    @classmethod
+    def _vector_index_bool(cls, value: object) -> object:
+        """``true``/``false`` (the setting was a boolean) mean ``on``/``off``."""
+        text = str(value).strip().lower()
+        if isinstance(value, bool) or text in {"true", "false", "1", "0", "yes", "no"}:
+            return "on" if text in {"true", "1", "yes"} else "off"
+        return text
 
     @field_validator("log_level")
     @classmethod

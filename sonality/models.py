@@ -20,7 +20,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Self
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from sonality import errors
 
@@ -61,8 +61,10 @@ __all__ = [
     "InsightState",
     "InsightStatus",
     "KeyScope",
+    "Lag",
     "MonologueEntry",
     "Narrative",
+    "OldestPending",
     "PendingWork",
     "Persona",
     "PersonaArchive",
@@ -79,6 +81,8 @@ __all__ = [
     "ScoredEpisode",
     "SelfModel",
     "Snapshot",
+    "SnapshotRevert",
+    "SnapshotVersion",
     "SoftGoal",
     "StagedInfluence",
     "StagedUpdate",
@@ -87,6 +91,8 @@ __all__ = [
     "ThinkerTurn",
     "ThoughtCommit",
     "TurnUsage",
+    "UserErasure",
+    "UserErasureStatus",
     "UserFact",
     "UserFactDraft",
     "UserInfluence",
@@ -262,10 +268,15 @@ class Persona(Frozen):
     """Whether and where the affective stages run in ``respond``."""
     self_model: SelfModel = SelfModel()
     """Traits, values and goals fixed at creation (immutable, like ``core_identity``)."""
+    incarnation: str = ""
+    """Random, made when the persona is created (or imported): API keys grant a persona
+    incarnation, so a persona created later under the same id is a stranger to them. Not
+    part of an export."""
     review_from_version: int | None = None
-    """Set when an erasure removed material that snapshot versions from this one on may
-    quote: the next reflection rewrites the snapshot without it, then those versions are
-    purged (``mind.reflection``). None when no snapshot is under review."""
+    """Only in stores written before erasures reverted snapshots at once: snapshot versions
+    from this one on may quote erased material. ``migrate`` reverts them (as an erasure
+    does now) and clears it; a reflection meeting it rewrites from the last version before
+    them, or from the core identity. None otherwise."""
 
     @property
     def disagreement_rate(self) -> float:
@@ -278,7 +289,9 @@ class Snapshot(Frozen):
     version: int
     text: str
     reason: str = "initial"
-    """Why this version exists: ``initial``, ``reflection`` or ``rollback:<N>``."""
+    """Why this version exists: ``initial``, ``reflection``, ``rollback:<N>`` (the text of
+    version N again, by ``rollback_snapshot`` or by an erasure that removed the versions
+    after it) or ``rollback:core`` (an erasure found no clean version: the core identity)."""
     created_at: datetime
 
 
@@ -461,8 +474,12 @@ class UserFact(Frozen):
     text: str
     severity: int = Field(ge=1, le=5)
     episode_id: Identifier
+    """The user's exchange the fact comes from."""
     created_at: datetime
     retracted: bool = False
+    also_from: tuple[Identifier, ...] = ()
+    """Other exchanges of the user that back the fact (a correction merged a fact drawn
+    from them into this one): erasing ``episode_id`` leaves the fact backed by these."""
 
 
 class EnrichmentState(Frozen):
@@ -472,7 +489,8 @@ class EnrichmentState(Frozen):
 
     persona: Persona
     beliefs: tuple[Belief, ...]
-    """Every belief, retired ones included."""
+    """The beliefs read, retired ones included: every one (``enrichment_state``), or none
+    (``enrichment_backlog``) and then those of the topics planning needs."""
     staged: tuple[StagedUpdate, ...]
     """The uncommitted staged deltas."""
     facts: tuple[UserFact, ...]
@@ -508,7 +526,14 @@ class ContextReads(Frozen):
     facts: tuple[UserFact, ...]
     """The user's active facts, oldest first."""
     beliefs: tuple[Belief, ...]
-    """The persona's active beliefs, by topic."""
+    """The persona's active beliefs read for the message, each once and never more than a
+    few whatever the persona holds: the most similar to it by topic, the strongest
+    (|position| x confidence), and those whose topic is not embedded yet."""
+    belief_similarity: dict[str, float] = Field(default_factory=dict)
+    """The cosine of the message with the topic of each belief read as most similar."""
+    unembedded: tuple[str, ...] = ()
+    """The topics among ``beliefs`` whose embedding is not stored yet (``context`` embeds
+    them and stores them with ``ContextStore.set_topic_embeddings``)."""
     similar: tuple[tuple[Episode, float], ...]
     """Up to ``similar_k`` of the user's embedded episodes by cosine, best first."""
     recent: tuple[Episode, ...]
@@ -596,7 +621,9 @@ class VectorIndexStatus(Frozen):
     """Neo4j's episode vector index: what the setting asks for, what the server has."""
 
     wanted: bool
-    """``SONALITY_NEO4J_VECTOR_INDEX`` is on."""
+    """``SONALITY_NEO4J_VECTOR_INDEX`` asks for it on this server (``auto``: on 2026.x)."""
+    setting: str = "auto"
+    """The setting itself: ``auto``, ``on`` or ``off``."""
     state: str | None = None
     """The server's state of the index (``ONLINE``, ``POPULATING``…); None: none exists."""
     scoped: bool = False
@@ -675,6 +702,19 @@ class Reflection(Frozen):
     duration_ms: float = 0.0
     owner: str = ""
     """The worker (process) that ran it: its lease owner id."""
+    advice: tuple[str, ...] = ()
+    """What the belief-decay review advised beyond the arithmetic, as
+    ``<verdict>:<topic>`` (``decay:tea``, ``forget:tea``): an erasure applies it again
+    where it did not depend on the erased episodes (``core.erasure``)."""
+
+    @field_validator("advice")
+    @classmethod
+    def _advice(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for item in value:
+            verdict, _, topic = item.partition(":")
+            if verdict not in ("decay", "forget") or not topic:
+                raise ValueError("advice items look like decay:<topic> or forget:<topic>")
+        return value
 
 
 class ReflectionCommit(Frozen):
@@ -759,6 +799,46 @@ class ThinkerTurn(Frozen):
     """The committed narrative version the Talker answered with (0: none yet)."""
     created_at: datetime
     updated_at: datetime
+
+
+class OldestPending(Frozen):
+    """The heads of a persona's two queues of model work, as the store holds them: when
+    the episode enrichment takes next was recorded, and when the oldest turn the Thinker
+    has not thought about was answered (None: that queue is empty)."""
+
+    persona_id: str
+    episode_at: datetime | None = None
+    """``created_at`` of the pending episode of lowest ``seq`` (enrichment goes in order)."""
+    turn_at: datetime | None = None
+    """``created_at`` of the oldest ``pending`` Thinker turn, any conversation."""
+
+
+class Lag(Frozen):
+    """How far behind a persona's background work is: the age of each queue's head."""
+
+    persona_id: str
+    episode_seconds: float = Field(ge=0)
+    """Age of the oldest pending episode (0: none pending)."""
+    turn_seconds: float = Field(ge=0)
+    """Age of the oldest unthought Thinker turn (0: none pending)."""
+
+    @classmethod
+    def at(cls, oldest: OldestPending, now: datetime) -> Lag:
+        """The lag of ``oldest`` as of ``now`` (an age never goes below 0)."""
+
+        def age(then: datetime | None) -> float:
+            return 0.0 if then is None else max(0.0, (now - then).total_seconds())
+
+        return cls(
+            persona_id=oldest.persona_id,
+            episode_seconds=age(oldest.episode_at),
+            turn_seconds=age(oldest.turn_at),
+        )
+
+    @property
+    def seconds(self) -> float:
+        """The larger of the two ages."""
+        return max(self.episode_seconds, self.turn_seconds)
 
 
 class PendingWork(Frozen):
@@ -961,6 +1041,9 @@ class ApiKey(Frozen):
     name: str = ""
     created_at: datetime
     revoked_at: datetime | None = None
+    incarnations: tuple[str, ...] = ()
+    """The incarnation (``Persona.incarnation``) of each of ``persona_ids`` when the grant
+    was made, in the same order: a persona of that id made later is not granted."""
 
     @model_validator(mode="after")
     def _only_admin_is_global(self) -> Self:
@@ -968,11 +1051,21 @@ class ApiKey(Frozen):
             raise errors.ValidationError(
                 "a read or write key names its personas", scope=self.scope.value
             )
+        if self.incarnations and len(self.incarnations) != len(self.persona_ids):
+            raise errors.ValidationError("a key names one incarnation per persona", key_id=self.id)
         return self
 
     def sees(self, persona_id: str) -> bool:
         """Whether the key may touch ``persona_id`` at all."""
         return not self.persona_ids or persona_id in self.persona_ids
+
+    def grants(self, persona: Persona) -> bool:
+        """Whether the key may touch this very ``persona`` (its incarnation, not only its
+        id): a global admin key any, a persona-bound key only the incarnations it names."""
+        if not self.persona_ids:
+            return True
+        bound = dict(zip(self.persona_ids, self.incarnations, strict=False))
+        return bound.get(persona.id) == persona.incarnation != ""
 
 
 # erasure: forgetting a user or an exchange, and undoing its effect ------------------------
@@ -986,8 +1079,11 @@ class ErasureKind(StrEnum):
 
 class Erasure(Frozen):
     """The audit record of one erasure. It holds no user text and no id in clear:
-    ``subject`` is the SHA-256 of ``persona_id``, ``kind`` and the erased id joined by NUL
-    bytes, so an operator who knows the id can check that it was erased."""
+    ``subject`` is an HMAC-SHA256, under the store's own audit key, of the SHA-256 of
+    ``persona_id``, ``kind`` and the erased id joined by NUL bytes
+    (``core.erasure.erasure_subject``), so an operator of the store who knows the id can
+    check that it was erased (``Sonality.erasure_subject``) and a reader of the records
+    alone cannot confirm a guess."""
 
     id: str
     persona_id: Identifier
@@ -1003,7 +1099,27 @@ class Erasure(Frozen):
     beliefs_removed: int = Field(default=0, ge=0)
     """Beliefs no remaining evidence supports, removed."""
     review_from_version: int | None = None
-    """The first snapshot version flagged for review (None: no snapshot may quote it)."""
+    """The oldest snapshot version the erasure removed because it may quote what was
+    erased (the snapshot reverted to the newest clean version, or the core identity);
+    None when no version was removed."""
+
+
+class UserErasureStatus(StrEnum):
+    ERASED = "erased"
+    """The user was there and is erased now."""
+    ERASED_BEFORE = "erased_before"
+    """The user is not there, and this persona's audit records hold an erasure of them."""
+    ABSENT = "absent"
+    """The persona never met the user (or holds no record of erasing them)."""
+
+
+class UserErasure(Frozen):
+    """What forgetting a user everywhere did in one persona."""
+
+    persona_id: Identifier
+    status: UserErasureStatus
+    erasure: Erasure | None = None
+    """The audit record of the erasure made now (``erased`` only)."""
 
 
 class StoredEvidence(Frozen):
@@ -1025,12 +1141,21 @@ class StoredEvidence(Frozen):
 
 
 class ReflectionPoint(Frozen):
-    """A committed reflection as the replay needs it: where it happened, and when."""
+    """A committed reflection as the replay needs it: where it happened, when, what it
+    wrote and what its decay review advised (``Reflection.advice``)."""
 
     id: str
     interaction_count: int = Field(ge=0)
     started_at: datetime
     snapshot_version: int | None = None
+    advice: tuple[str, ...] = ()
+
+
+class SnapshotVersion(Frozen):
+    """A stored snapshot version without its text: what an erasure judges it by."""
+
+    version: int = Field(ge=1)
+    reason: str = "initial"
 
 
 class ErasureState(Frozen):
@@ -1044,6 +1169,8 @@ class ErasureState(Frozen):
     evidence: tuple[StoredEvidence, ...]
     beliefs: tuple[Belief, ...]
     reflections: tuple[ReflectionPoint, ...]
+    snapshots: tuple[SnapshotVersion, ...] = ()
+    """Every stored snapshot version, oldest first (the newest is CURRENT)."""
     facts: int = 0
     insights: int = 0
 
@@ -1056,18 +1183,36 @@ class ReplayedEpisode(Frozen):
     disagreement: bool
 
 
+class SnapshotRevert(Frozen):
+    """How an erasure takes the snapshot back to before the erased material: the versions
+    that may quote it go, and when CURRENT is one of them a new CURRENT ``version`` is
+    written with the text of version ``source`` (None: the core identity), ``reason``
+    ``rollback:<source>`` or ``rollback:core``."""
+
+    removed: tuple[int, ...]
+    version: int | None = None
+    source: int | None = None
+    created_at: datetime
+
+    @property
+    def reason(self) -> str:
+        return f"rollback:{self.source if self.source is not None else 'core'}"
+
+
 class ErasureCommit(Frozen):
     """Everything one erasure changes, applied by the store in one transaction.
 
-    Removes ``episode_ids`` with everything hanging off them (insights, facts, staged
-    updates, provenance edges, Thinker turns, monologue entries and narratives written
-    from their turn on, usage), relinking each conversation's NEXT chain around them and
-    dropping conversations left empty; with ``user_id``, also the user, its conversations
-    and its affect state. Then, from interaction ``replay_from`` on (None: no enriched
-    episode was removed, so no opinion moves), it replaces the staged updates and
-    provenance edges with the replayed ones, re-indexes the remaining episodes, writes the
-    changed beliefs, removes the unsupported ones and sets the persona's counters. The
-    store checks that the persona is still at ``expected_interaction_count`` (``ConflictError``
+    Removes ``episode_ids`` with everything hanging off them (insights, facts no other
+    exchange backs, staged updates, provenance edges, Thinker turns, monologue entries and
+    narratives written from their turn on, usage, what an affect state read from them),
+    relinking each conversation's NEXT chain around them and dropping conversations left
+    empty; with ``user_id``, also the user, its conversations and its affect state.
+    Then, from interaction ``replay_from`` on (None: no enriched episode was removed, so
+    no opinion moves), it replaces the staged updates and provenance edges with the
+    replayed ones, re-indexes the remaining episodes, writes the changed beliefs, removes
+    the unsupported ones and sets the persona's counters; last, it reverts the snapshot
+    versions ``snapshots`` names. The store checks that the persona is still at
+    ``expected_interaction_count`` and ``expected_snapshot_version`` (``ConflictError``
     otherwise, nothing written)."""
 
     record: Erasure
@@ -1083,7 +1228,14 @@ class ErasureCommit(Frozen):
     beliefs: tuple[Belief, ...] = ()
     removed_beliefs: tuple[str, ...] = ()
     reflections: tuple[ReflectionPoint, ...] = ()
-    """Committed reflections whose interaction count moved, with the new count."""
+    """Committed reflections whose interaction count moved or whose advice lost the items
+    that depended on the erased episodes, with the new count and advice."""
+    snapshots: SnapshotRevert | None = None
+    """The snapshot versions that go (and the new CURRENT), or None when none may quote
+    the erased material."""
+    expected_snapshot_version: int | None = None
+    """CURRENT's version as read: the store refuses the commit (``ConflictError``) when it
+    moved, as when the interaction count did."""
     interaction_count: int = Field(ge=0)
     disagreement_window: tuple[bool, ...] = ()
     shift_since_reflection: float = Field(default=0.0, ge=0)

@@ -33,6 +33,7 @@ from sonality.models import (
     InsightState,
     InsightStatus,
     Narrative,
+    OldestPending,
     Persona,
     PersonaArchive,
     ProvenanceEdge,
@@ -253,9 +254,12 @@ class EpisodeStore(Protocol):
         conversation_id: str | None = None,
         limit: int = 20,
         since_interaction: int | None = None,
+        before: int | None = None,
     ) -> list[Episode]:
         """Most recent first (by ``seq``). ``since_interaction`` keeps enriched episodes
-        with ``interaction_index`` greater than it."""
+        with ``interaction_index`` greater than it; ``before`` (a cursor: the ``seq`` of
+        the last episode of the previous page) keeps those with a smaller ``seq``. Read
+        through an index from the cursor on: a page costs its length, wherever it is."""
         ...
 
     async def list_pending_episodes(self, persona_id: str, *, limit: int = 100) -> list[Episode]:
@@ -273,6 +277,12 @@ class EpisodeStore(Protocol):
 
     async def count_unembedded(self, persona_id: str) -> int:
         """How many of the persona's episodes have no embedding."""
+        ...
+
+    async def oldest_pending(self, persona_ids: Sequence[str]) -> list[OldestPending]:
+        """For each persona of ``persona_ids`` (in that order; an unknown one has empty
+        queues), when its next pending episode and its oldest pending Thinker turn were
+        recorded: one read, an index seek per persona and queue, whatever the backlog."""
         ...
 
     async def similar_episodes(
@@ -320,8 +330,9 @@ class EnrichmentStore(Protocol):
     ) -> EnrichmentBacklog:
         """In one read: the persona's oldest ``limit`` pending episodes (by ``seq``), the
         state their commits are planned from (``enrichment_state`` for their users, since
-        the persona's next interaction minus ``influence_window``) and with ``count`` how
-        many are pending in all. ``PersonaNotFound`` when unknown."""
+        the persona's next interaction minus ``influence_window``, but no belief: planning
+        reads those by topic, ``enrichment_beliefs``) and with ``count`` how many are
+        pending in all. ``PersonaNotFound`` when unknown."""
         ...
 
     async def append_episode_with_backlog(
@@ -330,6 +341,12 @@ class EnrichmentStore(Protocol):
         """``append_episode`` and then, in the same transaction, ``enrichment_backlog``
         of the persona for one episode with the pending count: what an inline ``record``
         needs before it asks the model, in one unit of work instead of two."""
+        ...
+
+    async def enrichment_beliefs(self, persona_id: str, topics: Sequence[str]) -> list[Belief]:
+        """The persona's beliefs (retired ones too) of ``topics``, by topic: what planning
+        a piece of a backlog reads besides its ``enrichment_backlog`` (a topic without a
+        belief is simply absent)."""
         ...
 
     async def enrichment_state(
@@ -538,7 +555,9 @@ class KeyStore(Protocol):
     """API keys of the HTTP server, stored hashed (never the secret)."""
 
     async def create_key(self, key: ApiKey) -> ApiKey:
-        """Store a new key (``AlreadyExists`` if its id is taken)."""
+        """Store a new key (``AlreadyExists`` if its id is taken), in one transaction with
+        the check that every persona it names exists in the incarnation it names
+        (``PersonaNotFound`` otherwise)."""
         ...
 
     async def get_key(self, key_id: str) -> ApiKey:
@@ -574,10 +593,14 @@ class ErasureStore(Protocol):
     async def purge_snapshots(
         self, persona_id: str, *, from_version: int, below_version: int
     ) -> int:
-        """After a reviewing reflection: delete snapshot versions ``from_version`` up to
-        (not including) ``below_version``, keep the PREVIOUS chain whole, and clear the
-        persona's ``review_from_version`` if it is still ``from_version``. Returns how many
-        versions went."""
+        """After a reflection that rewrote versions an older Sonality flagged: delete
+        snapshot versions ``from_version`` up to (not including) ``below_version``, keep
+        the PREVIOUS chain whole, and clear the persona's ``review_from_version`` if it is
+        still ``from_version``. Returns how many versions went."""
+        ...
+
+    async def audit_key(self) -> bytes:
+        """The store's own secret that keys audit subjects (made on first use, kept)."""
         ...
 
     async def get_fact(self, persona_id: str, fact_id: str) -> UserFact:
@@ -586,7 +609,9 @@ class ErasureStore(Protocol):
 
     async def correct_fact(self, fact: UserFact) -> UserFact:
         """Replace the stored fact ``fact.id`` (same user and episode) with ``fact``'s
-        kind, text and severity. ``NotFoundError`` when unknown."""
+        kind, text, severity and retraction, in one transaction; when another active fact
+        of the user says the same, merge into that one instead (``checks.corrected_fact``)
+        and return it. ``NotFoundError`` when unknown."""
         ...
 
     async def add_fact(self, fact: UserFact) -> UserFact:
@@ -598,7 +623,9 @@ class ErasureStore(Protocol):
 
     async def delete_persona(self, persona_id: str, record: Erasure) -> None:
         """Remove the persona and everything it owns, in one transaction, keeping the
-        audit records and adding ``record``. ``PersonaNotFound`` when unknown."""
+        audit records and adding ``record``; every API key loses its grant of the persona
+        (``checks.without_persona``: a key left with none is revoked).
+        ``PersonaNotFound`` when unknown."""
         ...
 
     async def list_erasures(self, persona_id: str) -> list[Erasure]:
@@ -634,11 +661,23 @@ class ContextStore(Protocol):
         *,
         similar_k: int,
         recent: int,
+        beliefs: int = 8,
     ) -> ContextReads:
-        """Persona, CURRENT snapshot, the user's active facts, the active beliefs, the
-        user's ``similar_k`` episodes most similar to ``embedding`` (none when it is
-        ``None`` or ``similar_k`` is 0) and their ``recent`` latest, all in one read
-        transaction. ``PersonaNotFound`` when the persona is unknown."""
+        """Persona, CURRENT snapshot, the user's active facts, the beliefs to show (the
+        ``beliefs`` active ones whose topic is most similar to ``embedding``, the
+        ``beliefs`` strongest, and up to ``beliefs`` whose topic is not embedded yet, each
+        through an index: never every belief of the persona), the user's ``similar_k``
+        episodes most similar to ``embedding`` (none when it is ``None`` or ``similar_k``
+        is 0) and their ``recent`` latest, all in one read transaction.
+        ``PersonaNotFound`` when the persona is unknown."""
+        ...
+
+    async def set_topic_embeddings(
+        self, persona_id: str, embeddings: Mapping[str, Sequence[float]]
+    ) -> int:
+        """Store the embeddings of the persona's belief topics (topic -> vector of the
+        store's dimension; ``ValidationError`` otherwise); a topic with no belief is
+        skipped. Returns how many beliefs took one."""
         ...
 
 

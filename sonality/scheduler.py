@@ -43,10 +43,12 @@ without waiting for a scan.
 One reflection per persona at a time: in this process through the per-persona job (and the
 reflector's lock); across processes through the store's lease (``Reflector``).
 
-Stopping (``stop`` / SIGTERM / SIGINT): no new job starts; running jobs get
-``grace_seconds`` to finish, then are cancelled. A cancelled reflection writes nothing
-partial (its commit is one transaction) and releases its lease on the way out; a lease
-left behind by a killed process expires after ``lease_seconds``.
+Stopping (``stop`` / SIGTERM / SIGINT): no new job starts and no new model call of
+enrichment (a running pass commits what its calls in flight bring, in order, and leaves
+the rest pending); running jobs get ``grace_seconds`` (10 s) to finish, then are
+cancelled. A cancelled reflection writes nothing partial (its commit is one transaction)
+and releases its lease on the way out; a lease left behind by a killed process expires
+after ``lease_seconds``.
 """
 
 from __future__ import annotations
@@ -90,7 +92,7 @@ class WorkerParams(BaseModel):
     retry_rounds: int = Field(default=3, ge=0)
     """Rounds of automatic retries a failed episode or insight part gets (each round is
     ``enrichment_max_attempts`` attempts); 0: only ``sonality enrich --retry-failed``."""
-    grace_seconds: float = Field(default=30.0, ge=0)
+    grace_seconds: float = Field(default=10.0, ge=0)
     """How long a stop waits for running jobs before cancelling them."""
     heartbeat_file: Path | None = None
     """Touched after every scan that reached the store; None: no heartbeat."""
@@ -181,6 +183,7 @@ class Worker:
         self._stopping = True
         self.app.remove_due_listener(self.request)
         self._scheduler.pause()
+        self.app.enricher.stop_asking()  # a pass in progress ends with its calls in flight
         running = [t for t in self._jobs if not t.done()]
         if running:
             log.info("worker_draining", jobs=len(running), grace_seconds=self.params.grace_seconds)
@@ -192,6 +195,7 @@ class Worker:
                 log.warning("worker_jobs_abandoned", jobs=len(late))
         self._scheduler.shutdown(wait=False)
         await asyncio.sleep(0)  # the scheduler shuts down on the loop's next turn
+        self.app.enricher.resume_asking()  # the app is the caller's again (close stops it)
         log.info("worker_stopped", owner=self.app.reflector.owner)
 
     async def run_forever(self, *, handle_signals: bool = True) -> None:

@@ -12,29 +12,32 @@ only ``from_settings`` reads configuration. Either way a ``Sonality`` is made of
 ``Sonality(**parts)``; a direct call passes some and ``mind.parts.assemble`` builds the
 rest. The facade validates input and delegates to the parts.
 
-``record`` writes the raw episode durably before any model call, then enriches pending
-episodes in order; with no model, or a failing one, the episode stays ``pending`` and
-nothing else changes. A model that refuses the configuration (``LLMConfigError``) is not
-an outage: ``record`` raises it, after the episode is stored as ``pending`` with no
-attempt counted, so fixing the settings and calling ``enrich_pending`` catches up.
+``record`` validates, then hands the exchange to the enrichment lanes
+(``mind.enrich_lanes``): the raw episode is written durably before any model call, then
+enriched as the ``enrich`` mode says, in the persona's order; with no model, or a failing
+one, the episode stays ``pending`` and nothing else changes. A model that refuses the
+configuration (``LLMConfigError``) is not an outage: ``record`` raises it, after the
+episode is stored as ``pending`` with no attempt counted, so fixing the settings and
+calling ``enrich_pending`` catches up.
 """
 
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from datetime import timedelta
-from functools import cached_property, partial
+from datetime import datetime, timedelta
+from functools import cached_property
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, NoReturn, Self
+from typing import TYPE_CHECKING, Self
 
 from pydantic import BaseModel, ConfigDict
 
 from sonality.core.opinion import OpinionParams
 from sonality.core.triggers import TriggerDecision
-from sonality.errors import ConfigError, SonalityError, ValidationError
+from sonality.errors import ValidationError
 from sonality.mind.context import Context, ContextBuilder
+from sonality.mind.enrich_lanes import EnrichLanes
 from sonality.mind.enrichment import Enricher, EnrichReport
 from sonality.mind.inputs import (
     MAX_LIMIT,
@@ -45,7 +48,6 @@ from sonality.mind.inputs import (
     check_number,
     check_text,
 )
-from sonality.mind.lanes import Lanes
 from sonality.mind.parts import EnrichMode, Limits, RuntimeSettings, SystemClock, assemble
 from sonality.mind.reads import Reads
 from sonality.mind.recording import EpisodeRecorder, Exchange
@@ -54,13 +56,14 @@ from sonality.models import (
     AffectPlacement,
     AffectState,
     ApiKey,
-    EnrichmentBacklog,
     EnrichmentStatus,
     Episode,
     Erasure,
+    ErasureKind,
     FactKind,
     HardGoal,
     KeyScope,
+    Lag,
     MonologueEntry,
     Narrative,
     PendingWork,
@@ -73,6 +76,7 @@ from sonality.models import (
     ThinkerStatus,
     ThinkerTurn,
     TurnUsage,
+    UserErasure,
     UserFact,
 )
 from sonality.observability import get_logger
@@ -94,14 +98,6 @@ _MAX_WAIT_SECONDS = 86_400.0
 _STORE_DRAIN_SECONDS = 30.0
 """How long ``drain(everywhere=True)`` watches the store when no ``max_seconds`` is given."""
 _STORE_POLL_SECONDS = 0.2
-
-
-@dataclass(frozen=True, slots=True)
-class _Pass:
-    """What a lane job did: its report, and the inline caller's episode as it left it."""
-
-    report: EnrichReport
-    episode: Episode | None = None
 
 
 class Recorded(BaseModel):
@@ -159,6 +155,7 @@ class Sonality(Reads):
         enricher: Enricher | None = None,
         reflector: Reflector | None = None,
         context_builder: ContextBuilder | None = None,
+        lanes: EnrichLanes | None = None,
     ) -> None:
         """Build from parts (``Sonality(**parts)``) or from some of them: what is missing
         is assembled with the defaults by ``sonality.mind.parts.assemble``."""
@@ -178,6 +175,7 @@ class Sonality(Reads):
             enricher=enricher,
             reflector=reflector,
             context_builder=context_builder,
+            lanes=lanes,
         )
         self.store = parts.store
         self.llm = parts.llm
@@ -190,15 +188,14 @@ class Sonality(Reads):
         self.enricher = parts.enricher
         self.reflector = parts.reflector
         self.context_builder = parts.context_builder
+        self.lanes = parts.lanes
+        """When enrichment runs: the persona lanes (``mind.enrich_lanes``)."""
         self._count_tokens = parts.count_tokens
         self._owns_store = parts.owns_store
         self._dual: DualProcess | None = None
-        self._enrich_lanes = Lanes()
-        """Enrichment in the background: one lane per persona, keyed ("enrich", id)."""
-        self._enrich_tail: dict[str, asyncio.Future[Any]] = {}
-        self._refused: dict[str, ConfigError] = {}
-        """Per persona, the configuration error its last enrichment pass met (cleared by a
-        pass that gets through): an inline ``record`` behind a backlog raises it."""
+        self.key_epoch = 0
+        """Moves whenever this process revokes a key or deletes a persona (which takes the
+        persona from every key): a server's key cache drops what it verified before."""
 
     # lifecycle ----------------------------------------------------------------------
     @classmethod
@@ -240,12 +237,27 @@ class Sonality(Reads):
         await self.close()
 
     async def close(self) -> None:
+        """Stop taking background work (no new Thinker turn, enrichment pass or model
+        call), let the calls in flight finish and commit in order for at most
+        ``RuntimeSettings.shutdown_seconds`` in all, cancel what still runs, then close
+        the store if this facade opened it. Nothing is lost: every episode and turn not
+        done stays pending for the next process or the worker."""
+        bound = self.runtime.shutdown_seconds
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        deadline = None if bound is None else started + bound
+        self.lanes.stop()
         if self._dual is not None:  # background thinking first, while the store is open
-            await self._dual.close()
-        # then background enrichment: what is cut short stays pending for the worker
-        await self._enrich_lanes.close(max_seconds=self.runtime.shutdown_seconds)
+            await self._dual.close(bound)
+        # then background enrichment, within what is left of the bound
+        left = None if deadline is None else max(0.0, deadline - loop.time())
+        await self.lanes.close(max_seconds=left)
+        aclose = getattr(self.llm, "aclose", None)
+        if aclose is not None:
+            await aclose()
         if self._owns_store:
             await self.store.close()
+        log.info("sonality_closed", duration_ms=round((loop.time() - started) * 1000, 1))
 
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` by the counter every budget of this deployment uses."""
@@ -278,6 +290,7 @@ class Sonality(Reads):
             core_identity=core_identity,
             created_at=now,
             self_model=model,
+            incarnation=uuid.uuid4().hex,
         )
         first = Snapshot(
             persona_id=persona_id, version=1, text=snapshot or core_identity, created_at=now
@@ -305,14 +318,14 @@ class Sonality(Reads):
             raise ValidationError("scope must be read, write or admin", field="scope") from None
         ids = tuple(dict.fromkeys(check_id(p, "persona_id") for p in persona_ids))
         check_text(name, field="name", limit=self.limits.max_name_chars, allow_empty=True)
-        for persona_id in ids:
-            await self.store.get_persona(persona_id)
+        personas = [await self.store.get_persona(persona_id) for persona_id in ids]
         key_id, secret, token = mint()
         key = ApiKey(
             id=key_id,
             secret_hash=hash_secret(secret),
             scope=level,
             persona_ids=ids,
+            incarnations=tuple(p.incarnation for p in personas),
             name=name,
             created_at=self.clock.now(),
         )
@@ -329,8 +342,11 @@ class Sonality(Reads):
         return await self.store.list_keys()
 
     async def revoke_key(self, key_id: str) -> ApiKey:
-        """Revoke a key now; it stops working at once in every server process."""
+        """Revoke a key now. A server in this process refuses it at once; one in another
+        process once its cached check runs out (``SONALITY_KEY_CACHE_SECONDS``, 5 s by
+        default)."""
         revoked = await self.store.revoke_key(check_id(key_id, "key_id"), self.clock.now())
+        self.key_epoch += 1
         log.info("api_key_revoked", key_id=key_id)
         return revoked
 
@@ -358,157 +374,12 @@ class Sonality(Reads):
         refuses the configuration (the episode is stored, ``pending``, its id in the
         error's ``episode_id``). An outage leaves the episode ``pending`` silently.
         """
-        mode = self._enrich_mode(enrich)
+        mode = self.lanes.mode(enrich)
         check_id(persona_id, "persona_id")
-        check_id(user_id, "user_id")
-        check_id(conversation_id, "conversation_id")
-        if episode_id is not None:
-            check_id(episode_id, "episode_id")
-        check_text(message, field="message", limit=self.limits.max_message_chars)
-        check_text(
-            response, field="response", limit=self.limits.max_response_chars, allow_empty=True
-        )
         exchange = Exchange(user_id, conversation_id, message, response, episode_id)
-        backlog: EnrichmentBacklog | None = None
-        passes = 0
-        if (
-            mode is EnrichMode.INLINE
-            and self.llm is not None
-            and not self._enrich_lanes.busy(("enrich", persona_id))
-        ):
-            # the lane is idle: the backlog read the enrichment starts from rides in the
-            # append's transaction (two units of work for the whole record, not three)
-            passes = self.enricher.passes(persona_id)
-            episode, created, backlog = await self.recorder.append_with_backlog(
-                persona_id, exchange, influence_window=self.opinion.influence_window
-            )
-        else:
-            episode, created = await self.recorder.append_exchange(persona_id, exchange)
-        report: EnrichReport | None = None
-        pending = episode.enrichment_status is EnrichmentStatus.PENDING
-        if mode is EnrichMode.INLINE and self.llm is None:
-            report = await self.enricher.enrich_pending(persona_id)  # says: no model
-        elif mode is EnrichMode.BACKGROUND and pending and self.llm is not None:
-            self._enrich_later(persona_id)
-        elif mode is EnrichMode.INLINE and pending:
-            report, stored = await self._enrich_inline(episode, backlog, passes)
-            episode = stored or await self.store.get_episode(persona_id, episode.id)
+        self.check_exchange(exchange)
+        episode, created, report = await self.lanes.record(persona_id, exchange, mode)
         return Recorded(episode=episode, created=created, enrichment=report)
-
-    def _enrich_mode(self, enrich: bool | EnrichMode | str | None) -> EnrichMode:
-        if enrich is None:
-            return self.limits.record_enrich
-        if isinstance(enrich, bool):
-            return EnrichMode.INLINE if enrich else EnrichMode.OFF
-        try:
-            return EnrichMode(enrich)
-        except ValueError:
-            choices = ", ".join(m.value for m in EnrichMode)
-            raise ValidationError(f"enrich must be one of {choices}", field="enrich") from None
-
-    def _enrich_later(self, persona_id: str) -> asyncio.Future[Any]:
-        """Queue a pass over the persona's pending episodes on its enrichment lane (one
-        pass queued behind the running one is enough: a pass runs until none is left)."""
-        key = ("enrich", persona_id)
-        if self._enrich_lanes.queued(key) >= 2 and self._enrich_tail.get(persona_id):
-            return self._enrich_tail[persona_id]
-        future = self._enrich_lanes.submit(key, partial(self._enrich_pass, persona_id, None))
-        self._enrich_tail[persona_id] = future
-        return future
-
-    async def _enrich_pass(
-        self,
-        persona_id: str,
-        limit: int | None,
-        first: Episode | None = None,
-        backlog: EnrichmentBacklog | None = None,
-        passes: int = 0,
-    ) -> _Pass | ConfigError | None:
-        """One lane job: enrich in order (``first``: only that episode, and only if it is
-        the oldest pending one, from ``backlog`` when it is still current, see
-        ``Enricher.enrich_first``); a failure leaves the episodes pending."""
-        stored: Episode | None = None
-        try:
-            if first is None:
-                report = await self.enricher.enrich_pending(persona_id, limit=limit)
-            else:
-                report, stored = await self.enricher.enrich_first(
-                    first, backlog=backlog, passes=passes
-                )
-        except ConfigError as exc:
-            # not an outage: an inline caller must hear it (_enrich_inline raises it)
-            log.warning("enrichment_refused", persona_id=persona_id, error=type(exc).__name__)
-            self._refused[persona_id] = exc
-            return exc
-        except SonalityError as exc:
-            log.warning("enrichment_interrupted", persona_id=persona_id, error=type(exc).__name__)
-            return None
-        if report.stopped_by != "backlog":
-            self._refused.pop(persona_id, None)
-        if report.enriched:
-            await self.reflector.notifier.notify(persona_id)
-        return _Pass(report, stored)
-
-    async def _enrich_inline(
-        self, episode: Episode, backlog: EnrichmentBacklog | None, passes: int
-    ) -> tuple[EnrichReport | None, Episode | None]:
-        """Enrich ``episode`` on its persona's lane while the caller waits, at most
-        ``record_deadline_seconds``; returns the report and the episode as the lane left
-        it (None: read it back). Never somebody else's backlog: when an older episode is
-        still pending, the lane takes it all and the caller gets ``pending`` at once.
-
-        With the lane idle, one job checks that and enriches (from ``backlog``, read with
-        the append while no pass ended since ``passes``, else one read; then the model and
-        one commit); with the lane busy, the check is a read first, then the caller waits
-        for the lane's pass if nothing older is pending."""
-        pid = episode.persona_id
-        if self._enrich_lanes.busy(("enrich", pid)):
-            oldest = await self.store.list_pending_episodes(pid, limit=1)
-            if oldest and oldest[0].id != episode.id:
-                return None, self._leave_to_lane(episode)
-            self._enrich_later(pid)  # the lane is at it already: wait for it, bounded
-            future = self._enrich_tail[pid]
-        else:
-            future = self._enrich_lanes.submit(
-                ("enrich", pid), partial(self._enrich_pass, pid, 1, episode, backlog, passes)
-            )
-        try:
-            result: _Pass | ConfigError | None = await asyncio.wait_for(
-                asyncio.shield(future), timeout=self.limits.record_deadline_seconds
-            )
-        except TimeoutError:
-            log.warning(
-                "record_deadline_passed",
-                persona_id=pid,
-                episode_id=episode.id,
-                deadline_seconds=self.limits.record_deadline_seconds,
-            )
-            return None, None
-        if isinstance(result, ConfigError):
-            self._raise_refused(result, episode)  # not an outage: the caller must hear it
-        if result is None:
-            return None, None
-        if result.report.stopped_by == "backlog":
-            return None, self._leave_to_lane(episode)
-        return result.report, result.episode
-
-    def _leave_to_lane(self, episode: Episode) -> Episode:
-        """An older episode is pending: the lane takes the whole backlog, ``episode``
-        comes back pending (or the refused configuration the backlog waits on is raised)."""
-        pid = episode.persona_id
-        self._enrich_later(pid)
-        log.info("enrichment_left_to_lane", persona_id=pid, episode_id=episode.id)
-        refused = self._refused.get(pid)
-        if refused is not None:  # the backlog waits on a refused configuration: say so
-            self._raise_refused(refused, episode)
-        return episode
-
-    @staticmethod
-    def _raise_refused(error: ConfigError, episode: Episode) -> NoReturn:
-        """``error`` again, naming ``episode`` (stored, waiting as pending)."""
-        raise type(error)(
-            error.message, **{**error.context, "episode_id": episode.id, "stored": "pending"}
-        ) from error
 
     def check_exchange(self, exchange: Exchange) -> None:
         """``ValidationError`` when ``record_batch`` would refuse this exchange (ids,
@@ -540,7 +411,7 @@ class Sonality(Reads):
         ``background`` starts the persona's lane. Every exchange is checked first: one bad
         exchange raises ``ValidationError`` and nothing is written."""
         check_id(persona_id, "persona_id")
-        mode = self._enrich_mode(enrich)
+        mode = self.lanes.mode(enrich)
         if mode is EnrichMode.INLINE:
             raise ValidationError("a batch is never enriched inline", field="enrich")
         for x in exchanges:
@@ -548,8 +419,8 @@ class Sonality(Reads):
         if not exchanges:
             return []
         created = await self.recorder.append_many(persona_id, exchanges)
-        if mode is EnrichMode.BACKGROUND and any(created) and self.llm is not None:
-            self._enrich_later(persona_id)
+        if mode is EnrichMode.BACKGROUND and any(created):
+            self.lanes.later(persona_id)
         return created
 
     async def enrich_pending(
@@ -625,17 +496,38 @@ class Sonality(Reads):
             params=self.opinion,
             window_size=self.limits.disagreement_window,
             lease_seconds=self.reflector.params.lease_seconds,
+            decay=self.reflector.params.decay,
         )
 
     async def forget_user(self, persona_id: str, *, user_id: str) -> Erasure:
         """Erase the user from the persona: its conversations, episodes, facts, insights,
         affect state, monologue, narratives and usage, in one transaction, and recompute
-        every belief its episodes moved by replaying the opinion rules over the remaining
-        evidence in order. Snapshot versions that may quote it are flagged: the next
-        reflection rewrites the snapshot without them and purges them. Returns the audit
-        record (no user text). ``NotFoundError`` for an unknown user."""
+        every belief its episodes moved by replaying the opinion rules (and the decay
+        reviews' advice that did not depend on them) over the remaining evidence in
+        order. Snapshot versions that may quote the user are removed in the same
+        transaction: CURRENT reverts to the newest clean version, or the core identity.
+        Returns the audit record (no user text). ``NotFoundError`` for an unknown user."""
         return await self.eraser.forget_user(
             check_id(persona_id, "persona_id"), check_id(user_id, "user_id")
+        )
+
+    async def forget_everywhere(self, *, user_id: str) -> list[UserErasure]:
+        """Forget the user in every persona (``forget_user`` in each, one transaction per
+        persona): what happened in each, by persona id. Running it again after an
+        interruption finishes the rest (done personas report ``erased_before``)."""
+        return await self.eraser.forget_everywhere(check_id(user_id, "user_id"))
+
+    async def erasure_subject(
+        self, persona_id: str, *, kind: ErasureKind | str, subject_id: str
+    ) -> str:
+        """The audit subject this store records for erasing ``subject_id`` (a user, an
+        episode or the persona itself) from the persona: compare it with ``erasures``."""
+        try:
+            erased = ErasureKind(kind)
+        except ValueError:
+            raise ValidationError("kind must be user, episode or persona", field="kind") from None
+        return await self.eraser.subject(
+            check_id(persona_id, "persona_id"), erased, check_id(subject_id, "subject_id")
         )
 
     async def delete_episode(self, persona_id: str, *, episode_id: str) -> Erasure:
@@ -646,8 +538,12 @@ class Sonality(Reads):
         )
 
     async def delete_persona(self, persona_id: str) -> Erasure:
-        """Erase the persona and everything it owns; only the audit records stay."""
-        return await self.eraser.delete_persona(check_id(persona_id, "persona_id"))
+        """Erase the persona and everything it owns; only the audit records stay. In the
+        same transaction every API key loses its grant of the persona (a key left with
+        none is revoked), so a persona made later under the id is not open to them."""
+        erased = await self.eraser.delete_persona(check_id(persona_id, "persona_id"))
+        self.key_epoch += 1
+        return erased
 
     async def retract_fact(self, persona_id: str, *, fact_id: str) -> UserFact:
         """Retract a user fact: it stays stored but leaves every context."""
@@ -787,9 +683,8 @@ class Sonality(Reads):
                 clock=self.clock,
                 count_tokens=self._count_tokens,
                 recorder=self.recorder,
-                enricher=self.enricher,
+                lanes=self.lanes,
                 contexts=self.context_builder,
-                notifier=self.reflector.notifier,
                 settings=self.runtime,
                 max_response_chars=self.limits.max_response_chars,
                 deadline_seconds=self.limits.respond_deadline_seconds,
@@ -872,8 +767,7 @@ class Sonality(Reads):
             persona_id, conversation_id, max_seconds
         ):
             return False
-        key = ("enrich", persona_id)
-        if not await self._enrich_lanes.drain(lambda k: k == key, max_seconds=left()):
+        if not await self.lanes.drain(persona_id, left()):
             return False
         if not everywhere:
             return True
@@ -900,6 +794,12 @@ class Sonality(Reads):
             turns = await self.store.list_thinker_retries(pid, stale_before=later)
         waiting = sum(t.status is ThinkerStatus.PENDING for t in turns)
         return PendingWork(episodes=episodes, turns=waiting)
+
+    async def lag(
+        self, persona_ids: Sequence[str] | None = None, *, now: datetime | None = None
+    ) -> list[Lag]:
+        """See :meth:`Reads.lag`; ``now`` is this deployment's clock by default."""
+        return await super().lag(persona_ids, now=now or self.clock.now())
 
     async def retry_thinking(self, persona_id: str) -> int:
         """Re-run failed Thinker turns (and turns a dead process left pending), in order

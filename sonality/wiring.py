@@ -50,6 +50,7 @@ async def open_store(settings: Settings, *, create: bool = True) -> Store:
             settings.sqlite_path,
             embedding_dimensions=settings.embedding_dimensions,
             create=create,
+            cache_mb=settings.cache_mb,
         )
     from sonality.storage.neo4j.store import Neo4jStore
 
@@ -60,6 +61,7 @@ async def open_store(settings: Settings, *, create: bool = True) -> Store:
         database=settings.neo4j_database,
         embedding_dimensions=settings.embedding_dimensions,
         vector_index=settings.neo4j_vector_index,
+        cache_mb=settings.cache_mb,
         retry_seconds=settings.neo4j_retry_seconds,
         connect_seconds=settings.neo4j_connect_seconds,
     )
@@ -169,7 +171,7 @@ async def open_parts(
     ``owner`` names this process's reflection leases."""
     from sonality.core.opinion import OpinionParams
     from sonality.llm.embedders import embedder_from_settings
-    from sonality.mind.parts import EnrichMode, Limits, assemble
+    from sonality.mind.parts import EnrichMode, Limits, RuntimeSettings, assemble
 
     if not isinstance(settings, Settings):
         raise ConfigError("Sonality.from_settings needs a sonality.config.Settings object")
@@ -198,7 +200,9 @@ async def open_parts(
                 record_enrich=EnrichMode(settings.record_enrich),
                 record_deadline_seconds=settings.record_deadline_seconds,
                 respond_deadline_seconds=settings.respond_deadline_seconds,
+                enrich_concurrency=settings.enrich_concurrency,
             ),
+            runtime=RuntimeSettings(shutdown_seconds=settings.shutdown_seconds),
             owns_store=True,
             reflection=reflection_params(settings),
             owner=owner,

@@ -1,15 +1,32 @@
-"""Shared fixtures: real stores only.
+"""Shared fixtures: real stores only, and the layout of a parallel run.
 
 ``store`` runs a test on both backends: a fresh SQLite file and the session's Neo4j server
 (started once from ``tools/neo4j-devserver`` on free ports, unless
 ``SONALITY_TEST_NEO4J_URI`` names a running server). Neo4j data is wiped between tests;
-the schema stays.
+the schema stays. ``sqlite_store`` is a copy of a file migrated once per session.
+
+Parallel runs (pytest-xdist; ``make pytest`` uses ``-n 2 --dist loadfile``):
+
+- each worker is a pytest session of its own, so session fixtures, the Neo4j server
+  among them, exist once per worker; a test sees only its own worker's server, and the
+  tests of one worker run one at a time, so wiping between tests stays safe;
+- a worker takes a whole file at a time (:func:`work_unit`), or a whole folder for those
+  in ``ONE_WORKER`` (``tests/server``: its two ``sonality serve`` processes start once);
+  files holding a ``slow`` or ``browser`` test go first, then the larger files;
+- ``SONALITY_TEST_NEO4J_URI`` with several workers is refused (they would wipe each
+  other's data): run against your own server with ``-p no:xdist`` (or ``-n 0``).
+
+Markers: ``neo4j`` (needs the server), ``browser`` (headless Chromium), ``reliability``
+(``tests/reliability``), ``slow`` (long; its file is handed out first) and ``soak`` (a
+soak test of minutes: ``make pytest`` runs ``-m "not soak"`` on the workers, then
+``-m soak`` as a step of its own bounded by ``SOAK_TIMEOUT``).
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 import sys
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
@@ -37,14 +54,17 @@ def _load_devserver() -> Any:
 
 @pytest.fixture(scope="session")
 def neo4j_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """Bolt URI of a real Neo4j 5.26 server for the whole session."""
+    """Bolt URI of a real Neo4j 5.26 server for the whole session (each xdist worker is a
+    session of its own, so each worker has its own server)."""
     external = os.environ.get("SONALITY_TEST_NEO4J_URI")
     if external:
         yield external
         return
     devserver = _load_devserver()
     log = tmp_path_factory.mktemp("neo4j") / "devserver.log"
-    server = devserver.DevServer.start(log_path=log)
+    # Two workers start their servers at the same moment on a two-core machine: wait
+    # longer than the library's 180 s before calling a slow start a failure.
+    server = devserver.DevServer.start(log_path=log, timeout=600)
     _SERVER_INFO.update(startup_seconds=server.startup_seconds, rss=server.rss_bytes())
     try:
         yield server.bolt_uri
@@ -83,15 +103,30 @@ async def neo4j_store(neo4j_session_store: Any) -> Any:
     return neo4j_session_store
 
 
-@pytest.fixture
-async def sqlite_store(tmp_path: Path) -> AsyncIterator[Any]:
-    """A migrated SqliteStore on a fresh file."""
+@pytest.fixture(scope="session")
+async def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite file migrated once per session (closed, so it is one self-contained file)."""
     from sonality.storage.sqlite.store import SqliteStore
 
-    store = await SqliteStore.open(
-        tmp_path / "sonality.db", embedding_dimensions=EMBEDDING_DIMENSIONS
-    )
-    await store.migrate()
+    path = tmp_path_factory.mktemp("sqlite-template") / "sonality.db"
+    store = await SqliteStore.open(path, embedding_dimensions=EMBEDDING_DIMENSIONS)
+    try:
+        await store.migrate()
+    finally:
+        await store.close()
+    return path
+
+
+@pytest.fixture
+async def sqlite_store(tmp_path: Path, sqlite_template: Path) -> AsyncIterator[Any]:
+    """A migrated SqliteStore on a fresh file: a copy of the session's migrated file (a
+    second ``migrate`` finds nothing to apply, as on any current store)."""
+    from sonality.storage.sqlite.store import SqliteStore
+
+    path = tmp_path / "sonality.db"
+    shutil.copyfile(sqlite_template, path)
+    store = await SqliteStore.open(path, embedding_dimensions=EMBEDDING_DIMENSIONS)
+    assert await store.migrate() == []
     try:
         yield store
     finally:
@@ -118,9 +153,90 @@ def t0() -> datetime:
     return datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
 
+# ----------------------------------------------------------------------------- xdist
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    workers = config.getoption("numprocesses", default=None)
+    if os.environ.get("SONALITY_TEST_NEO4J_URI") and workers not in (None, 0, 1):
+        raise pytest.UsageError(
+            "SONALITY_TEST_NEO4J_URI names one server, and the tests empty it between tests: "
+            "several xdist workers would empty each other's data; run in one process "
+            "(-p no:xdist or -n 0)"
+        )
+
+
+def work_unit(nodeid: str) -> str:
+    """The unit of work an xdist worker takes whole under ``--dist loadfile``: the test's
+    file, except that every test under one of ``ONE_WORKER``'s folders goes to one worker."""
+    path = nodeid.split("::", 1)[0]
+    return next((folder for folder in ONE_WORKER if path.startswith(folder)), path)
+
+
+ONE_WORKER = ("tests/server/",)
+"""Folders whose tests share session fixtures too dear to set up on every worker (the
+server tests' two ``sonality serve`` processes)."""
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadfile`` with :func:`work_unit`'s units, handed out in the order the
+    workers collected them (see ``pytest_collection_modifyitems``)."""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    config.option.loadscopereorder = False
+
+    class ByUnit(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    return ByUnit(config, log)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """On an xdist worker, order the units of work longest first, so that no long file is
+    left for the end while the other workers sit idle: first the units holding a ``slow``
+    or ``browser`` test, then the rest by their number of tests. Runs last, after pytest
+    grouped the tests by their parametrised session fixtures; the order inside a unit stays
+    as pytest left it."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    units: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        units.setdefault(work_unit(item.nodeid), []).append(item)
+
+    def rank(unit: list[pytest.Item]) -> tuple[bool, int]:
+        long = any(item.get_closest_marker(m) for item in unit for m in ("slow", "browser"))
+        return (not long, -len(unit))
+
+    items[:] = [item for unit in sorted(units.values(), key=rank) for item in unit]
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None and _SERVER_INFO:
+        workeroutput["neo4j_devserver"] = dict(_SERVER_INFO)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    info = getattr(node, "workeroutput", {}).get("neo4j_devserver")
+    if info:
+        _WORKER_SERVERS[str(node.gateway.id)] = info
+
+
+_WORKER_SERVERS: dict[str, dict[str, Any]] = {}
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
+    servers = dict(_WORKER_SERVERS)
     if _SERVER_INFO:
+        servers[""] = _SERVER_INFO
+    for worker, info in sorted(servers.items()):
         terminalreporter.write_line(
-            f"neo4j devserver: startup {_SERVER_INFO['startup_seconds']:.1f}s, "
-            f"rss {_SERVER_INFO['rss'] / 2**20:.0f} MiB"
+            f"neo4j devserver{f' ({worker})' if worker else ''}: "
+            f"startup {info['startup_seconds']:.1f}s, rss {info['rss'] / 2**20:.0f} MiB"
         )

@@ -46,7 +46,7 @@ def test_compose_file_only_uses_known_settings() -> None:
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
     services = compose["services"]
     assert {"neo4j", "migrate", "worker", "api"} <= set(services)
-    assert services["neo4j"]["image"].startswith("neo4j:5.26")
+    assert services["neo4j"]["image"].startswith("neo4j:2026.")  # filtered vector search
     assert "healthcheck" in services["neo4j"]
     assert {"7474:7474", "7687:7687"} <= set(services["neo4j"]["ports"])
     fields = set(Settings.model_fields)
@@ -86,3 +86,21 @@ def test_compose_worker_health_check_reads_the_heartbeat_it_writes() -> None:
     assert check[:2] == ["CMD", "sonality-worker-healthcheck"] and check[2] == heartbeat
     assert "/usr/local/bin/sonality-worker-healthcheck" in (ROOT / "Dockerfile").read_text()
     assert "SONALITY_WORKER_SCAN_SECONDS" in worker["environment"]
+
+
+@pytest.mark.parametrize(
+    ("given", "setting"),
+    [("auto", "auto"), ("on", "on"), ("off", "off"), ("true", "on"), ("false", "off"), ("1", "on")],
+)
+def test_the_vector_index_setting_takes_its_old_booleans(
+    monkeypatch: pytest.MonkeyPatch, given: str, setting: str
+) -> None:
+    """SONALITY_NEO4J_VECTOR_INDEX is auto (the default), on or off; the true/false it was
+    before still mean on/off; anything else is refused; SONALITY_CACHE_MB defaults to 256."""
+    monkeypatch.setenv("SONALITY_NEO4J_VECTOR_INDEX", given)
+    assert Settings().neo4j_vector_index == setting
+    monkeypatch.delenv("SONALITY_NEO4J_VECTOR_INDEX")
+    assert (Settings().neo4j_vector_index, Settings().cache_mb) == ("auto", 256)
+    monkeypatch.setenv("SONALITY_NEO4J_VECTOR_INDEX", "sometimes")
+    with pytest.raises(ValueError, match="neo4j_vector_index"):
+        Settings()

@@ -35,8 +35,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
+import random
 import sqlite3
+import subprocess
 import sys
 import tempfile
 import threading
@@ -55,7 +58,7 @@ from benchkit import load_devserver, pct  # noqa: E402
 
 from sonality.core.opinion import OpinionParams  # noqa: E402
 from sonality.llm.embedders import HashEmbedder  # noqa: E402
-from sonality.models import EpisodeDraft  # noqa: E402
+from sonality.models import Belief, EpisodeDraft  # noqa: E402
 from sonality.observability import configure_logging  # noqa: E402
 from sonality.ports import Store  # noqa: E402
 from sonality.service import Exchange, Sonality  # noqa: E402
@@ -105,7 +108,10 @@ WORDS = [
 
 
 def text(i: int) -> str:
-    picked = [WORDS[(i * k + k * k) % len(WORDS)] for k in range(1, 9)]
+    """Message ``i``: eight of the words, drawn for ``i`` (an earlier form drew them by
+    ``i % 38``, so a user's 2,000 messages held 38 texts and their embeddings tied by the
+    dozen: which of 50 equal scores the exact scan kept was its tie-break, not similarity)."""
+    picked = random.Random(i).sample(WORDS, 8)
     return f"Message {i}: I think " + " ".join(picked) + " matter a lot to me."
 
 
@@ -266,6 +272,108 @@ async def bulk_fill(store: Store, persona: str, start: int, stop: int, batch: in
     return (stop - start) / elapsed if elapsed else float("nan")
 
 
+INGEST_LINES = 20_000
+
+
+async def ingest_rate(env: dict[str, str]) -> tuple[int, float]:
+    """``sonality ingest --no-enrich`` of a 20,000-line file (50 users, 200 conversations)
+    as its own process, as an operator runs it: lines stored per second of the command's
+    wall time (interpreter start, file read and checks included)."""
+    with tempfile.TemporaryDirectory(prefix="sonality-ingest-") as folder:
+        path = Path(folder) / "exchanges.jsonl"
+        with path.open("w", encoding="utf-8") as out:
+            for i in range(INGEST_LINES):
+                line = {
+                    "message": text(30_000_000 + i),
+                    "response": "Noted.",
+                    "user_id": f"u{i % 50}",
+                    "conversation_id": f"c{i % 200}",
+                }
+                out.write(json.dumps(line) + "\n")
+        command = [sys.executable, "-m", "sonality"]
+        full = {**os.environ, **env}
+        await asyncio.to_thread(
+            subprocess.run,
+            [*command, "persona", "create", "ingest", "--name", "Ingest", "--identity", "I am."],
+            env=full,
+            capture_output=True,
+            check=False,
+        )
+        began = time.perf_counter()
+        done = await asyncio.to_thread(
+            subprocess.run,
+            [*command, "-q", "ingest", str(path), "--persona", "ingest", "--no-enrich"],
+            env=full,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        elapsed = time.perf_counter() - began
+    if done.returncode != 0:
+        raise RuntimeError(f"sonality ingest failed: {done.stderr[-500:]}")
+    return INGEST_LINES, INGEST_LINES / elapsed
+
+
+BELIEF_COUNTS = (100, 10_000)
+
+
+async def belief_rows(app: Sonality, store: Store, report: Report, samples: int) -> None:
+    """``context`` for a persona holding 100 beliefs and one holding 10,000 (each with the
+    same 40 episodes of one user, every topic embedded), interleaved call for call; the
+    ratio of their p95s is the row's goal (a persona's beliefs cost what it shows)."""
+    embedder = HashEmbedder(DIMS)
+    now = datetime.now(UTC)
+    for count in BELIEF_COUNTS:
+        pid = f"beliefs{count}"
+        await app.create_persona(pid, name=pid, core_identity="I am a benchmark persona.")
+        for lo in range(0, count, 2_000):
+            topics = [f"{WORDS[i % len(WORDS)]}_{i}" for i in range(lo, min(count, lo + 2_000))]
+            await store.upsert_beliefs(
+                [
+                    Belief(
+                        persona_id=pid,
+                        topic=topic,
+                        position=((i * 37) % 200 - 100) / 100,
+                        confidence=((i * 53) % 100) / 100,
+                        evidence_count=1 + i % 9,
+                        uncertainty=0.5,
+                        last_reinforced_at=1,
+                        created_at=now,
+                        updated_at=now,
+                    )
+                    for i, topic in enumerate(topics, start=lo)
+                ]
+            )
+            vectors = await embedder.embed([t.replace("_", " ") for t in topics])
+            await store.set_topic_embeddings(pid, dict(zip(topics, vectors, strict=True)))
+        await bulk_fill(store, pid, 0, 40, batch=40)
+    calls = {count: [] for count in BELIEF_COUNTS}
+    floor: list[float] = []
+
+    async def context(count: int, i: int) -> float:
+        began = time.perf_counter()
+        await app.context(f"beliefs{count}", user_id=f"u{i % 40 % 50}", message=text(i * 11))
+        return (time.perf_counter() - began) * 1000
+
+    for i in range(samples):  # warm both first (plans compiled, pages cached)
+        for count in BELIEF_COUNTS:
+            await context(count, 5_000_000 + i)
+    for i in range(samples):
+        began = time.perf_counter()
+        await report.floor_write(4_000_000 + i)
+        floor.append((time.perf_counter() - began) * 1000)
+        for count in BELIEF_COUNTS if i % 2 else BELIEF_COUNTS[::-1]:
+            calls[count].append(await context(count, i))
+    for count in BELIEF_COUNTS:
+        report.row(f"context, persona of {count:,} beliefs", "-", calls[count], floor)
+    small, large = (pct(calls[c], 0.95) for c in BELIEF_COUNTS)
+    print(
+        f"{report.backend:<7} beliefs {BELIEF_COUNTS[1]:,} vs {BELIEF_COUNTS[0]}: context p95 "
+        f"{large:.2f} / {small:.2f} ms = {large / small:.2f}x (goal <= 1.2x)",
+        flush=True,
+    )
+
+
 async def warm(seconds: float, call: Callable[[int], Awaitable[Any]]) -> None:
     """Run ``call`` unmeasured for ``seconds`` (a cold JVM, driver pool or page cache
     would otherwise land in the first figures)."""
@@ -282,11 +390,13 @@ async def bench_backend(
     floor_write: Callable[[int], Awaitable[Any]],
     sizes: list[int],
     samples: int,
-    open_indexed: Callable[[], Awaitable[Store]] | None = None,
+    open_other: Callable[[bool], Awaitable[Store]] | None = None,
     autocommit_floor: Callable[[int], Awaitable[Any]] | None = None,
+    cli_store: dict[str, str] | None = None,
 ) -> None:
-    """``open_indexed`` (Neo4j) opens a store with the vector index setting on: its
-    migrate makes the index for the "vector index on" rows, the main store's drops it.
+    """``open_other`` (Neo4j) opens a store with the episode vector index on (True) or off:
+    its migrate makes (or drops) the index for the rows that show what it costs writes,
+    the main store's migrate restores the run's setting.
     ``autocommit_floor`` (Neo4j): the floor's node written by an auto-commit transaction
     (one round trip, as the store's appends are), printed against the floor."""
     store = await open_store()
@@ -430,8 +540,8 @@ async def bench_backend(
         writers * each / (time.perf_counter() - began),
         "(the writers' ceiling)",
     )
-    if open_indexed is not None:
-        await with_vector_index(store, open_indexed, report, append, crowd, samples)
+    if open_other is not None:
+        await with_vector_index(store, open_other, report, append, crowd, samples)
 
     n = max(200, samples * 2)
 
@@ -452,6 +562,10 @@ async def bench_backend(
     # as the first context call per user is; the goal is the worker's steady rate.
     report.rate("enrich backlog, first in process", *await backlog("enrichcold"))
     report.rate("enrich backlog, instant model", *await backlog("enrich"))
+
+    await belief_rows(app, store, report, samples)
+    if cli_store is not None:
+        report.rate("sonality ingest --no-enrich (CLI)", *await ingest_rate(cli_store))
 
     have = 0
     for size in sizes:
@@ -486,73 +600,96 @@ async def bench_backend(
 
 async def with_vector_index(
     store: Any,
-    open_indexed: Callable[[], Awaitable[Store]],
+    open_other: Callable[[bool], Awaitable[Store]],
     report: Report,
     append: Callable[[int], Awaitable[None]],
     crowd: Callable[[str, str], Awaitable[None]],
     samples: int,
 ) -> None:
-    """The trade-off of the opt-in vector index, in the same run: append, 16 writers with
-    embeddings and a 1,000-episode bulk batch with the index made (a store with the
-    setting on migrates), then the main store's migrate (setting off) drops it again."""
-    if store._db.vector_index:  # the run has it on throughout (--vector-index)
-        return
-    other = await open_indexed()
+    """What the episode vector index costs writes, in the same run: append, 16 writers
+    with embeddings and a 1,000-episode bulk batch with the other setting (a store with the
+    index on, or off, migrates), then the main store's migrate restores the run's."""
+    other_on = not store._db.vector_index
+    other = await open_other(other_on)
     await other.migrate()
     await other.close()
-    await report.measure("append, vector index on", "-", samples, lambda i: append(500_000 + i))
-    await crowd("16 appenders, embeddings, index on", "crowd-ixv-")
-    report.rate("bulk 1,000, vector index on", 1000, await bulk_fill(store, "warm", 0, 1000, 5_000))
+    label = "on" if other_on else "off"
+    await report.measure(
+        f"append, vector index {label}", "-", samples, lambda i: append(500_000 + i)
+    )
+    await crowd(f"16 appenders, embeddings, index {label}", f"crowd-ix{label}v-")
+    rate = await bulk_fill(store, "warm", 0, 1000, 5_000)
+    report.rate(f"bulk 1,000, vector index {label}", 1000, rate)
     await store.migrate()
 
 
+Hits = list[list[tuple[str, float]]]
+"""Per query, the (id, similarity) of each episode a search returned."""
+
+
+def recall_at_k(found: Hits, exact: Hits) -> tuple[float, float]:
+    """recall@k of ``found`` against ``exact``: strict (the share of the exact ids found)
+    and by score, as ann-benchmarks counts it (a hit scores at least the exact k-th, less
+    1e-6): when many episodes tie with the k-th, which of them the exact scan keeps is its
+    tie-break (the later seq), not similarity."""
+    pairs = list(zip(found, exact, strict=True))
+    total = sum(len(e) for e in exact)
+    strict = sum(len({i for i, _ in f} & {i for i, _ in e}) for f, e in pairs)
+    by_score = sum(sum(1 for _, s in f if e and s >= e[-1][1] - 1e-6) for f, e in pairs)
+    return strict / total, by_score / total
+
+
 async def similarity_routes(store: Any, report: Report, size: int, samples: int) -> None:
-    """Every similarity form the store has, forced: the process's cache, the server-side
-    forms of 5.26 (exact scan, vector index with oversampling) and, on 2026.x with the
-    scoped index, the in-index filtered search; recall@10 of each against the exact scan,
-    and which one the store chose at connect time."""
+    """Every similarity plan the store has, forced: the in-index search where the server
+    filters inside the index (2026.x), the process's cache, the server-side forms of 5.26
+    (exact scan; the vector index with oversampling when the run keeps it); recall@10 of
+    each against the exact scan, and which one the store chose at connect time."""
     from sonality.storage.neo4j.episodes import SimilarityRoute
 
     embedder = HashEmbedder(DIMS)
     queries = [(await embedder.embed([text(i * 7 + 3)]))[0] for i in range(samples)]
-    found: dict[str, list[list[str]]] = {}
+    found: dict[str, Hits] = {}
     chosen = store.similarity_form
-    saved = (store.similarity_search, store.similarity_cache, store.similarity_route)
-    forms = [
-        ("exact", False, False, SimilarityRoute(exact_max=10**9)),
-        ("cache", False, True, saved[2]),
+    saved = (store.similarity_plan, store.similarity_route)
+    forms: list[tuple[str, str, Any]] = [
+        ("exact", "route", SimilarityRoute(exact_max=10**9)),
+        ("cache", "cache", saved[1]),
     ]
-    if store._db.vector_index:  # opt-in (--vector-index on): the ANN route, forced
-        forms.insert(1, ("index", False, False, SimilarityRoute(exact_max=-1)))
-    if store._db.scoped_index:  # 2026.x after V0036: the in-index search, forced
-        forms.append(("search", True, True, saved[2]))
-    for name, search, cache, route in forms:
-        store.similarity_search, store.similarity_cache, store.similarity_route = (
-            search,
-            cache,
-            route,
-        )
-        results: list[list[str]] = []
+    if store._db.vector_index and not store._db.scoped_index:  # 5.26 with the index on
+        forms.insert(1, ("index", "route", SimilarityRoute(exact_max=-1)))
+    if store._db.scoped_index:  # 2026.x: the in-index search
+        forms.append(("search", "search", saved[1]))
+    for name, plan, route in forms:
+        store.similarity_plan, store.similarity_route = plan, route
+        results: Hits = []
 
-        async def run(i: int, results: list[list[str]] = results) -> None:
+        async def run(i: int, results: Hits = results) -> None:
             hits = await store.similar_episodes("bench", f"u{i % 50}", queries[i], k=10)
-            results.append([e.id for e, _ in hits])
+            results.append([(e.id, s) for e, s in hits])
 
         await report.measure(f"similar_episodes k=10, {name}", size, samples, run)
         found[name] = results
-    store.similarity_search, store.similarity_cache, store.similarity_route = saved
-    total = sum(len(b) for b in found["exact"])
-
-    def recall(name: str) -> float:
-        pairs = zip(found[name], found["exact"], strict=True)
-        return sum(len(set(a) & set(b)) for a, b in pairs) / total
-
-    others = ", ".join(f"{name} {recall(name):.3f}" for name in found if name != "exact")
+    store.similarity_plan, store.similarity_route = saved
+    store.vectors.clear()
+    others = ", ".join(
+        f"{name} {strict:.3f} (by score {scored:.3f})"
+        for name in found
+        if name != "exact"
+        for strict, scored in [recall_at_k(found[name], found["exact"])]
+    )
     print(
         f"neo4j   recall@10 at {size} ({size // 50} episodes/user): chosen = {chosen}; {others}",
         flush=True,
     )
 
+
+CLI_ENV = {
+    "SONALITY_EMBEDDING_DIMENSIONS": str(DIMS),
+    "SONALITY_MODEL": "",
+    "SONALITY_LOG_LEVEL": "WARNING",
+    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+}
+"""What the ``sonality ingest`` row's process runs with besides its store."""
 
 HEADER = (
     f"{'backend':<7} {'path':<36} {'episodes':>8} {'p50 ms':>8} {'p95 ms':>8} "
@@ -567,15 +704,16 @@ async def main() -> int:
     parser.add_argument("--samples", type=int, default=200)
     parser.add_argument(
         "--vector-index",
-        choices=("off", "on"),
-        default="off",
-        help="Neo4j: run with the episode vector index (SONALITY_NEO4J_VECTOR_INDEX); with "
-        "off (the default) the 'vector index on' rows still show what it costs",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="Neo4j: SONALITY_NEO4J_VECTOR_INDEX for the run (auto: the index on 2026.x, "
+        "none on 5.26); rows with the other setting still show what the index costs writes",
     )
     parser.add_argument(
         "--neo4j-version",
-        default="5.26",
-        help="dev server version to start: 5.26 (default) or 2026 (2026.08.1)",
+        default=None,
+        help="dev server version to start: 5.26 or 2026 (2026.08.1); default: the dev "
+        "server's, which the tests and compose use",
     )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -613,7 +751,14 @@ async def main() -> int:
                 async def sqlite_floor(i: int) -> None:
                     await asyncio.to_thread(insert, i)
 
-                await bench_backend("sqlite", open_sqlite, sqlite_floor, sizes, args.samples)
+                await bench_backend(
+                    "sqlite",
+                    open_sqlite,
+                    sqlite_floor,
+                    sizes,
+                    args.samples,
+                    cli_store={"SONALITY_STORE": f"sqlite:///{path}", **CLI_ENV},
+                )
                 floor_db.close()
             elif backend == "neo4j":
                 from neo4j import AsyncGraphDatabase
@@ -622,8 +767,10 @@ async def main() -> int:
 
                 uri = os.environ.get("SONALITY_BENCH_NEO4J_URI")
                 if not uri:
-                    server = load_devserver().DevServer.start(
-                        version=args.neo4j_version, log_path=Path(tmp) / "neo4j.log"
+                    devserver = load_devserver()
+                    server = devserver.DevServer.start(
+                        version=args.neo4j_version or devserver.DEFAULT_VERSION,
+                        log_path=Path(tmp) / "neo4j.log",
                     )
                     print(f"neo4j   dev server {server.version}", flush=True)
                     uri = server.bolt_uri
@@ -642,11 +789,13 @@ async def main() -> int:
                         result = await session.run("CREATE (:BenchFloor {i: $i})", i=i)
                         await result.consume()
 
-                async def open_neo4j(uri: str = uri, on: bool = args.vector_index == "on") -> Store:
-                    return await Neo4jStore.open(uri, embedding_dimensions=DIMS, vector_index=on)
+                async def open_neo4j(uri: str = uri, setting: str = args.vector_index) -> Store:
+                    return await Neo4jStore.open(
+                        uri, embedding_dimensions=DIMS, vector_index=setting
+                    )
 
-                async def open_indexed(uri: str = uri) -> Store:
-                    return await Neo4jStore.open(uri, embedding_dimensions=DIMS, vector_index=True)
+                async def open_other(on: bool, uri: str = uri) -> Store:
+                    return await Neo4jStore.open(uri, embedding_dimensions=DIMS, vector_index=on)
 
                 try:
                     await bench_backend(
@@ -655,8 +804,9 @@ async def main() -> int:
                         neo4j_floor,
                         sizes,
                         args.samples,
-                        open_indexed,
+                        open_other,
                         neo4j_autocommit,
+                        {"SONALITY_STORE": uri, **CLI_ENV},
                     )
                 finally:
                     await driver.close()

@@ -1,16 +1,36 @@
-"""Benchmark the HTTP server: sustained ``record`` + ``context`` from 32 concurrent clients
-against SQLite and Neo4j, with one and with two ``sonality serve`` processes, the model
-answering instantly (a scripted one). Prints requests/s, p50/p95/p99 and errors (which
-must be 0), and the server's overhead over the same workload run on the facade directly
-in this process, in the same run (the floor): the added milliseconds at p50 and the ratio.
+"""Benchmark the HTTP server: ``record`` + ``context`` from 32 concurrent clients on SQLite
+and Neo4j, with one and with two ``sonality serve`` processes, and ``/v1/chat/completions``
+from 16 clients. Prints requests/s, p50/p95/p99 and errors (which must be 0) per row, each
+beside a floor measured in the same run.
 
-    python tools/bench_server.py                                # defaults below
-    python tools/bench_server.py --backends sqlite --rounds 10 --clients 32
+    python tools/bench_server.py                        # real latency: the fake model, 0.5 s
+    python tools/bench_server.py --latency 1.5 --backends neo4j --processes 1,2
+    python tools/bench_server.py --model instant        # the scripted instant model
+    python tools/bench_server.py --profile /tmp/prof    # py-spy each server (if installed)
 
-Each client is one user with one conversation: ``record`` an exchange (written, then
-enriched by the instant model), then ``context`` for a new message, ``rounds`` times.
+Two models:
+
+- ``fake`` (the default): the OpenAI-compatible fake of ``sonality.testing.openai_server``
+  in a process of its own, answering every call after ``--latency`` seconds (0.5 s by
+  default), reached over real HTTP through the real litellm adapter
+  (``SONALITY_MODEL=openai/fake``, ``SONALITY_LLM_API_BASE``). The servers record with
+  their default (``background``). The floor of a row is ``GET /healthz`` from the same
+  clients on the same servers, just before the row: what HTTP itself costs on this
+  machine at that moment; the row prints its req/s and p50 as ratios to it. The chat row's
+  floor is the model's latency (one Talker call).
+- ``instant``: a scripted model that answers at once, plugged in with ``--llm``; its floor
+  is the facade called in this process (one client, then the same clients), as before.
+
+Each client is one user with one conversation on the row's own persona: ``record`` an
+exchange, then ``context`` for a new message, ``rounds`` times, after one unmeasured round.
+After a record+context row the enrichment lag (the age of the persona's oldest pending
+episode, from ``/readyz``) says how far behind the servers' background enrichment is.
 Neo4j is the dev server from tools/neo4j-devserver (started here) unless
 SONALITY_BENCH_NEO4J_URI names one. Not a timed test: the figures depend on the machine.
+
+The pieces are importable (``tools/bench_model_latency.py`` uses them): :func:`fake_model`,
+:func:`servers`, :func:`prepare`, :func:`record_context`, :func:`chat`, :func:`floor`,
+:class:`Result`.
 """
 
 from __future__ import annotations
@@ -20,12 +40,16 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,63 +65,114 @@ from benchkit import load_devserver, pct  # noqa: E402
 
 from sonality.testing import ScriptedLLM  # noqa: E402
 
+__all__ = [
+    "Result",
+    "chat",
+    "fake_model",
+    "floor",
+    "instant_model",
+    "load_average",
+    "prepare",
+    "record_context",
+    "servers",
+    "warm_up",
+]
+
 SONALITY = str(Path(sys.executable).with_name("sonality"))
-PERSONA = "bench"
 HEADER = (
     f"{'store':<7} {'setup':<10} {'requests':>8} {'req/s':>7} {'p50 ms':>7} {'p95 ms':>7} "
-    f"{'p99 ms':>7} {'errors':>6} {'p50 record':>10} {'p50 context':>11}"
+    f"{'p99 ms':>7} {'errors':>6} {'p50 record':>10} {'p50 context':>11}  floor"
 )
 
 
 def instant_model(settings: Any) -> ScriptedLLM:
-    """The ``--llm`` factory of the benchmark's servers: every prompt answered at once."""
+    """The ``--llm`` factory of the instant mode's servers: every prompt answered at once."""
     return scripted()
 
 
-Call = Callable[[str, int, str], Awaitable[None]]
-"""``(kind, client, payload)``: one record or context call."""
+@dataclass
+class Result:
+    """One measured load: latencies (ms) per kind of call, errors by reason, wall time."""
+
+    latencies: dict[str, list[float]] = field(default_factory=dict)
+    errors: Counter[str] = field(default_factory=Counter)
+    seconds: float = 0.0
+    cpu_seconds: float | None = None
+    """CPU the servers spent meanwhile (user + system), when measured."""
+
+    @property
+    def every(self) -> list[float]:
+        return [ms for values in self.latencies.values() for ms in values]
+
+    @property
+    def requests(self) -> int:
+        return len(self.every) + sum(self.errors.values())
+
+    @property
+    def rate(self) -> float:
+        """Answered requests per second."""
+        return len(self.every) / self.seconds if self.seconds else 0.0
+
+    def p(self, q: float, kind: str | None = None) -> float:
+        values = self.every if kind is None else self.latencies.get(kind, [])
+        return pct(values, q) if values else float("nan")
+
+    @property
+    def cpu_ms(self) -> float | None:
+        """The servers' CPU per answered request (ms)."""
+        if self.cpu_seconds is None or not self.every:
+            return None
+        return 1000 * self.cpu_seconds / len(self.every)
+
+    def row(self, store: str, setup: str, note: str = "") -> str:
+        return (
+            f"{store:<7} {setup:<10} {self.requests:>8} {self.rate:>7.0f} "
+            f"{self.p(0.5):>7.1f} {self.p(0.95):>7.1f} {self.p(0.99):>7.1f} "
+            f"{sum(self.errors.values()):>6} {self.p(0.5, 'record'):>10.1f} "
+            f"{self.p(0.5, 'context'):>11.1f}  {note}"
+        ).rstrip()
 
 
-async def _workload(call: Call, clients: int, rounds: int) -> tuple[dict[str, list[float]], int]:
-    """Run the workload; latencies (ms) per kind, and how many calls failed."""
-    latencies: dict[str, list[float]] = {"record": [], "context": []}
-    errors = 0
+Call = Callable[[str, int, int], Awaitable[None]]
+"""``(kind, client, round)``: one call; raises on failure (its message is the reason)."""
+
+
+async def run_clients(
+    call: Call, clients: int, rounds: int, kinds: Sequence[str], warm: int = 1
+) -> Result:
+    """Every client runs ``warm`` unmeasured rounds, then ``rounds`` measured ones, each
+    a call of every kind in turn; the clock runs from the first measured call."""
+    result = Result(latencies={kind: [] for kind in kinds})
+    barrier = asyncio.Event()
+    warmed = 0
 
     async def client(i: int) -> None:
-        nonlocal errors
+        nonlocal warmed
+        for r in range(warm):
+            for kind in kinds:
+                with contextlib.suppress(Exception):
+                    await call(kind, i, -1 - r)
+        warmed += 1
+        if warmed == clients:
+            result.seconds = time.perf_counter()
+            barrier.set()
+        await barrier.wait()
         for r in range(rounds):
-            for kind in ("record", "context"):
+            for kind in kinds:
                 started = time.perf_counter()
                 try:
-                    await call(kind, i, f"client {i} round {r}: nuclear power and tea")
-                except Exception:
-                    errors += 1
+                    await call(kind, i, r)
+                except Exception as exc:
+                    result.errors[str(exc)[:80]] += 1
                     continue
-                latencies[kind].append((time.perf_counter() - started) * 1000)
+                result.latencies[kind].append((time.perf_counter() - started) * 1000)
 
     await asyncio.gather(*(client(i) for i in range(clients)))
-    return latencies, errors
+    result.seconds = time.perf_counter() - result.seconds
+    return result
 
 
-def _row(store: str, setup: str, lat: dict[str, list[float]], errors: int, secs: float) -> str:
-    every = lat["record"] + lat["context"]
-    return (
-        f"{store:<7} {setup:<10} {len(every):>8} {len(every) / secs:>7.0f} "
-        f"{pct(every, 0.5):>7.1f} {pct(every, 0.95):>7.1f} {pct(every, 0.99):>7.1f} {errors:>6} "
-        f"{pct(lat['record'], 0.5):>10.1f} {pct(lat['context'], 0.5):>11.1f}"
-    )
-
-
-def _env(store_url: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SONALITY_")}
-    env.update(
-        SONALITY_STORE=store_url,
-        SONALITY_LOG_LEVEL="WARNING",
-        SONALITY_LOG_FORMAT="json",
-        PYTHONPATH=os.pathsep.join([str(TOOLS), str(ROOT)]),
-        LITELLM_LOCAL_MODEL_COST_MAP="True",
-    )
-    return env
+# processes --------------------------------------------------------------------------------
 
 
 def _free_port() -> int:
@@ -106,22 +181,87 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _start(env: dict[str, str], log: Path) -> tuple[subprocess.Popen[bytes], str]:
+@contextlib.contextmanager
+def fake_model(latency: float = 0.5, log: Path | None = None) -> Iterator[str]:
+    """The OpenAI-compatible fake in a process of its own, answering after ``latency``
+    seconds; yields its ``api_base`` (``http://127.0.0.1:<port>/v1``)."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "sonality.testing.openai_server", "--latency", str(latency)],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=log.open("ab") if log is not None else subprocess.DEVNULL,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    try:
+        assert process.stdout is not None
+        url = process.stdout.readline().decode().strip()
+        if not url.startswith("http"):
+            raise SystemExit("the fake model did not start")
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def server_env(store_url: str, api_base: str | None = None, **extra: str) -> dict[str, str]:
+    """The environment of a benchmark server: the store, quiet logs, and with ``api_base``
+    the fake model through litellm."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SONALITY_")}
+    env.update(
+        SONALITY_STORE=store_url,
+        SONALITY_LOG_LEVEL="WARNING",
+        SONALITY_LOG_FORMAT="json",
+        PYTHONPATH=os.pathsep.join([str(TOOLS), str(ROOT)]),
+        LITELLM_LOCAL_MODEL_COST_MAP="True",
+    )
+    if api_base is not None:
+        env.update(
+            SONALITY_MODEL="openai/fake",
+            SONALITY_LLM_API_BASE=api_base,
+            SONALITY_LLM_API_KEY="unused",
+        )
+    if password := os.environ.get("SONALITY_BENCH_NEO4J_PASSWORD"):
+        env["SONALITY_NEO4J_PASSWORD"] = password
+    env.update(extra)
+    return env
+
+
+def cpu_seconds(pids: Sequence[int]) -> float:
+    """User + system CPU of the processes so far (Linux ``/proc``; 0 elsewhere)."""
+    total = 0.0
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+            total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
+@contextlib.contextmanager
+def cpu_of(running: Sequence[Server], result: list[float]) -> Iterator[None]:
+    """Appends the CPU seconds ``running`` spent while the block ran to ``result``."""
+    pids = [s.process.pid for s in running]
+    before = cpu_seconds(pids)
+    yield
+    result.append(cpu_seconds(pids) - before)
+
+
+@dataclass
+class Server:
+    process: subprocess.Popen[bytes]
+    url: str
+    log: Path
+
+
+def start_server(env: dict[str, str], log: Path, *args: str) -> Server:
+    """``sonality serve`` on a free port, once ``/readyz`` answers 200."""
     import httpx
 
     port = _free_port()
     with log.open("ab") as out:
         process = subprocess.Popen(
-            [
-                SONALITY,
-                "serve",
-                "--port",
-                str(port),
-                "--llm",
-                "bench_server:instant_model",
-                "--key-concurrency",
-                "256",
-            ],
+            [SONALITY, "serve", "--port", str(port), *args],
             env=env,
             cwd=ROOT,
             stdin=subprocess.DEVNULL,
@@ -131,165 +271,482 @@ def _start(env: dict[str, str], log: Path) -> tuple[subprocess.Popen[bytes], str
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
+        if process.poll() is not None:
+            break
         try:
             if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
-                return process, url
+                return Server(process, url, log)
         except httpx.TransportError:
             time.sleep(0.2)
     process.kill()
     raise SystemExit(f"the server did not start; see {log}")
 
 
-async def _prepare(store_url: str) -> str:
-    """Migrate, create the persona, and make an admin key; returns its token."""
+@contextlib.contextmanager
+def servers(
+    env: dict[str, str], processes: int, logs: Path, *args: str, tag: str = "server"
+) -> Iterator[list[Server]]:
+    """``processes`` servers on one store; stopped with SIGTERM on the way out."""
+    started: list[Server] = []
+    try:
+        for n in range(processes):
+            started.append(start_server(env, logs / f"{tag}-{n}.log", *args))
+        yield started
+    finally:
+        for server in started:
+            server.process.terminate()
+        for server in started:
+            try:
+                server.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                server.process.kill()
+                server.process.wait()
+
+
+@contextlib.contextmanager
+def profiled(targets: Sequence[Server], folder: Path | None, name: str) -> Iterator[None]:
+    """py-spy samples each server while the block runs, the thread holding the GIL only
+    (``folder`` None, or no py-spy on PATH: nothing); the raw stacks go to
+    ``folder/<name><n>`` (py-spy's raw format, one folded stack per line)."""
+    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    if folder is None or not Path(spy).exists():
+        yield
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    flags = ("--format", "raw", "--rate", "250", "--gil", "--nonblocking")
+    spies = [
+        subprocess.Popen(
+            [spy, "record", *flags, "--pid", str(s.process.pid), "-o", str(folder / f"{name}{n}")],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for n, s in enumerate(targets)
+    ]
+    try:
+        yield
+    finally:
+        for spy_process in spies:
+            spy_process.send_signal(signal.SIGINT)
+        for spy_process in spies:
+            spy_process.wait(timeout=60)
+        for n in range(len(targets)):
+            print(summarize_profile(folder / f"{name}{n}"), flush=True)
+
+
+def summarize_profile(path: Path, top: int = 16) -> str:
+    """Where a server's CPU went, from a py-spy raw profile: per thread, then the frames
+    (below the event loop) holding most samples, inclusive and alone (self), as shares of
+    the busy samples."""
+    if not path.exists():
+        return f"  (no profile at {path})"
+    inclusive: Counter[str] = Counter()
+    own: Counter[str] = Counter()
+    threads: Counter[str] = Counter()
+    total = 0
+    for line in path.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack or not count.isdigit():
+            continue
+        n = int(count)
+        total += n
+        frames = stack.split(";")
+        thread = frames[0].partition(": ")[2] or frames[0]
+        threads[thread] += n
+        loop = next((i for i, f in enumerate(frames) if f.startswith("Runner.run ")), None)
+        frames = frames[loop + 1 :] if loop is not None else frames[1:]
+        names = [f.split(" (")[0] + " " + f.rsplit("/", 1)[-1].rstrip(")") for f in frames]
+        for name in set(names):
+            inclusive[name] += n
+        own[names[-1] if names else "(the event loop itself)"] += n
+    if not total:
+        return f"  (empty profile {path})"
+    share = lambda n: f"{100 * n / total:5.1f}%"  # noqa: E731
+    lines = [f"  profile {path.name}: {total} samples holding the GIL; by thread: "]
+    lines[0] += ", ".join(f"{t} {share(n).strip()}" for t, n in threads.most_common(4))
+    for name, n in inclusive.most_common(top):
+        lines.append(f"    {share(n)} incl {share(own[name])} self  {name}")
+    lines.append("    most self time:")
+    for name, n in own.most_common(top // 2):
+        lines.append(f"    {share(n)} self  {name}")
+    return "\n".join(lines)
+
+
+# the workloads ----------------------------------------------------------------------------
+
+
+async def prepare(store_url: str, personas: Sequence[str]) -> str:
+    """Migrate, create the personas, and make an admin key; returns its token."""
     from sonality.config import Settings
     from sonality.errors import AlreadyExists
     from sonality.service import Sonality
 
     app = await Sonality.open(Settings(store=store_url), migrate=True)
     try:
-        with contextlib.suppress(AlreadyExists):
-            await app.create_persona(PERSONA, name="Bench", core_identity="A benchmark persona.")
+        for persona in personas:
+            with contextlib.suppress(AlreadyExists):
+                await app.create_persona(
+                    persona, name="Bench", core_identity="A benchmark persona."
+                )
         _, token = await app.create_key(scope="admin", name="bench")
         return token
     finally:
         await app.close()
 
 
-async def _direct(store_url: str, clients: int, rounds: int, tag: str) -> tuple[Any, int, float]:
+def _client(token: str, clients: int) -> Any:
+    import httpx
+
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    return httpx.AsyncClient(
+        headers={"Authorization": f"Bearer {token}"}, limits=limits, timeout=120
+    )
+
+
+def _check(r: Any) -> None:
+    if r.status_code != 200:
+        try:
+            kind = json.loads(r.text).get("kind")
+        except ValueError:
+            kind = r.text[:40]
+        raise RuntimeError(f"{r.status_code}: {kind}")
+
+
+async def record_context(
+    urls: Sequence[str],
+    token: str,
+    persona: str,
+    *,
+    clients: int = 32,
+    rounds: int = 10,
+    tag: str = "u",
+    enrich: bool | str | None = None,
+) -> Result:
+    """``clients`` users, each ``record`` then ``context`` per round; client ``i`` talks
+    to ``urls[i % len(urls)]``. ``enrich`` None sends no ``enrich`` (the server's mode)."""
+    async with _client(token, clients) as http:
+
+        async def call(kind: str, i: int, r: int) -> None:
+            base = urls[i % len(urls)]
+            text = f"client {i} round {r}: nuclear power and tea"
+            body: dict[str, Any] = {"user_id": f"{tag}{i}", "message": text}
+            if kind == "record":
+                body.update(conversation_id=f"{tag}c{i}", response="Noted.")
+                if enrich is not None:
+                    body["enrich"] = enrich
+            _check(await http.post(f"{base}/v1/personas/{persona}/{kind}", json=body))
+
+        return await run_clients(call, clients, rounds, ("record", "context"))
+
+
+async def warm_up(urls: Sequence[str], token: str, persona: str) -> None:
+    """One exchange through each server, enriched, so that what a process loads on its
+    first model call (litellm imports modules then) is loaded before anything is timed."""
+    async with _client(token, len(urls)) as http:
+        for n, base in enumerate(urls):
+            body = {"user_id": "warm", "conversation_id": f"warm{n}", "message": "Hello."}
+            _check(await http.post(f"{base}/v1/personas/{persona}/record", json=body))
+            wait = {"max_seconds": 120}
+            _check(await http.post(f"{base}/v1/personas/{persona}/drain", json=wait))
+
+
+async def floor(urls: Sequence[str], token: str, *, clients: int = 32, rounds: int = 20) -> Result:
+    """``GET /healthz`` from ``clients`` clients: the HTTP floor of this machine now."""
+    async with _client(token, clients) as http:
+
+        async def call(kind: str, i: int, r: int) -> None:
+            _check(await http.get(f"{urls[i % len(urls)]}/healthz"))
+
+        return await run_clients(call, clients, rounds, ("healthz",))
+
+
+async def chat(
+    urls: Sequence[str],
+    token: str,
+    persona: str,
+    *,
+    clients: int = 16,
+    rounds: int = 5,
+    tag: str = "chat",
+) -> Result:
+    """``clients`` users, each a conversation of ``rounds`` turns on
+    ``/v1/chat/completions`` (the history resent each turn, as OpenAI clients do)."""
+    async with _client(token, clients) as http:
+        history: dict[int, list[dict[str, str]]] = {}
+
+        async def call(kind: str, i: int, r: int) -> None:
+            messages = history.setdefault(i, [])
+            messages.append({"role": "user", "content": f"turn {r}: what about tea?"})
+            r_ = await http.post(
+                f"{urls[i % len(urls)]}/v1/chat/completions",
+                json={"model": f"sonality/{persona}", "user": f"{tag}{i}", "messages": messages},
+            )
+            _check(r_)
+            messages.append(
+                {"role": "assistant", "content": r_.json()["choices"][0]["message"]["content"]}
+            )
+
+        return await run_clients(call, clients, rounds, ("chat",))
+
+
+async def lag_seconds(url: str, token: str, persona: str) -> float | None:
+    """The age of the persona's oldest pending episode, from ``/metrics`` (None when the
+    server does not report it)."""
+    import httpx
+
+    headers = {"Authorization": f"Bearer {token}"}
+    async with httpx.AsyncClient(timeout=30, headers=headers) as http:
+        text = (await http.get(f"{url}/metrics")).text
+    sample = f'sonality_enrichment_lag_seconds{{persona="{persona}"}} '
+    for line in text.splitlines():
+        if line.startswith(sample):
+            return float(line.removeprefix(sample))
+    return None
+
+
+# the instant mode's floor: the facade in this process -----------------------------------
+
+
+async def _direct(store_url: str, persona: str, clients: int, rounds: int, tag: str) -> Result:
     from sonality.config import Settings
     from sonality.service import Sonality
 
     app = await Sonality.open(Settings(store=store_url), llm=scripted(), migrate=False)
 
-    async def call(kind: str, i: int, text: str) -> None:
+    async def call(kind: str, i: int, r: int) -> None:
+        text = f"client {i} round {r}: nuclear power and tea"
         if kind == "record":
             await app.record(
-                PERSONA,
+                persona,
                 user_id=f"{tag}{i}",
                 conversation_id=f"{tag}c{i}",
                 message=text,
                 response="Noted.",
             )
         else:
-            await app.context(PERSONA, user_id=f"{tag}{i}", message=text)
+            await app.context(persona, user_id=f"{tag}{i}", message=text)
 
     try:
-        started = time.perf_counter()
-        lat, errors = await _workload(call, clients, rounds)
-        return lat, errors, time.perf_counter() - started
+        return await run_clients(call, clients, rounds, ("record", "context"))
     finally:
         await app.close()
 
 
-async def _over_http(
-    urls: list[str], token: str, clients: int, rounds: int, tag: str
-) -> tuple[Any, int, float]:
-    import httpx
-
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
-    headers = {"Authorization": f"Bearer {token}"}
-    async with httpx.AsyncClient(headers=headers, limits=limits, timeout=120) as http:
-
-        async def call(kind: str, i: int, text: str) -> None:
-            base = urls[i % len(urls)]
-            if kind == "record":
-                body = {
-                    "user_id": f"{tag}{i}",
-                    "conversation_id": f"{tag}c{i}",
-                    "message": text,
-                    "response": "Noted.",
-                }
-            else:
-                body = {"user_id": f"{tag}{i}", "message": text}
-            r = await http.post(f"{base}/v1/personas/{PERSONA}/{kind}", json=body)
-            if r.status_code != 200:
-                raise RuntimeError(f"{r.status_code}: {json.loads(r.text).get('kind')}")
-
-        started = time.perf_counter()
-        lat, errors = await _workload(call, clients, rounds)
-        return lat, errors, time.perf_counter() - started
+# the tables -------------------------------------------------------------------------------
 
 
-def _overhead(store: str, floor: dict[str, list[float]], served: dict[str, list[float]]) -> str:
+@dataclass(frozen=True)
+class Options:
+    model: str
+    latency: float
+    clients: int
+    rounds: int
+    chat_clients: int
+    chat_rounds: int
+    processes: tuple[int, ...]
+    profile: Path | None
+
+
+def _ratio(result: Result, base: Result) -> str:
+    cpu = f", CPU {base.cpu_ms:.2f} ms" if base.cpu_ms is not None else ""
+    return (
+        f"healthz {base.rate:.0f} req/s p50 {base.p(0.5):.1f} ms{cpu}: "
+        f"x{result.rate / base.rate:.2f} req/s, x{result.p(0.5) / base.p(0.5):.1f} p50"
+    )
+
+
+GOALS = {"sqlite": 200.0, "neo4j": 100.0}
+"""req/s of 32 clients doing record + context on one server process (issue 23), with
+p95 <= 250 ms and no error; two processes on Neo4j at least 1.3x one."""
+
+
+def _verdict(store: str, results: dict[int, Result]) -> str:
+    """The issue's goals against this run's rows."""
+    parts = []
+    one = results.get(1)
+    if one is not None and store in GOALS:
+        met = one.rate >= GOALS[store] and one.p(0.95) <= 250 and not one.errors
+        parts.append(
+            f"1 server {one.rate:.0f} req/s (goal >= {GOALS[store]:.0f}), p95 "
+            f"{one.p(0.95):.0f} ms (goal <= 250), {sum(one.errors.values())} errors: "
+            + ("met" if met else "NOT met")
+        )
+    two = results.get(2)
+    if one is not None and two is not None:
+        scale = two.rate / one.rate
+        goal = " (goal >= 1.3)" if store == "neo4j" else ""
+        parts.append(f"2 servers x{scale:.2f} one{goal}")
+    return f"{store:<7} " + "; ".join(parts)
+
+
+def load_average() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "n/a"
+
+
+async def bench_fake(store: str, url: str, api_base: str, opts: Options, tmp: Path) -> str:
+    """The store's rows with the fake model: record+context with 1 and 2 processes, then
+    chat on one process; returns the verdict line."""
+    personas = [f"{store}-{n}p" for n in opts.processes] + [f"{store}-chat"]
+    token = await prepare(url, personas)
+    env = server_env(url, api_base)
+    results: dict[int, Result] = {}
+    for processes in opts.processes:
+        persona = f"{store}-{processes}p"
+        spent: list[float]
+        with servers(env, processes, tmp, tag=f"{store}-{processes}") as running:
+            urls = [s.url for s in running]
+            await warm_up(urls, token, persona)
+            spent = []
+            with cpu_of(running, spent):
+                base = await floor(urls, token, clients=opts.clients)
+            base.cpu_seconds = spent[0]
+            spent = []
+            with profiled(running, opts.profile, f"{store}-{processes}p"), cpu_of(running, spent):
+                result = await record_context(
+                    urls, token, persona, clients=opts.clients, rounds=opts.rounds
+                )
+            result.cpu_seconds = spent[0]
+            lag = await lag_seconds(urls[0], token, persona)
+        results[processes] = result
+        setup = f"{processes} server" + ("s" if processes > 1 else "")
+        note = f"{_ratio(result, base)}; {_cpu(result)}"
+        note += f"; lag {lag:.0f} s" if lag is not None else ""
+        print(result.row(store, setup, note), flush=True)
+        _print_errors(result)
+    with servers(env, 1, tmp, tag=f"{store}-chat") as running:
+        urls = [s.url for s in running]
+        await warm_up(urls, token, f"{store}-chat")
+        spent = []
+        with profiled(running, opts.profile, f"{store}-chat"), cpu_of(running, spent):
+            result = await chat(
+                urls, token, f"{store}-chat", clients=opts.chat_clients, rounds=opts.chat_rounds
+            )
+        result.cpu_seconds = spent[0]
+    over = result.p(0.5) - opts.latency * 1000
+    note = f"model {opts.latency * 1000:.0f} ms: +{over:.0f} ms at p50; {_cpu(result)}"
+    print(result.row(store, "chat", note), flush=True)
+    _print_errors(result)
+    return _verdict(store, results)
+
+
+async def bench_instant(store: str, url: str, opts: Options, tmp: Path) -> None:
+    """The store's rows with the instant model, beside the facade in this process."""
+    personas = [f"{store}-facade"] + [f"{store}-{n}p" for n in opts.processes]
+    token = await prepare(url, personas)
+    await _direct(url, personas[0], 1, 10, "w")  # warm-up: caches, query plans, JIT
+    one = await _direct(url, personas[0], 1, opts.rounds * 4, "f")
+    facade = await _direct(url, personas[0], opts.clients, opts.rounds, "d")
+    print(facade.row(store, "facade"), flush=True)
+    env = server_env(url)
+    for processes in opts.processes:
+        persona = f"{store}-{processes}p"
+        args = ("--llm", "bench_server:instant_model")
+        with servers(env, processes, tmp, *args, tag=f"{store}-{processes}") as running:
+            urls = [s.url for s in running]
+            if processes == 1:
+                served = await record_context(urls, token, persona, clients=1, rounds=40, tag="o")
+                print(_overhead(store, one, served))
+            spent: list[float] = []
+            name = f"{store}-instant-{processes}p"
+            with profiled(running, opts.profile, name), cpu_of(running, spent):
+                result = await record_context(
+                    urls, token, persona, clients=opts.clients, rounds=opts.rounds, tag="s"
+                )
+            result.cpu_seconds = spent[0]
+        setup = f"{processes} server" + ("s" if processes > 1 else "")
+        note = f"x{result.rate / facade.rate:.2f} the facade's req/s; {_cpu(result)}"
+        print(result.row(store, setup, note), flush=True)
+        _print_errors(result)
+
+
+def _overhead(store: str, floor_: Result, served: Result) -> str:
     parts = []
     for kind in ("record", "context"):
-        base, over = pct(floor[kind], 0.5), pct(served[kind], 0.5)
-        parts.append(
-            f"{kind} {base:.2f} -> {over:.2f} ms (+{over - base:.2f} ms, x{over / base:.2f})"
-        )
-    return f"{store:<7} overhead at p50, one client: " + "; ".join(parts)
+        base, over = floor_.p(0.5, kind), served.p(0.5, kind)
+        parts.append(f"{kind} {base:.2f} -> {over:.2f} ms (x{over / base:.2f})")
+    return f"{store:<7} one client, facade -> server at p50: " + "; ".join(parts)
 
 
-async def bench_store(
-    store: str, url: str, clients: int, rounds: int, samples: int, tmp: Path
-) -> list[str]:
-    """The store's rows; returns the overhead line (printed at the end)."""
-    from sonality.observability import configure_logging
+def _cpu(result: Result) -> str:
+    ms = result.cpu_ms
+    return "" if ms is None else f"server CPU {ms:.1f} ms/request"
 
-    configure_logging("json", "WARNING")
-    token = await _prepare(url)
-    await _direct(url, 1, max(samples // 2, 1), "w")  # warm-up: caches, query plans, JIT
-    floor, _, _ = await _direct(url, 1, samples, "f")
-    lat, errors, secs = await _direct(url, clients, rounds, "d")
-    print(_row(store, "facade", lat, errors, secs), flush=True)
-    notes = []
-    for processes in (1, 2):
-        servers = [
-            _start(_env(url), tmp / f"{store}-{processes}-{n}.log") for n in range(processes)
-        ]
-        urls = [u for _, u in servers]
-        try:
-            if processes == 1:
-                await _over_http(urls, token, 1, max(samples // 2, 1), "v")  # warm-up
-                served, _, _ = await _over_http(urls, token, 1, samples, "o")
-                notes.append(_overhead(store, floor, served))
-            lat, errors, secs = await _over_http(urls, token, clients, rounds, f"s{processes}x")
-        finally:
-            for process, _ in servers:
-                process.terminate()
-                process.wait(timeout=60)
-        print(_row(store, f"{processes} server", lat, errors, secs), flush=True)
-    return notes
+
+def _print_errors(result: Result) -> None:
+    for reason, n in result.errors.most_common(5):
+        print(f"        {n} x {reason}")
+
+
+@contextlib.contextmanager
+def neo4j(tmp: Path) -> Iterator[str]:
+    uri = os.environ.get("SONALITY_BENCH_NEO4J_URI")
+    if uri:
+        yield uri
+        return
+    server = load_devserver().DevServer.start(log_path=tmp / "neo4j.log")
+    try:
+        yield server.bolt_uri
+    finally:
+        server.stop()
 
 
 async def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--model", choices=("fake", "instant"), default="fake")
+    parser.add_argument("--latency", type=float, default=0.5, help="the fake model's delay (s)")
     parser.add_argument("--backends", default="sqlite,neo4j")
+    parser.add_argument("--processes", default="1,2", help="server processes per row")
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=10)
-    parser.add_argument("--samples", type=int, default=100, help="one-client calls per kind")
+    parser.add_argument("--chat-clients", type=int, default=16)
+    parser.add_argument("--chat-rounds", type=int, default=4)
+    parser.add_argument("--profile", type=Path, help="py-spy each server into this folder")
     args = parser.parse_args()
-    print(f"{args.clients} clients x {args.rounds} rounds of record + context")
-    print(HEADER)
-    notes: list[str] = []
+    opts = Options(
+        model=args.model,
+        latency=args.latency,
+        clients=args.clients,
+        rounds=args.rounds,
+        chat_clients=args.chat_clients,
+        chat_rounds=args.chat_rounds,
+        processes=tuple(int(n) for n in args.processes.split(",")),
+        profile=args.profile,
+    )
+    from sonality.observability import configure_logging
+
+    configure_logging("json", "WARNING")
+    model = (
+        f"the fake model over HTTP, {opts.latency * 1000:.0f} ms a call"
+        if opts.model == "fake"
+        else "an instant scripted model"
+    )
+    print(f"{opts.clients} clients x {opts.rounds} rounds of record + context; {model}")
+    print(f"load average at the start: {load_average()}")
+    print(HEADER, flush=True)
+    verdicts: list[str] = []
     with tempfile.TemporaryDirectory(prefix="sonality-bench-server-") as folder:
         tmp = Path(folder)
-        for backend in args.backends.split(","):
-            if backend == "sqlite":
-                notes += await bench_store(
-                    "sqlite",
-                    f"sqlite:///{tmp / 'bench.db'}",
-                    args.clients,
-                    args.rounds,
-                    args.samples,
-                    tmp,
+        with contextlib.ExitStack() as stack:
+            api_base = (
+                stack.enter_context(fake_model(opts.latency, tmp / "fake.log"))
+                if opts.model == "fake"
+                else None
+            )
+            for backend in args.backends.split(","):
+                url = (
+                    f"sqlite:///{tmp / 'bench.db'}"
+                    if backend == "sqlite"
+                    else stack.enter_context(neo4j(tmp))
                 )
-            elif backend == "neo4j":
-                uri = os.environ.get("SONALITY_BENCH_NEO4J_URI")
-                server = None
-                if not uri:
-                    server = load_devserver().DevServer.start(log_path=tmp / "neo4j.log")
-                    uri = server.bolt_uri
-                try:
-                    notes += await bench_store(
-                        "neo4j", uri, args.clients, args.rounds, args.samples, tmp
-                    )
-                finally:
-                    if server is not None:
-                        server.stop()
-    for note in notes:
-        print(note)
+                if api_base is not None:
+                    verdicts.append(await bench_fake(backend, url, api_base, opts, tmp))
+                else:
+                    await bench_instant(backend, url, opts, tmp)
+    print(f"load average at the end: {load_average()}")
+    for verdict in verdicts:
+        print(verdict)
     return 0
 
 

@@ -3,6 +3,7 @@
 UNWIND $beliefs AS belief
 MATCH (p:Persona {id: belief.persona_id})
 MERGE (b:Belief {persona_id: belief.persona_id, topic: belief.topic})
+  ON CREATE SET b.embed_pending = true
 SET b += belief
 // display-only state for Neo4j Browser (GraSS styles select by label, not by value)
 SET b.caption = b.topic + ' ' + CASE WHEN b.position > 0 THEN '+' ELSE '' END

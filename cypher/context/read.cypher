@@ -1,40 +1,34 @@
-// What context reads in one statement, besides the similar episodes themselves: the
-// persona, its CURRENT snapshot, the user's active facts (oldest first), the active beliefs (by topic)
-// and the user's $recent latest episodes (through the (persona_id, user_id, seq) index,
-// named by a hint: the planner's statistics could otherwise pick the (persona_id, user_id,
-// embedding_rev) index and sort the user's history); their created_at comes as
-// microseconds since the epoch (created_at_us), which the driver reads faster than a DateTime.
-// No row: no such persona.
+// What context reads in one statement where the similar episodes come from the process's
+// similarity cache (Neo4j 5.26, or 2026.x without the episode vector index): the persona,
+// its CURRENT snapshot, the user's active facts, the beliefs it shows (the $beliefs
+// strongest, the $beliefs whose topic is most similar to $embedding, and up to $beliefs not
+// embedded yet: bounded, whatever the persona holds), the user's $recent latest episodes
+// and the similarity cache's catch-up. Each INCLUDE line is the named query's text
+// (sonality/storage/neo4j/cypher.py, load). No row: no such persona.
 MATCH (p:Persona {id: $persona_id})
 OPTIONAL MATCH (p)-[:CURRENT]->(s:Snapshot)
 CALL () {
-  OPTIONAL MATCH (f:UserFact {persona_id: $persona_id, user_id: $user_id})
-  WHERE NOT f.retracted
-  WITH f
-  ORDER BY f.created_at, f.id
-  RETURN collect(f {.*}) AS facts
+  INCLUDE context/facts
 }
 CALL () {
-  OPTIONAL MATCH (b:Belief {persona_id: $persona_id})
-  WHERE b.status = 'active'
-  WITH b
-  ORDER BY b.topic
-  RETURN collect(b {.*}) AS beliefs
+  INCLUDE context/beliefs_strongest
 }
 CALL () {
-  OPTIONAL MATCH (e:Episode)
-  USING INDEX e:Episode(persona_id, user_id, seq)
-  WHERE e.persona_id = $persona_id AND e.user_id = $user_id AND e.seq IS NOT NULL
-  WITH e
-  ORDER BY e.persona_id DESC, e.user_id DESC, e.seq DESC
-  LIMIT $recent
-  RETURN collect(e {.*, embedding: null, created_at: null,
-                    created_at_us: e.created_at.epochMillis * 1000 + e.created_at.microsecond % 1000})
-         AS recent
+  INCLUDE context/beliefs_unembedded
+}
+CALL () {
+  CALL () {
+    INCLUDE context/beliefs_route
+  }
+  RETURN collect({belief: belief, similarity: similarity}) AS relevant
+}
+CALL () {
+  INCLUDE context/recent
 }
 // The similarity cache's catch-up (sonality/storage/neo4j/vectors.py; the subqueries of
 // episode/vectors, kept in step with it), when $since is not null: the user's embedded
-// episodes stamped after $since that the cache does not hold at that stamp ($known), how
+// episodes stamped after $since that the cache does not hold at that stamp ($known) unless
+// the user has more than $admit (then the user is searched on the server instead), how
 // many embedded episodes the user has, and the server's clock in the unit of the stamps.
 CALL () {
   WITH 1 AS asked
@@ -44,13 +38,17 @@ CALL () {
   WHERE e.persona_id = $persona_id AND e.user_id = $user_id AND e.embedding_rev IS NOT NULL
   RETURN count(e) AS embedded
 }
-CALL () {
+CALL (embedded) {
+  WITH embedded
+  WHERE embedded <= $admit
   MATCH (e:Episode)
   USING INDEX e:Episode(persona_id, user_id, embedding_rev)
   WHERE e.persona_id = $persona_id AND e.user_id = $user_id AND e.embedding_rev > $since
     AND coalesce($known[e.id] <> e.embedding_rev, true)
   RETURN collect({id: e.id, rev: e.embedding_rev, seq: e.seq, embedding: e.embedding}) AS rows
 }
-WITH p, s, facts, beliefs, recent, embedded, rows, datetime.realtime() AS now
-RETURN p {.*} AS persona, s {.*} AS snapshot, facts, beliefs, recent,
-       embedded, rows, (now.epochSeconds * 1000000 + now.microsecond) * 1000 AS now
+WITH p, s, facts, strongest, unembedded, relevant, recent, embedded, rows,
+     datetime.realtime() AS now
+RETURN p {.*} AS persona, s {.*} AS snapshot, facts, strongest, unembedded, relevant, recent,
+       [] AS similar, embedded, rows,
+       (now.epochSeconds * 1000000 + now.microsecond) * 1000 AS now

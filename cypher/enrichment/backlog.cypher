@@ -3,9 +3,10 @@
 // $count how many are pending in all (an index range of the pending ones, never a scan of
 // the persona's episodes), and the state their commits are planned from, as
 // enrichment/state reads it for the episodes' users and the influence window of the
-// persona's next interaction. Times come as microseconds since the epoch (<name>_us), which
-// the driver reads far faster than a DateTime (a backlog read carries two per belief).
-// No row: no such persona.
+// persona's next interaction, but no belief: planning reads the beliefs of the topics the
+// replies name (enrichment/beliefs), never every belief of the persona. Times come as
+// microseconds since the epoch (<name>_us), which the driver reads far faster than a
+// DateTime. No row: no such persona.
 MATCH (p:Persona {id: $persona_id})
 CALL (p) {
   MATCH (e:Episode {persona_id: $persona_id, enrichment_status: 'pending'})
@@ -17,14 +18,6 @@ CALL (p) {
 }
 WITH p, episodes, [e IN episodes | e.user_id] AS user_ids,
      p.interaction_count + 1 - $influence_window AS since
-CALL (p) {
-  MATCH (b:Belief {persona_id: $persona_id})
-  WITH b
-  ORDER BY b.topic
-  RETURN collect(b {.*, created_at: null, updated_at: null,
-                    created_at_us: b.created_at.epochMillis * 1000 + b.created_at.microsecond % 1000,
-                    updated_at_us: b.updated_at.epochMillis * 1000 + b.updated_at.microsecond % 1000}) AS beliefs
-}
 CALL (p) {
   MATCH (s:StagedUpdate {persona_id: $persona_id})
   USING INDEX s:StagedUpdate(persona_id, due_at)
@@ -52,7 +45,7 @@ CALL (user_ids, since) {
 RETURN p {.*, created_at: null,
           created_at_us: p.created_at.epochMillis * 1000 + p.created_at.microsecond % 1000}
          AS persona,
-       episodes, beliefs, staged, facts, influence,
+       episodes, staged, facts, influence,
        CASE WHEN $count
          THEN COUNT { MATCH (x:Episode {persona_id: $persona_id, enrichment_status: 'pending'}) }
        END AS pending

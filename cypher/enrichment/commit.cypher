@@ -102,6 +102,7 @@ CALL (p, index) {
     WHERE ok
     UNWIND c.beliefs AS belief
     MERGE (b:Belief {persona_id: $persona_id, topic: belief.topic})
+      ON CREATE SET b.embed_pending = true
     SET b += belief
     SET b.caption = b.topic + ' ' + CASE WHEN b.position > 0 THEN '+' ELSE '' END
           + toString(round(b.position, 2))

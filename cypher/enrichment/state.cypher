@@ -8,7 +8,7 @@ CALL (p) {
   MATCH (b:Belief {persona_id: $persona_id})
   WITH b
   ORDER BY b.topic
-  RETURN collect(b {.*}) AS beliefs
+  RETURN collect(b {.*, topic_embedding: null}) AS beliefs
 }
 CALL (p) {
   MATCH (s:StagedUpdate {persona_id: $persona_id})

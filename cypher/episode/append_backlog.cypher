@@ -10,4 +10,4 @@ CALL () {
 CALL () {
   INCLUDE enrichment/backlog
 }
-RETURN episode, created, persona, episodes, beliefs, staged, facts, influence, pending
+RETURN episode, created, persona, episodes, staged, facts, influence, pending

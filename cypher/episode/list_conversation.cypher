@@ -1,10 +1,16 @@
-// One conversation's episodes, most recent first, through the (persona_id,
-// conversation_id) index. Null filters are ignored.
-MATCH (e:Episode {persona_id: $persona_id, conversation_id: $conversation_id})
-WHERE ($user_id IS NULL OR e.user_id = $user_id)
+// One conversation's episodes, most recent first, below the $before cursor, read backwards
+// through the (persona_id, conversation_id, seq) index from it (V0270) and stopped after
+// $limit matches: the Talker reads a conversation's newest turns on every reply, whatever
+// the conversation's length. Null filters are ignored.
+MATCH (e:Episode)
+USING INDEX e:Episode(persona_id, conversation_id, seq)
+WHERE e.persona_id = $persona_id
+  AND e.conversation_id = $conversation_id
+  AND e.seq < $before
+  AND ($user_id IS NULL OR e.user_id = $user_id)
   AND ($since_interaction IS NULL
        OR (e.enrichment_status = 'enriched' AND e.interaction_index > $since_interaction))
 WITH e
-ORDER BY e.seq DESC
+ORDER BY e.persona_id DESC, e.conversation_id DESC, e.seq DESC
 LIMIT $limit
 RETURN e {.*, embedding: null} AS episode

@@ -1,10 +1,14 @@
 CYPHER 25
-// The user's k most similar embedded episodes through the vector index's own filter
-// (Neo4j 2026.x, the index of migration V0036: persona_id and user_id are filter
-// properties, so the index returns the user's nearest, not an unscoped top k to filter).
-// The index is approximate and its score quantised: it is asked for $candidates (k times
-// an oversampling factor), whose similarity is recomputed exactly to keep the best k; Neo4j reports cosine
-// as (1 + cos) / 2, which is mapped back to the plain cosine in [-1, 1].
+// The user's $k most similar embedded episodes through the vector index's own filter
+// (Neo4j 2026.x: persona_id and user_id are filter properties of episode_embedding, so the
+// index answers with the user's nearest, not an unscoped top k to filter). The index is
+// asked for $candidates (k and a margin) and may quantise its score, so the similarity is
+// recomputed exactly and the best $k kept, equal scores by the later seq (as the exact scan
+// orders them); Neo4j reports cosine as (1 + cos) / 2, mapped back to [-1, 1]. created_at
+// comes as microseconds since the epoch (created_at_us). Nothing when $embedding is null or
+// $k is 0.
+WITH 1 AS asked
+WHERE $embedding IS NOT NULL AND $k > 0
 MATCH (e:Episode)
   SEARCH e IN (
     VECTOR INDEX episode_embedding
@@ -15,4 +19,7 @@ MATCH (e:Episode)
 WITH e, 2 * vector.similarity.cosine(e.embedding, $embedding) - 1 AS similarity
 ORDER BY similarity DESC, e.seq DESC
 LIMIT $k
-RETURN e {.*, embedding: null} AS episode, similarity
+RETURN e {.*, embedding: null, created_at: null,
+          created_at_us: e.created_at.epochMillis * 1000 + e.created_at.microsecond % 1000}
+       AS episode,
+       similarity

@@ -1,14 +1,11 @@
-// Remove episodes with what hangs off them: insights, facts, staged updates, usage;
-// DETACH takes their NEXT, MENTIONS, provenance and Thinker edges.
+// Remove episodes with what hangs off them: insights, staged updates, usage (facts, which
+// may hang off several episodes, are settled before: erasure/refact); DETACH takes their
+// NEXT, MENTIONS, FROM, provenance and Thinker edges.
 UNWIND $ids AS episode_id
 MATCH (e:Episode {persona_id: $persona_id, id: episode_id})
 CALL (e) {
   OPTIONAL MATCH (e)-[:YIELDED]->(i:Insight)
   DETACH DELETE i
-}
-CALL (e) {
-  OPTIONAL MATCH (f:UserFact)-[:FROM]->(e)
-  DETACH DELETE f
 }
 CALL (e) {
   OPTIONAL MATCH (e)-[:STAGED]->(s:StagedUpdate)

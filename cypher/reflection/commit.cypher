@@ -61,6 +61,7 @@ CALL (ok) {
     AND b.last_reinforced_at = belief.last_reinforced_at
     AND b.evidence_count = belief.evidence_count
   SET b.confidence = belief.confidence,
+      b.strength = abs(b.position) * belief.confidence,
       b.uncertainty = belief.uncertainty,
       b.status = belief.status,
       b.updated_at = belief.updated_at

@@ -21,7 +21,7 @@ from sonality.cli.shell import CliState, emit, json_option, lines, persona_optio
 
 if TYPE_CHECKING:
     from sonality.mind.archive import Imported
-    from sonality.models import Erasure, UserFact
+    from sonality.models import Erasure, UserErasure, UserFact
     from sonality.ports import Store
 
 __all__ = [
@@ -61,7 +61,7 @@ def _erasure_text(record: Erasure, what: str) -> str:
         f"beliefs recomputed {record.beliefs_changed}, removed {record.beliefs_removed}",
     ]
     if record.review_from_version is not None:
-        parts.append(f"snapshot from v{record.review_from_version} flagged for the next reflection")
+        parts.append(f"snapshot versions from v{record.review_from_version} reverted")
     return "; ".join(parts) + f" (audit record {record.id})"
 
 
@@ -71,21 +71,49 @@ def _fact_text(f: UserFact) -> str:
 
 
 @click.command()
-@persona_option
+@click.option("--persona", "persona_id", help="The persona to forget the user in.")
+@click.option(
+    "--all-personas", is_flag=True, help="Forget the user in every persona (an erasure request)."
+)
 @click.option("--user", "user_id", required=True, help="The user to forget.")
 @yes_option
 @json_option
 @click.pass_obj
 @run
-async def forget(state: CliState, persona_id: str, user_id: str, yes: bool, as_json: bool) -> None:
+async def forget(
+    state: CliState,
+    persona_id: str | None,
+    all_personas: bool,
+    user_id: str,
+    yes: bool,
+    as_json: bool,
+) -> None:
     """Forget a user: their conversations, episodes, facts, insights, affect state,
-    monologue, narratives and usage go, and every belief their episodes moved is
-    recomputed from the remaining evidence. An audit record (no user text) is kept."""
+    monologue, narratives and usage go, every belief their episodes moved is recomputed
+    from the remaining evidence, and snapshot versions that may quote them are reverted
+    at once. An audit record (no user text) is kept. With --all-personas, in every
+    persona, one at a time: run it again after an interruption to finish."""
+    from sonality.errors import ValidationError
+
+    if all_personas == (persona_id is not None):
+        raise ValidationError("name a persona (--persona) or --all-personas, not both")
     async with state.app(with_model=False) as app:
+        if persona_id is None:
+            confirm(f"Forget user {user_id!r} in every persona? This cannot be undone", yes)
+            done = await app.forget_everywhere(user_id=user_id)
+            emit(done, as_json, lambda: lines(done, _everywhere_line, "no personas"))
+            return
         await app.persona(persona_id)
         confirm(f"Forget user {user_id!r} of persona {persona_id!r}? This cannot be undone", yes)
         record = await app.forget_user(persona_id, user_id=user_id)
     emit(record, as_json, lambda: click.echo(_erasure_text(record, "forgot the user")))
+
+
+def _everywhere_line(done: UserErasure) -> str:
+    if done.erasure is None:
+        what = {"erased_before": "erased before", "absent": "never met the user"}
+        return f"{done.persona_id}: {what[done.status.value]}"
+    return f"{done.persona_id}: {_erasure_text(done.erasure, 'forgot the user')}"
 
 
 @click.group()
@@ -197,7 +225,8 @@ async def fact_correct(
 @click.pass_obj
 @run
 async def persona_delete(state: CliState, persona_id: str, yes: bool, as_json: bool) -> None:
-    """Delete persona PERSONA_ID and everything it owns (its audit records stay)."""
+    """Delete persona PERSONA_ID and everything it owns (its audit records stay); every
+    API key loses its grant of it (a key left with none is revoked)."""
     async with state.app(with_model=False) as app:
         await app.persona(persona_id)
         confirm(f"Delete persona {persona_id!r} and all its data? This cannot be undone", yes)
@@ -211,7 +240,7 @@ def _audit_line(record: Erasure) -> str:
     )
     beliefs = f"beliefs recomputed {record.beliefs_changed}, removed {record.beliefs_removed}"
     review = (
-        f"; snapshot from v{record.review_from_version} flagged"
+        f"; snapshot from v{record.review_from_version} reverted"
         if record.review_from_version is not None
         else ""
     )
@@ -228,7 +257,7 @@ def _audit_line(record: Erasure) -> str:
 @run
 async def erasures(state: CliState, persona_id: str, as_json: bool) -> None:
     """The audit records of the persona's erasures, oldest first: what kind, when, the
-    SHA-256 subject (no id or text in clear) and what was removed or recomputed. A deleted
+    keyed subject (no id or text in clear) and what was removed or recomputed. A deleted
     persona's records are still listed."""
     async with state.reads() as app:
         records = await app.erasures(persona_id)

@@ -258,7 +258,7 @@ async def ingest(
     copying or extending the file stores nothing twice. Bad lines (not UTF-8, not JSON,
     wrong field types, an id already taken by another exchange) are reported with their
     number; good ones are kept. A progress bar per phase (storing, enriching) is drawn on
-    stderr; `sonality -q ingest` hides them.
+    stderr when it is a terminal; `sonality -q ingest` hides them.
     """
     import asyncio
 
@@ -360,8 +360,10 @@ _ENRICH_STEP = 50
 
 
 def _bar(items: Any, label: str, show: bool, length: int | None = None) -> Any:
-    """A progress bar on stderr (click draws it only on a terminal), or the bare items."""
-    if not show:
+    """A progress bar on stderr when it is a terminal, or the bare items: off a terminal
+    (a pipe, a log file, CI) nothing at all is written, not even the label click would
+    print there once."""
+    if not show or not sys.stderr.isatty():
         from contextlib import nullcontext
 
         return nullcontext(items if items is not None else _Counter())
@@ -468,6 +470,11 @@ async def facts(state: CliState, persona_id: str, user_id: str, as_json: bool) -
 @click.option("--user", "user_id")
 @click.option("--conversation", "conversation_id")
 @click.option("--limit", default=20, show_default=True, type=click.IntRange(1, 10_000))
+@click.option(
+    "--before",
+    type=click.IntRange(0),
+    help="Only episodes older than this seq (the last one of the previous page).",
+)
 @json_option
 @click.pass_obj
 @run
@@ -477,12 +484,17 @@ async def episodes(
     user_id: str | None,
     conversation_id: str | None,
     limit: int,
+    before: int | None,
     as_json: bool,
 ) -> None:
-    """List recent episodes, newest first."""
+    """List recent episodes, newest first, a page at a time (--before)."""
     async with state.reads() as app:
         found = await app.episodes(
-            persona_id, user_id=user_id, conversation_id=conversation_id, limit=limit
+            persona_id,
+            user_id=user_id,
+            conversation_id=conversation_id,
+            limit=limit,
+            before=before,
         )
     emit(found, as_json, lambda: lines(found, _episode_text, "no episodes"))
 

@@ -266,7 +266,12 @@ async def snapshot_rollback(
     type=click.FloatRange(0, 31_536_000, min_open=True),
     help="Reflect quiet personas with pending insights.",
 )
-@click.option("--grace-seconds", type=click.FloatRange(0, 86_400), default=30.0, show_default=True)
+@click.option(
+    "--grace-seconds",
+    type=click.FloatRange(0, 86_400),
+    default=None,
+    help="How long a stop lets running jobs finish [default: SONALITY_SHUTDOWN_SECONDS, 10].",
+)
 @click.option("--once", is_flag=True, help="One pass (enrich pending, reflect due), then exit.")
 @click.option("--owner", help="Lease owner id (default host:pid:random).")
 @click.option(
@@ -283,7 +288,7 @@ async def worker(
     scan_seconds: float | None,
     retry_seconds: float | None,
     idle_seconds: float | None,
-    grace_seconds: float,
+    grace_seconds: float | None,
     once: bool,
     owner: str | None,
     heartbeat_file: Path | None,
@@ -302,7 +307,7 @@ async def worker(
         scan_seconds=scan_seconds or settings.worker_scan_seconds,
         retry_seconds=retry_seconds or settings.worker_retry_seconds,
         idle_seconds=idle_seconds or settings.worker_idle_reflection_seconds,
-        grace_seconds=grace_seconds,
+        grace_seconds=settings.shutdown_seconds if grace_seconds is None else grace_seconds,
         retry_rounds=settings.enrichment_retry_rounds,
         heartbeat_file=heartbeat_file,
     )

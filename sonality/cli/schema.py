@@ -12,6 +12,7 @@ from sonality.cli.shell import CliState, Unsuccessful, emit, json_option, run
 
 if TYPE_CHECKING:
     from sonality.config import Settings
+    from sonality.models import OldestPending
 
 __all__ = ["doctor", "migrate"]
 
@@ -62,11 +63,13 @@ async def doctor(state: CliState, as_json: bool, call_model: bool) -> None:
     the model settings.
 
     Lists, per persona, episodes by enrichment status, the failed ones (with their last
-    error; `sonality enrich --retry-failed` retries them), insight parts still pending
-    or failed, and a reflection lease when one is held (its holder and expiry: a worker
-    killed while reflecting leaves it until then). --call-model sends one tiny request
-    and says why it failed, if it did. A store setting that cannot work (a malformed
-    URL) exits 3, as every command does.
+    error; `sonality enrich --retry-failed` retries them), insight parts still pending or
+    failed, the lag: the age of the oldest pending episode and of the oldest unthought
+    Thinker turn, BEHIND past SONALITY_LAG_DEGRADED_SECONDS (a lag alone does not fail the
+    check), and a reflection lease when one is held (its holder and expiry: a worker killed
+    while reflecting leaves it until then). --call-model sends one tiny request and says
+    why it failed. A store setting that cannot work (a malformed URL) exits 3, as every
+    command does.
     """
     from datetime import UTC, datetime
 
@@ -101,7 +104,12 @@ async def doctor(state: CliState, as_json: bool, call_model: bool) -> None:
                 failed: dict[str, list[dict[str, Any]]] = {}
                 leases: dict[str, dict[str, Any]] = {}
                 now = datetime.now(UTC)
-                for persona in await store.list_personas():
+                personas = await store.list_personas()
+                report["lag"] = _lag_report(
+                    await store.oldest_pending([p.id for p in personas]),
+                    settings.lag_degraded_seconds,
+                )
+                for persona in personas:
                     lease = await store.get_lease(persona.id)
                     if lease is not None:
                         leases[persona.id] = {
@@ -161,6 +169,17 @@ async def doctor(state: CliState, as_json: bool, call_model: bool) -> None:
                 f"{counts['failed']} failed, {counts['unembedded']} without embedding; "
                 f"insights {insight['pending']} pending, {insight['failed']} failed"
             )
+            lag = report["lag"]["personas"].get(pid)
+            if lag is not None and (lag["episode_seconds"] or lag["turn_seconds"]):
+                click.echo(
+                    f"  lag      oldest pending episode {lag['episode_seconds']:.0f} s, "
+                    f"oldest unthought turn {lag['turn_seconds']:.0f} s"
+                    + (
+                        f"  BEHIND (over {report['lag']['bound_seconds']:g} s)"
+                        if lag["behind"]
+                        else ""
+                    )
+                )
             for episode in report["failed_episodes"].get(pid, []):
                 click.echo(
                     f"  failed   {episode['id']} after {episode['attempts']} attempts: "
@@ -194,9 +213,31 @@ def _lease_line(lease: dict[str, Any]) -> str:
     return f"held by {lease['owner']} until {lease['expires_at']} ({when})"
 
 
+def _lag_report(oldest: list[OldestPending], bound_seconds: float) -> dict[str, Any]:
+    """Per persona, the age of its oldest pending episode and unthought Thinker turn, and
+    whether either is past ``bound_seconds`` (``SONALITY_LAG_DEGRADED_SECONDS``)."""
+    from datetime import UTC, datetime
+
+    from sonality.models import Lag
+
+    now = datetime.now(UTC)
+    lags = [Lag.at(o, now) for o in oldest]
+    return {
+        "bound_seconds": bound_seconds,
+        "personas": {
+            lag.persona_id: {
+                "episode_seconds": round(lag.episode_seconds, 3),
+                "turn_seconds": round(lag.turn_seconds, 3),
+                "behind": lag.seconds > bound_seconds,
+            }
+            for lag in lags
+        },
+    }
+
+
 def _vector_index_line(index: dict[str, Any]) -> str:
     """The Neo4j episode vector index in one line: the setting, what the server has."""
-    setting = "on" if index["wanted"] else "off"
+    setting = index.get("setting", "on" if index["wanted"] else "off")
     if index["state"] is None:
         have = "no index"
     else:

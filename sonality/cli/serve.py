@@ -28,11 +28,18 @@ __all__ = ["key", "mcp", "serve"]
 @click.option(
     "--key-concurrency",
     type=click.IntRange(1),
-    default=16,
+    default=64,  # sonality.server.deps.KEY_CONCURRENCY (the server package loads lazily)
     show_default=True,
-    help="Requests of one API key in flight at once (more get 429).",
+    help="Requests of one API key in flight at once (more get 429 with Retry-After).",
 )
 @click.option("--cors-origin", "cors_origins", multiple=True, help="Allow this origin (CORS).")
+@click.option(
+    "--record-enrich",
+    type=click.Choice(["background", "inline", "off"]),
+    default=None,
+    help="When a record that does not say is enriched  [default: SONALITY_RECORD_ENRICH "
+    "if set, else background].",
+)
 @llm_option
 @click.pass_obj
 def serve(
@@ -44,6 +51,7 @@ def serve(
     max_body_bytes: int,
     key_concurrency: int,
     cors_origins: tuple[str, ...],
+    record_enrich: str | None,
     llm_spec: str | None,
 ) -> None:
     """Serve REST (/v1), OpenAI-compatible chat and MCP over HTTP (needs sonality[server])."""
@@ -67,6 +75,7 @@ def serve(
             max_body_bytes=max_body_bytes,
             key_concurrency=key_concurrency,
             cors_origins=cors_origins,
+            record_enrich=record_enrich,
         )
     )
 

@@ -34,6 +34,7 @@ from pydantic import Field
 from sonality.models import Belief, BeliefStatus, Frozen
 
 __all__ = [
+    "BELIEFS_PER_REVIEW",
     "DecayParams",
     "DecayResult",
     "Verdict",
@@ -44,6 +45,11 @@ __all__ = [
     "decayed_confidence",
     "stale_beliefs",
 ]
+
+
+BELIEFS_PER_REVIEW = 20
+"""Stale beliefs one decay review judges (the longest unreinforced, ``stale_beliefs``'s
+order); the rest are retained and come up again at the next reflection."""
 
 
 class DecayParams(Frozen):

@@ -94,6 +94,10 @@ class ReflectionStart(BaseModel):
     challenges: tuple[Challenge, ...] = ()
     """The challenges of the disagreement window, with the moves that followed them
     (``mind.reflection`` reads them; health judges capitulation from them)."""
+    rewrite: bool = False
+    """CURRENT was flagged by an erasure of an older Sonality (``review_from_version``):
+    ``snapshot`` carries the clean text to start from, and a commit writes a new version
+    even when the model returns that text unchanged."""
 
 
 class ReflectionPlan(BaseModel):
@@ -137,8 +141,11 @@ def reflection_record(
     decay: DecayResult | None = None,
     insights_consumed: int = 0,
     llm_calls: int = 0,
+    advice: tuple[str, ...] = (),
 ) -> Reflection:
-    """The ``Reflection`` record of an attempt that started as ``start``."""
+    """The ``Reflection`` record of an attempt that started as ``start``; ``advice`` is
+    the decay review's (``decay:<topic>``, ``forget:<topic>``), kept only when the
+    reflection commits (its decay is applied only then)."""
     decay = decay or DecayResult()
     return Reflection(
         id=start.id,
@@ -162,6 +169,7 @@ def reflection_record(
         llm_calls=llm_calls,
         duration_ms=duration_ms,
         owner=start.owner,
+        advice=advice if outcome is ReflectionOutcome.COMMITTED else (),
     )
 
 
@@ -215,13 +223,14 @@ def plan_reflection(
     finished_at: datetime,
     duration_ms: float,
     llm_calls: int = 1,
+    advice: tuple[str, ...] = (),
 ) -> ReflectionPlan:
     """Validate the model's snapshot ``new_text`` against the one read at the start,
     assess health over the decayed beliefs, and plan the commit: a new snapshot version
     (none when the text did not change), the ``Reflection`` record, exactly the insights
-    read consumed, the decayed beliefs, the reflection markers. A text that fails
-    validation gives a ``rejected`` record and no commit. Surrounding blanks of
-    ``new_text`` do not count."""
+    read consumed, the decayed beliefs, the reflection markers, the review's ``advice``
+    on the record. A text that fails validation gives a ``rejected`` record and no
+    commit. Surrounding blanks of ``new_text`` do not count."""
     persona = start.persona
     old = start.snapshot
     new_text = new_text.strip()
@@ -256,7 +265,7 @@ def plan_reflection(
         challenges=start.challenges,
         params=params.health,
     )
-    unchanged = new_text == old.text.strip()
+    unchanged = new_text == old.text.strip() and not start.rewrite
     version = old.version if unchanged else old.version + 1
     reflection = reflection_record(
         start,
@@ -270,6 +279,7 @@ def plan_reflection(
         decay=decay,
         insights_consumed=len(start.insights),
         llm_calls=llm_calls,
+        advice=advice,
     )
     commit = ReflectionCommit(
         reflection=reflection,

@@ -1,7 +1,8 @@
 """The LLM port over litellm: any provider litellm supports, validated by pydantic.
 
-This is the one module that imports litellm at its top; nothing imports it eagerly (the
-import takes seconds). :class:`LiteLLM` satisfies :class:`sonality.ports.LLM`:
+litellm is imported on the first call that goes through it (the import takes seconds):
+the lean OpenAI-compatible transport (``llm.openai_http``) never needs it.
+:class:`LiteLLM` satisfies :class:`sonality.ports.LLM`:
 
 - the prompt is rendered strictly from ``prompts/`` and its short hash is logged; its
   generation settings (front matter: ``temperature``, ``max_tokens``) go with the call;
@@ -28,15 +29,17 @@ from __future__ import annotations
 import asyncio
 import random
 import re
+import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-import litellm
 from pydantic import BaseModel
 
 from sonality.errors import LLMConfigError, LLMError, LLMResponseInvalid, LLMUnavailable
+from sonality.llm.budget import CallBudget, RateLimiter, priority_of
+from sonality.llm.openai_http import ChatReply, OpenAIHTTP, parse_retry_after
 from sonality.llm.prompts import PromptLibrary, RenderedPrompt
 from sonality.llm.replies import ReplyInvalid, parse_reply, reask_message
 from sonality.llm.usage import UsageMeter
@@ -48,10 +51,13 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_BACKOFF_SECONDS",
     "LiteLLM",
+    "Transport",
     "backoff_delay",
     "is_config_error",
     "is_transient",
     "provider_message",
+    "response_format",
+    "retry_after",
     "with_retries",
 ]
 
@@ -63,31 +69,42 @@ MAX_BACKOFF_SECONDS = 30.0
 HISTORY_OPENER = "(What follows are my own earlier thoughts.)"
 """The user turn that opens a call with ``history``, before the model's earlier replies."""
 
-# litellm prints a "Give Feedback / Get Help" banner to stdout with every exception; that
-# would corrupt the CLI's --json output, and our own logs already say what failed.
-litellm.suppress_debug_info = True
-
 log = get_logger("sonality.llm")
 
-_TRANSIENT_TYPES: tuple[type[BaseException], ...] = (
-    litellm.exceptions.RateLimitError,
-    litellm.exceptions.Timeout,
-    litellm.exceptions.APIConnectionError,
-    litellm.exceptions.InternalServerError,
-    litellm.exceptions.ServiceUnavailableError,
-    litellm.exceptions.BadGatewayError,
-    TimeoutError,
-    ConnectionError,
+
+def _litellm() -> Any:
+    """litellm, imported on first use (it takes seconds, and the direct transport never
+    needs it)."""
+    import litellm
+
+    # litellm prints a "Give Feedback / Get Help" banner to stdout with every exception;
+    # that would corrupt the CLI's --json output, and our own logs already say what failed.
+    litellm.suppress_debug_info = True
+    return litellm
+
+
+def _litellm_types(*names: str) -> tuple[type[BaseException], ...]:
+    """litellm's exception classes of these names, when litellm is loaded (an exception of
+    theirs cannot exist otherwise)."""
+    loaded = sys.modules.get("litellm")
+    if loaded is None:
+        return ()
+    return tuple(getattr(loaded.exceptions, name) for name in names)
+
+
+_TRANSIENT_NAMES = (
+    "RateLimitError",
+    "Timeout",
+    "APIConnectionError",
+    "InternalServerError",
+    "ServiceUnavailableError",
+    "BadGatewayError",
 )
 _TRANSIENT_STATUS = frozenset({408, 409, 425, 429})
 _CONFIG_STATUS = frozenset({401, 403, 404, 407})
 """Refusals that name the configuration: unauthenticated, forbidden, no such model or
 path, proxy authentication."""
-_CONFIG_TYPES: tuple[type[BaseException], ...] = (
-    litellm.exceptions.AuthenticationError,
-    litellm.exceptions.PermissionDeniedError,
-    litellm.exceptions.NotFoundError,
-)
+_CONFIG_NAMES = ("AuthenticationError", "PermissionDeniedError", "NotFoundError")
 _CONFIG_MESSAGES = (
     "llm provider not provided",  # litellm: the model name has no known provider
     "missing credentials",  # the OpenAI client found no key (litellm reports it as a 500)
@@ -102,7 +119,7 @@ def is_config_error(exc: BaseException) -> bool:
     """True when the provider refused the configuration rather than this request: HTTP
     401/403/404/407, or litellm's own "no provider" / "missing credentials" refusals
     (which it raises before any request, the latter disguised as a 500)."""
-    if isinstance(exc, _CONFIG_TYPES):
+    if isinstance(exc, _litellm_types(*_CONFIG_NAMES)):
         return True
     status = getattr(exc, "status_code", None)
     if isinstance(status, int) and status in _CONFIG_STATUS:
@@ -116,7 +133,7 @@ def is_transient(exc: BaseException) -> bool:
     (never a refused configuration)."""
     if is_config_error(exc):
         return False
-    if isinstance(exc, _TRANSIENT_TYPES):
+    if isinstance(exc, (TimeoutError, ConnectionError, *_litellm_types(*_TRANSIENT_NAMES))):
         return True
     status = getattr(exc, "status_code", None)
     return isinstance(status, int) and (status in _TRANSIENT_STATUS or status >= 500)
@@ -213,11 +230,31 @@ class _Reply:
 
 
 def _cost(response: Any) -> float | None:
-    try:
-        cost = litellm.completion_cost(completion_response=response)
-    except Exception:  # unknown models and providers: the price is simply not known
-        return None
-    return None if cost is None else float(cost)
+    """The price litellm stamped on the reply (``_hidden_params["response_cost"]``, which
+    it computes for every call anyway), never computed a second time; None when unknown."""
+    hidden = getattr(response, "_hidden_params", None)
+    cost = hidden.get("response_cost") if isinstance(hidden, Mapping) else None
+    return float(cost) if isinstance(cost, int | float) else None
+
+
+_SCHEMAS: dict[type[BaseModel], dict[str, Any]] = {}
+
+
+def response_format(schema: type[BaseModel]) -> dict[str, Any]:
+    """The ``response_format`` of a structured call asking for ``schema``, built once per
+    reply type (pydantic's ``model_json_schema`` costs milliseconds per call)."""
+    cached = _SCHEMAS.get(schema)
+    if cached is None:
+        cached = {
+            "type": "json_schema",
+            "json_schema": {
+                "name": schema.__name__,
+                "schema": schema.model_json_schema(),
+                "strict": False,
+            },
+        }
+        _SCHEMAS[schema] = cached
+    return cached
 
 
 def _token_field(usage: Any, name: str) -> int | None:
@@ -244,12 +281,68 @@ def _messages(rendered: RenderedPrompt, history: Sequence[str] = ()) -> list[dic
     return messages
 
 
+Transport = Literal["auto", "direct", "litellm"]
+"""How calls are sent: ``litellm`` always through litellm; ``direct`` through the lean
+OpenAI-compatible client (``llm.openai_http``), which needs an ``api_base``; ``auto``
+direct for an OpenAI-compatible endpoint (``openai/<name>`` with an ``api_base``), litellm
+for everything else."""
+
+
+def _is_direct(transport: Transport, model: str, api_base: str | None) -> bool:
+    if transport == "litellm":
+        return False
+    if transport == "direct":
+        if not api_base:
+            raise ValueError("the direct transport needs an api_base")
+        return True
+    return bool(api_base) and model.startswith("openai/")
+
+
+_PRICES: dict[str, tuple[float, float] | None] = {}
+
+
+def _unit_prices(model: str) -> tuple[float, float] | None:
+    """USD per input and per output token of ``model``, from the cost map litellm ships
+    (``llm.cost_map``, read without importing litellm), looked up once per model (None:
+    not priced there)."""
+    if model not in _PRICES:
+        from sonality.llm.cost_map import token_prices
+
+        _PRICES[model] = token_prices(model)
+    return _PRICES[model]
+
+
+def retry_after(exc: BaseException) -> float | None:
+    """The delay a provider asked for with its error (``Retry-After``), in seconds."""
+    direct = getattr(exc, "retry_after", None)
+    if isinstance(direct, int | float):
+        return float(direct)
+    for holder in (exc, getattr(exc, "response", None)):
+        headers = getattr(holder, "headers", None)
+        if headers is not None:
+            try:
+                value = headers.get("retry-after") or headers.get("Retry-After")
+            except (AttributeError, TypeError):
+                continue
+            if value:
+                return parse_retry_after(str(value))
+    headers = getattr(exc, "litellm_response_headers", None)
+    if isinstance(headers, Mapping):
+        value = headers.get("retry-after") or headers.get("Retry-After")
+        if value:
+            return parse_retry_after(str(value))
+    return None
+
+
 class LiteLLM:
     """The :class:`~sonality.ports.LLM` port backed by litellm.
 
     ``timeout`` bounds each attempt, in seconds; ``max_retries`` counts the retries after
     the first attempt; ``backoff_base`` is the first wait before jitter. ``api_key`` is
-    never logged.
+    never logged. ``transport`` says how calls are sent (:data:`Transport`); ``budget``
+    bounds the calls in flight and orders them (Talker first, ``llm.budget``) and
+    ``rate`` paces them per model and honours ``Retry-After``; by default each adapter has
+    its own unlimited budget and rate limiter.
     """
 
     model: str | None
@@ -265,6 +358,9 @@ class LiteLLM:
         prompts: PromptLibrary | None = None,
         usage: UsageMeter | None = None,
         backoff_base: float = 0.5,
+        transport: Transport = "auto",
+        budget: CallBudget | None = None,
+        rate: RateLimiter | None = None,
     ) -> None:
         if max_retries < 0:
             raise ValueError("max_retries must be >= 0")
@@ -278,9 +374,25 @@ class LiteLLM:
         self.backoff_base = backoff_base
         self.prompts = prompts if prompts is not None else PromptLibrary()
         self.usage = usage if usage is not None else UsageMeter()
+        self.budget = budget if budget is not None else CallBudget(None)
+        self.rate = rate if rate is not None else RateLimiter()
+        direct = _is_direct(transport, model, api_base)  # "direct" without a base raises
+        self._direct = OpenAIHTTP(api_base or "", api_key) if direct else None
+        self._wire_model = model.removeprefix("openai/")
+
+    @property
+    def transport(self) -> str:
+        """``direct`` or ``litellm``: how this adapter sends its calls."""
+        return "direct" if self._direct is not None else "litellm"
 
     def __repr__(self) -> str:
         return f"LiteLLM(model={self.model!r}, api_base={self.api_base!r})"
+
+    async def aclose(self) -> None:
+        """Close the direct transport's connections on this event loop (reopened on the
+        next call); nothing to do for litellm, whose clients litellm keeps."""
+        if self._direct is not None:
+            await self._direct.aclose()
 
     @classmethod
     def from_settings(
@@ -302,6 +414,9 @@ class LiteLLM:
             max_retries=settings.llm_max_retries,
             prompts=prompts,
             usage=usage,
+            transport=settings.llm_transport,
+            budget=CallBudget(settings.model_concurrency),
+            rate=RateLimiter(settings.llm_requests_per_minute),
         )
 
     async def structured(
@@ -317,16 +432,8 @@ class LiteLLM:
         rendered = self.prompts.render(prompt, variables)
         messages = _messages(rendered, history)
         bound = rendered.generation.max_tokens
-        response_format = {
-            "type": "json_schema",
-            "json_schema": {
-                "name": schema.__name__,
-                "schema": schema.model_json_schema(),
-                "strict": False,
-            },
-        }
         reply = await self._complete(
-            messages, rendered, component, response_format, reask=False, max_tokens=bound
+            messages, rendered, component, response_format(schema), reask=False, max_tokens=bound
         )
         try:
             result = parse_reply(reply.content, schema)
@@ -352,7 +459,7 @@ class LiteLLM:
                     errors=errors,
                 )
         reply = await self._complete(
-            messages, rendered, component, response_format, reask=True, max_tokens=bound
+            messages, rendered, component, response_format(schema), reask=True, max_tokens=bound
         )
         try:
             result = parse_reply(reply.content, schema)
@@ -419,15 +526,24 @@ class LiteLLM:
             kwargs["max_tokens"] = max_tokens
         attempts = 0
         started = 0.0
+        priority = priority_of(component)
+        model = self.model or ""
 
         async def attempt() -> Any:
             nonlocal attempts, started
             attempts += 1
-            started = time.perf_counter()
-            async with asyncio.timeout(self.timeout):
-                return await litellm.acompletion(**kwargs)
+            await self.rate.wait(model)
+            async with self.budget.slot(priority):
+                started = time.perf_counter()
+                async with asyncio.timeout(self.timeout):
+                    if self._direct is not None:
+                        return await self._direct.complete(self._body(kwargs))
+                    return await _litellm().acompletion(**kwargs)
 
         def failed(number: int, exc: BaseException, will_retry: bool) -> None:
+            wait = retry_after(exc)
+            if wait is not None:
+                wait = self.rate.pause(model, wait)  # every call to the model waits it out
             log.warning(
                 "llm_call",
                 component=component,
@@ -443,6 +559,7 @@ class LiteLLM:
                 outcome=_failure_outcome(exc, will_retry),
                 error=type(exc).__name__,
                 status=getattr(exc, "status_code", None),
+                retry_after=wait,
             )
 
         response = await with_retries(
@@ -454,15 +571,25 @@ class LiteLLM:
             secrets=(self._api_key,),
         )
         latency_ms = round((time.perf_counter() - started) * 1000, 1)
-        usage = getattr(response, "usage", None)
-        reply = _Reply(
-            content=_content(response),
-            attempt=attempts,
-            input_tokens=_token_field(usage, "prompt_tokens"),
-            output_tokens=_token_field(usage, "completion_tokens"),
-            cost_usd=_cost(response),
-            latency_ms=latency_ms,
-        )
+        if isinstance(response, ChatReply):
+            reply = _Reply(
+                content=response.content,
+                attempt=attempts,
+                input_tokens=response.input_tokens,
+                output_tokens=response.output_tokens,
+                cost_usd=self._price(response.input_tokens, response.output_tokens),
+                latency_ms=latency_ms,
+            )
+        else:
+            usage = getattr(response, "usage", None)
+            reply = _Reply(
+                content=_content(response),
+                attempt=attempts,
+                input_tokens=_token_field(usage, "prompt_tokens"),
+                output_tokens=_token_field(usage, "completion_tokens"),
+                cost_usd=_cost(response),
+                latency_ms=latency_ms,
+            )
         self.usage.record(
             component,
             input_tokens=reply.input_tokens or 0,
@@ -472,6 +599,22 @@ class LiteLLM:
         )
         return reply
 
+    def _body(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """The request body of a direct call: litellm's arguments as the OpenAI API has
+        them (the model without its ``openai/`` prefix)."""
+        body: dict[str, Any] = {"model": self._wire_model, "messages": kwargs["messages"]}
+        for name in ("response_format", "temperature", "max_tokens"):
+            if name in kwargs:
+                body[name] = kwargs[name]
+        return body
+
+    def _price(self, input_tokens: int | None, output_tokens: int | None) -> float | None:
+        """The cost of a direct call from the model's unit prices (looked up once)."""
+        prices = _unit_prices(self.model or "")
+        if prices is None or input_tokens is None or output_tokens is None:
+            return None
+        return input_tokens * prices[0] + output_tokens * prices[1]
+
     def _written(self, reply: _Reply) -> int:
         """Tokens the model wrote in ``reply``: as the provider counted them, else counted
         here."""
@@ -479,7 +622,7 @@ class LiteLLM:
             return reply.output_tokens
         content = reply.content or ""
         try:
-            return int(litellm.token_counter(model=self.model, text=content))
+            return int(_litellm().token_counter(model=self.model, text=content))
         except Exception:  # an unknown tokenizer: a safe overestimate
             return len(content)
 

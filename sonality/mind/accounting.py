@@ -2,22 +2,37 @@
 
 The runtime wraps each turn's model calls in ``sonality.llm.usage.metering()``; the LLM
 port's meter books every reply made inside the block on the block's meter as well (see
-``sonality.llm.usage``). :func:`usage_rows` turns such a meter into the rows the store
-keeps per turn and component.
+``sonality.llm.usage``). The enrichment pipeline meters each episode's calls the same way.
+:func:`usage_rows` turns such a meter (or its totals) into the rows the store keeps per
+turn and component, and :func:`book_usage` stores and logs them.
 """
 
 from __future__ import annotations
 
-from sonality.llm.usage import UsageMeter
-from sonality.models import TurnUsage
+from collections.abc import Mapping, Sequence
 
-__all__ = ["usage_rows"]
+from sonality.errors import SonalityError
+from sonality.llm.usage import Usage, UsageMeter
+from sonality.models import TurnUsage
+from sonality.observability import get_logger
+from sonality.ports import Store
+
+__all__ = ["book_usage", "usage_rows"]
+
+log = get_logger("sonality.runtime")
 
 
 def usage_rows(
-    meter: UsageMeter, *, persona_id: str, conversation_id: str, episode_id: str, turn: int
+    meter: UsageMeter | Mapping[str, Usage],
+    *,
+    persona_id: str,
+    conversation_id: str,
+    episode_id: str,
+    turn: int,
 ) -> list[TurnUsage]:
-    """The meter's totals as one :class:`TurnUsage` per component."""
+    """The meter's totals (or totals by component) as one :class:`TurnUsage` per
+    component."""
+    totals = meter.snapshot() if isinstance(meter, UsageMeter) else dict(sorted(meter.items()))
     return [
         TurnUsage(
             persona_id=persona_id,
@@ -31,5 +46,32 @@ def usage_rows(
             cost_usd=usage.cost_usd,
             unpriced_calls=usage.unpriced_calls,
         )
-        for component, usage in meter.snapshot().items()
+        for component, usage in totals.items()
     ]
+
+
+async def book_usage(store: Store, rows: Sequence[TurnUsage]) -> None:
+    """Store one turn's usage rows and log them as ``turn_usage`` (calls and tokens per
+    component); a store failure is logged, never raised (accounting must not fail a turn)."""
+    if not rows:
+        return
+    first = rows[0]
+    try:
+        await store.add_turn_usage(rows)
+    except SonalityError as exc:
+        log.warning("turn_usage_not_saved", episode_id=first.episode_id, error=exc.message)
+        return
+    log.info(
+        "turn_usage",
+        persona_id=first.persona_id,
+        conversation_id=first.conversation_id,
+        turn=first.turn,
+        **{
+            u.component: {
+                "calls": u.calls,
+                "input_tokens": u.input_tokens,
+                "output_tokens": u.output_tokens,
+            }
+            for u in rows
+        },
+    )

@@ -4,11 +4,16 @@ The format is ``storage/archive.py``'s (canonical, so equal data is equal text).
 idempotent: a persona the target already holds with exactly the archived data is left as
 it is (``unchanged``); one it holds with other data is a ``ConflictError`` naming it, and
 nothing of the file is written (every persona of the file is checked before the first is
-imported, and each is written in one transaction).
+imported, and each is written in one transaction). "The data" is the persona's
+(``storage.archive.persona_data``): the audit records are the store's history, so a
+target that deleted a persona of the same id before does not differ by its own record of
+that. An imported persona is a new incarnation in the target (no API key of the target
+grants it until one is made).
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Sequence
 from enum import StrEnum
 
@@ -18,7 +23,7 @@ from sonality.errors import AlreadyExists, ConflictError, PersonaNotFound, Valid
 from sonality.models import PersonaArchive
 from sonality.observability import get_logger
 from sonality.ports import Store
-from sonality.storage.archive import canonical, dump_lines, load_archives
+from sonality.storage.archive import dump_lines, load_archives, persona_data
 
 __all__ = [
     "ImportStatus",
@@ -72,7 +77,7 @@ async def _plan(store: Store, archives: Sequence[PersonaArchive]) -> list[bool]:
         except PersonaNotFound:
             todo.append(True)
             continue
-        if canonical(held) != canonical(archive):
+        if persona_data(held) != persona_data(archive):
             raise ConflictError(
                 f"persona {pid!r} already exists with other data; delete it first "
                 "(sonality persona delete) to replace it",
@@ -88,8 +93,9 @@ async def import_archives(store: Store, archives: Sequence[PersonaArchive]) -> l
     for archive, needed in zip(archives, await _plan(store, archives), strict=True):
         status = ImportStatus.UNCHANGED
         if needed:
+            fresh = archive.persona.model_copy(update={"incarnation": uuid.uuid4().hex})
             try:
-                await store.import_persona(archive)
+                await store.import_persona(archive.model_copy(update={"persona": fresh}))
                 status = ImportStatus.IMPORTED
             except AlreadyExists:  # created meanwhile: equal is fine, other data is not
                 await _plan(store, [archive])

@@ -8,6 +8,13 @@ how many of those are constraints — never silently), the beliefs most relevant
 message, and the best past episodes by ``0.5·similarity + 0.3·recency + 0.2·importance``.
 Snapshot, narrative, beliefs and episodes share the token budget.
 
+The beliefs are read bounded by what the block shows (``Store.context_reads``): those
+whose topic embedding is most similar to the message, the strongest few, and those whose
+topic is not embedded yet, never every belief of the persona. A topic met for the first
+time is embedded here, in one embedder call, and stored (``set_topic_embeddings``), so a
+belief is found by relevance from the next call on; a store that cannot take it now only
+logs it (the next call tries again).
+
 :class:`ContextBuilder` is the part the facade and the Talker share: ``build_context`` over
 one store, embedder, clock and token counter, with the deployment's default budget.
 """
@@ -15,21 +22,40 @@ one store, embedder, clock and token counter, with the deployment's default budg
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
 from sonality.core.budget import fit_items
-from sonality.core.retrieval import rank_episodes
+from sonality.core.retrieval import cosine, rank_episodes
+from sonality.errors import StoreError
 from sonality.models import Belief, Episode, FactKind, Frozen, ScoredEpisode, UserFact
+from sonality.observability import get_logger
 from sonality.ports import Clock, Embedder, Store
 
-__all__ = ["Context", "ContextBuilder", "build_context", "order_facts", "relevant_beliefs"]
+__all__ = [
+    "MAX_BELIEFS",
+    "RELEVANT_SIMILARITY",
+    "Context",
+    "ContextBuilder",
+    "build_context",
+    "order_facts",
+    "relevant_beliefs",
+]
 
 T = TypeVar("T")
 
+log = get_logger(__name__)
+
 _WORD = re.compile(r"[a-z0-9]+")
 _EXCERPT_CHARS = 400
-_MAX_BELIEFS = 8
+
+MAX_BELIEFS = 8
+"""Beliefs a context shows at most (and what it reads of each kind: the most similar, the
+strongest, the not yet embedded)."""
+
+RELEVANT_SIMILARITY = 0.3
+"""A belief whose topic embedding has at least this cosine with the message counts as
+relevant to it (as does one whose topic shares a word with it)."""
 
 
 class Context(Frozen):
@@ -144,16 +170,44 @@ def _words(text: str) -> set[str]:
     return {w.rstrip("s") for w in _WORD.findall(text.lower()) if len(w) > 2}
 
 
-def relevant_beliefs(beliefs: Sequence[Belief], message: str) -> list[Belief]:
-    """Beliefs whose topic shares a word with the message first, then the strongest
-    (|position| × confidence); at most eight."""
+def relevant_beliefs(
+    beliefs: Sequence[Belief], message: str, similarity: Mapping[str, float] | None = None
+) -> list[Belief]:
+    """Beliefs relevant to the message first — their topic shares a word with it, or its
+    embedding's cosine with the message's (``similarity``, by topic) is at least
+    :data:`RELEVANT_SIMILARITY` — the most similar first, then the strongest
+    (|position| × confidence); at most :data:`MAX_BELIEFS`."""
     words = _words(message)
+    scores = similarity or {}
 
-    def key(b: Belief) -> tuple[bool, float, str]:
-        hit = bool(_words(b.topic.replace("_", " ")) & words)
-        return (not hit, -abs(b.position) * b.confidence, b.topic)
+    def key(b: Belief) -> tuple[bool, float, float, str]:
+        score = scores.get(b.topic, 0.0)
+        hit = score >= RELEVANT_SIMILARITY or bool(_words(b.topic.replace("_", " ")) & words)
+        return (not hit, -score if hit else 0.0, -abs(b.position) * b.confidence, b.topic)
 
-    return sorted(beliefs, key=key)[:_MAX_BELIEFS]
+    return sorted(beliefs, key=key)[:MAX_BELIEFS]
+
+
+async def _embed_topics(
+    store: Store,
+    embedder: Embedder,
+    persona_id: str,
+    topics: Sequence[str],
+    message_vector: Sequence[float],
+) -> dict[str, float]:
+    """Embed the topics not embedded yet (one embedder call), store them, and return each
+    one's cosine with the message. An embedder or store that fails leaves them for the
+    next call (logged), never the context."""
+    try:
+        vectors = await embedder.embed([t.replace("_", " ") for t in topics])
+    except Exception as exc:  # an embedder outage must not cost the user the context
+        log.warning("topic_embedding_deferred", persona_id=persona_id, error=type(exc).__name__)
+        return {}
+    try:
+        await store.set_topic_embeddings(persona_id, dict(zip(topics, vectors, strict=True)))
+    except StoreError as exc:
+        log.warning("topic_embedding_not_stored", persona_id=persona_id, error=exc.message)
+    return {t: cosine(v, message_vector) for t, v in zip(topics, vectors, strict=True)}
 
 
 def _fit(
@@ -204,19 +258,23 @@ async def build_context(
 ) -> Context:
     """Assemble the context for ``message`` (see the module docstring). The store reads
     everything in one unit of work (``Store.context_reads``)."""
-    vector = (await embedder.embed([message]))[0] if max_episodes else None
+    vector = (await embedder.embed([message]))[0]
     reads = await store.context_reads(
         persona_id,
         user_id,
         vector,
         similar_k=max_episodes * 4,
         recent=max_episodes * 2,
+        beliefs=MAX_BELIEFS,
     )
     persona, snapshot = reads.persona, reads.snapshot
     all_facts = order_facts(reads.facts)
     facts = _pinned(all_facts, fact_tokens, count_tokens)
     left_out = all_facts[len(facts) :]
-    beliefs = relevant_beliefs(reads.beliefs, message)
+    similarity = dict(reads.belief_similarity)
+    if reads.unembedded:
+        similarity |= await _embed_topics(store, embedder, persona_id, reads.unembedded, vector)
+    beliefs = relevant_beliefs(reads.beliefs, message, similarity)
 
     scored: list[ScoredEpisode] = []
     if max_episodes:

@@ -1,10 +1,21 @@
 """One interaction, after its episode is durable: enrich it and commit what it changed.
 
-``Enricher`` processes a persona's pending episodes strictly in order (by ``seq``): it
-asks the model (``mind.enrichment_prompt``: two structured calls, normalised), plans the
-single :class:`EnrichmentCommit` with the pure ``core.enrichment.plan_commit`` and has the
-store apply it in one transaction, retrying the state part on a concurrent writer's
-conflict without calling the model again.
+``Enricher`` processes a persona's pending episodes in order (by ``seq``). It reads a
+window of them with the state their commits are planned from (one read), asks the model
+about them concurrently (``mind.enrichment_prompt``: two structured calls per episode, run
+side by side, at most ``concurrency`` episodes in flight per persona) and commits them
+strictly in ``seq`` order, in small pieces: whenever the oldest uncommitted episode has
+its answers, it and the answered episodes right behind it (at most ``commit_size``) are
+planned with the pure ``core.enrichment.plan_commit`` from the state carried from the
+piece before (``core.backlog``) and committed in one transaction. So the final state is
+the one-by-one path's, an episode's enrichment shows as soon as its own answers (and its
+predecessors') are in, and a killed process loses at most the answers in flight. A
+concurrent writer's conflict replans from fresh state without asking the model again.
+
+Planning reads only the beliefs it needs: the window's read carries none, and before each
+piece the beliefs of the topics its replies name (and of the staged deltas that may fall
+due) are read by topic (``Store.enrichment_beliefs``). Planning runs on a worker thread,
+so a server's other requests are not held up by it.
 
 How each failure is kept, so that every failure state has a way back:
 
@@ -20,6 +31,12 @@ How each failure is kept, so that every failure state has a way back:
 - **an insight that could not be extracted** does not hold the opinion back: the episode
   commits with its insight part ``pending`` and :meth:`Enricher.retry_insights` extracts
   it later (``InsightCommit``), with the same attempt and ``failed`` rules.
+
+In every case the episodes before the first failed one commit, and nothing after it: no
+new model call starts once an episode failed, the answers already in for later episodes
+are dropped (they stay pending and are asked again), never committed out of order.
+:meth:`Enricher.stop_asking` (closing) lets the calls in flight finish and commit in order
+and starts no other.
 """
 
 from __future__ import annotations
@@ -27,15 +44,17 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
 
 from sonality.core.backlog import advance, plan_inputs
 from sonality.core.enrichment import Normalised, plan_commit
 from sonality.core.opinion import OpinionParams
-from sonality.errors import ConflictError, LLMError, LLMUnavailable
+from sonality.errors import ConfigError, ConflictError, LLMError, LLMUnavailable
 from sonality.llm.prompts import Prompt
+from sonality.llm.usage import Usage, metering
 from sonality.mind.enrichment_prompt import EvidenceReply, InsightReply, insight_text, normalise
 from sonality.models import (
     Direction,
@@ -52,12 +71,41 @@ from sonality.models import (
 from sonality.observability import get_logger
 from sonality.ports import LLM, Clock, Store
 
-__all__ = ["EnrichReport", "Enricher", "interaction_ids"]
+__all__ = ["EnrichReport", "Enricher", "UsageListener", "interaction_ids"]
 
 
 log = get_logger("sonality.enrichment")
 
 _CONFLICT_RETRIES = 5
+
+UsageListener = Callable[[Sequence[tuple[Episode, Mapping[str, Usage]]]], Awaitable[None]]
+"""Hears, after each piece is committed (or an episode failed), the model usage of each of
+its episodes by component (what ``DualProcess`` books per turn)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    """An episode's answers, normalised, and what asking cost."""
+
+    enrichment: Normalised
+    usage: Mapping[str, Usage]
+
+
+@dataclass(frozen=True, slots=True)
+class _Failure:
+    """Asking about an episode failed: the error, kept until its predecessors commit."""
+
+    error: Exception
+    usage: Mapping[str, Usage]
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """The state the next piece is planned from, and the topics whose beliefs it holds
+    (None: every belief, as ``enrichment_state`` reads them)."""
+
+    state: EnrichmentState
+    topics: frozenset[str] | None
 
 
 def interaction_ids(index: int) -> Callable[[str], str]:
@@ -90,10 +138,10 @@ class EnrichReport(BaseModel):
 
 
 class Enricher:
-    """Enriches a persona's pending episodes in order, in chunks of up to ``chunk_size``:
-    the model is asked about each episode of the chunk, the commits are planned from one
-    read of the persona's state carried from episode to episode (``core.backlog``), and
-    the chunk commits in one transaction. ``chunk_size=1`` is the one-by-one path."""
+    """Enriches a persona's pending episodes in order (see the module docstring): windows
+    of up to ``chunk_size`` episodes read at once, at most ``concurrency`` of them asked
+    about at a time, committed in pieces of at most ``commit_size``. ``chunk_size=1`` is
+    the one-by-one path."""
 
     def __init__(
         self,
@@ -105,9 +153,13 @@ class Enricher:
         window_size: int = 50,
         max_attempts: int = 5,
         chunk_size: int = 50,
+        concurrency: int = 16,
+        commit_size: int = 8,
     ) -> None:
         self._store = store
         self._chunk = max(1, chunk_size)
+        self._concurrency = max(1, concurrency)
+        self._commit_size = max(1, commit_size)
         self._llm = llm
         self._clock = clock
         self._params = params
@@ -115,6 +167,40 @@ class Enricher:
         self._max_attempts = max_attempts
         self._locks: dict[str, asyncio.Lock] = {}
         self._passes: dict[str, int] = {}
+        self._paused = False
+        self._closed = False
+        self._model_ok = False
+        """Whether the model answered last time: until it has (at first, after an outage or
+        a refusal), a pass asks about its first episode alone, one call after the other,
+        so an outage costs one call, not a burst of ``2 × concurrency``."""
+        self._usage_listeners: list[UsageListener] = []
+
+    @property
+    def concurrency(self) -> int:
+        """Episodes of one persona asked about at once."""
+        return self._concurrency
+
+    def stop_asking(self) -> None:
+        """Start no model call from now on (a worker stopping): a pass in progress lets the
+        calls in flight finish, commits their answers in order and leaves the rest
+        pending. :meth:`resume_asking` undoes it."""
+        self._paused = True
+
+    def resume_asking(self) -> None:
+        """Undo :meth:`stop_asking` (not :meth:`close`)."""
+        self._paused = False
+
+    def close(self) -> None:
+        """:meth:`stop_asking` for good (the owning facade is closing)."""
+        self._closed = True
+
+    @property
+    def _asking(self) -> bool:
+        return not (self._paused or self._closed)
+
+    def add_usage_listener(self, listener: UsageListener) -> None:
+        """Call ``listener`` with each committed piece's usage (see :data:`UsageListener`)."""
+        self._usage_listeners.append(listener)
 
     def _lock(self, persona_id: str) -> asyncio.Lock:
         return self._locks.setdefault(persona_id, asyncio.Lock())
@@ -227,6 +313,8 @@ class Enricher:
         committed: list[Episode] = []
         if self._llm is None:
             stopped = "no_model"
+        elif not self._asking:
+            stopped = "closing"
         while stopped is None and (limit is None or enriched + failed < limit):
             size = self._chunk if limit is None else min(self._chunk, limit - enriched - failed)
             # one read before the model: the chunk and the state its commits are planned
@@ -250,7 +338,7 @@ class Enricher:
                     stopped = "backlog"
                 left = chunk.pending
                 break
-            done, outcome, stored = await self._enrich_chunk(chunk)
+            done, outcome, stored = await self._enrich_window(chunk)
             enriched += done
             committed += stored
             if outcome == "failed":
@@ -281,7 +369,7 @@ class Enricher:
             or requeued
             or report.insights_extracted
             or report.insights_failed
-            or stopped not in (None, "no_model", "backlog")
+            or stopped not in (None, "no_model", "backlog", "closing")
         ):
             log.info("enrichment_pass", **report.model_dump())
         return report, committed
@@ -413,17 +501,9 @@ class Enricher:
             component="enrichment",
         )
 
-    async def _ask(self, persona: Persona, episode: Episode) -> Normalised:
-        assert self._llm is not None
-        evidence = await self._llm.structured(
-            Prompt.ASSESS_EVIDENCE,
-            {"user_message": episode.user_message},
-            EvidenceReply,
-            component="enrichment",
-        )
-        insight: InsightReply | None
+    async def _insight_or_none(self, persona: Persona, episode: Episode) -> InsightReply | None:
         try:
-            insight = await self._insight_reply(persona, episode)
+            return await self._insight_reply(persona, episode)
         except LLMError as exc:
             # The opinion part commits now; the insight part is retried later (pending),
             # never dropped. A refused configuration is no LLMError: it propagates.
@@ -433,33 +513,135 @@ class Enricher:
                 episode_id=episode.id,
                 error=type(exc).__name__,
             )
-            insight = None
-        return normalise(evidence, insight)
+            return None
 
-    async def _enrich_chunk(
+    async def _ask(self, persona: Persona, episode: Episode, *, together: bool) -> Normalised:
+        """Both calls about ``episode``: the evidence (its failure is the episode's) and
+        the insight (its failure leaves the insight part pending), at once when
+        ``together``, else one after the other (a probe: an outage costs one call)."""
+        assert self._llm is not None
+        if not together:
+            evidence_reply = await self._llm.structured(
+                Prompt.ASSESS_EVIDENCE,
+                {"user_message": episode.user_message},
+                EvidenceReply,
+                component="enrichment",
+            )
+            return normalise(evidence_reply, await self._insight_or_none(persona, episode))
+        evidence = asyncio.ensure_future(
+            self._llm.structured(
+                Prompt.ASSESS_EVIDENCE,
+                {"user_message": episode.user_message},
+                EvidenceReply,
+                component="enrichment",
+            )
+        )
+        insight = asyncio.ensure_future(self._insight_or_none(persona, episode))
+        try:
+            await asyncio.wait((evidence, insight))
+        except BaseException:  # cancelled (closing past its bound): so are the calls
+            for call in (evidence, insight):
+                call.cancel()
+            raise
+        # a call in flight is let finish rather than cancelled (litellm leaks a coroutine
+        # cut short); the evidence's failure is the episode's, then the insight's refusal
+        for call in (evidence, insight):
+            if not call.cancelled():
+                call.exception()  # retrieved, whichever is raised
+        return normalise(evidence.result(), insight.result())
+
+    async def _answer(
+        self, persona: Persona, episode: Episode, *, together: bool
+    ) -> _Answer | _Failure:
+        """Ask about ``episode`` with its usage metered on its own (each ask is a task)."""
+        with metering() as meter:
+            try:
+                enrichment = await self._ask(persona, episode, together=together)
+            except Exception as exc:  # kept until the predecessors are committed
+                if isinstance(exc, LLMUnavailable | ConfigError):
+                    self._model_ok = False  # the next pass probes before it fans out
+                return _Failure(exc, meter.snapshot())
+        self._model_ok = True
+        return _Answer(enrichment, meter.snapshot())
+
+    async def _enrich_window(
         self, backlog: EnrichmentBacklog
     ) -> tuple[int, str | None, list[Episode]]:
-        """Ask the model about each episode of the chunk in order, commit the answered ones
-        in one transaction, then keep the first failure as the one-by-one path would
-        (after its predecessors are committed). Returns how many were enriched, the
-        failure's outcome (``failed``, ``llm_unavailable``, ``llm_invalid``, ``conflict``)
-        or None, and the committed episodes as stored."""
+        """Ask about the window's episodes concurrently (at most ``concurrency`` at once,
+        started in order) and commit them in order, piece by piece, as their answers
+        come in; then keep the first failure as the one-by-one path would (after its
+        predecessors are committed). Returns how many were enriched, the failure's
+        outcome (``failed``, ``llm_unavailable``, ``llm_invalid``, ``conflict``), or
+        ``closing`` when asking stopped, or None, and the committed episodes as stored."""
         started = time.perf_counter()
         persona, batch = backlog.persona, backlog.episodes
-        asked: list[tuple[Episode, Normalised]] = []
-        failure: Exception | None = None
-        for episode in batch:
-            try:
-                asked.append((episode, await self._ask(persona, episode)))
-            except Exception as exc:  # kept until the predecessors are committed
-                failure = exc
-                break
-        enriched, outcome, stored = await self._commit_chunk(asked, backlog.state, started)
-        if outcome is not None or failure is None:
-            return enriched, outcome, stored
-        if not isinstance(failure, LLMError):
-            raise failure  # a refused configuration or a bug: nothing marked
-        return enriched, await self._keep_failure(batch[len(asked)], failure), stored
+        gate = asyncio.Semaphore(self._concurrency)
+        halted = False
+        opened = asyncio.Event()  # until the model answered once, the first ask goes alone
+        if self._model_ok:
+            opened.set()
+
+        async def ask(index: int, episode: Episode) -> _Answer | _Failure | None:
+            nonlocal halted
+            if index:
+                await opened.wait()
+            async with gate:  # waiters are served in arrival order: asks start in seq order
+                if halted or not self._asking:
+                    return None
+                answer = await self._answer(persona, episode, together=opened.is_set())
+                if isinstance(answer, _Failure):
+                    halted = True  # the commits stop at it: ask nothing after it
+                opened.set()
+                return answer
+
+        tasks = [asyncio.ensure_future(ask(i, e)) for i, e in enumerate(batch)]
+        enriched = 0
+        outcome: str | None = None
+        failure: _Failure | None = None
+        committed: list[Episode] = []
+        plan: _Plan | None = _Plan(backlog.state, frozenset())
+        seen = backlog.persona.interaction_count
+        at = 0
+        try:
+            while at < len(batch):
+                head = await tasks[at]
+                if head is None:
+                    outcome = "closing"
+                    break
+                if isinstance(head, _Failure):
+                    failure = head
+                    break
+                piece = [(batch[at], head)]
+                while at + len(piece) < len(batch) and len(piece) < self._commit_size:
+                    later = tasks[at + len(piece)]
+                    answer = later.result() if later.done() else None
+                    if not isinstance(answer, _Answer):
+                        break
+                    piece.append((batch[at + len(piece)], answer))
+                if plan is not None:
+                    seen = plan.state.persona.interaction_count
+                done, outcome, stored, plan = await self._commit_piece(piece, plan, seen, started)
+                enriched += done
+                committed += stored
+                if outcome is not None:
+                    break
+                at += len(piece)
+        except BaseException:  # cancelled (closing past its bound): so are the asks
+            halted = True
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+        # no ask starts any more; those in flight finish (their answers are dropped, the
+        # episodes stay pending) rather than being cut short mid-call
+        halted = True
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if failure is None:
+            return enriched, outcome, committed
+        await self._book([(batch[at], failure.usage)])
+        if not isinstance(failure.error, LLMError):
+            raise failure.error  # a refused configuration or a bug: nothing marked
+        return enriched, await self._keep_failure(batch[at], failure.error), committed
 
     async def _keep_failure(self, episode: Episode, exc: LLMError) -> str:
         if isinstance(exc, LLMUnavailable):
@@ -477,29 +659,64 @@ class Enricher:
             event="enrichment_failed",
         )
 
-    async def _commit_chunk(
-        self, asked: list[tuple[Episode, Normalised]], state: EnrichmentState, started: float
-    ) -> tuple[int, str | None, list[Episode]]:
-        """Plan ``asked`` from ``state`` (read with the chunk, before the model) and commit
-        them in one transaction; when another writer moved the persona meanwhile (or it
-        reflected), one by one with fresh state (the model is not asked again)."""
-        if not asked:
-            return 0, None, []
-        seen = state.persona.interaction_count
-        try:
-            commits = self._plan_all(asked, state)
-            stored = await self._store.commit_enrichments(commits)
-        except ConflictError:
-            done: list[Episode] = []
-            for episode, enrichment in asked:
-                outcome, mine = await self._commit_alone(episode, enrichment, seen, started)
-                done += mine
-                if outcome is not None:
-                    return len(done), outcome, done
-            return len(done), None, done
-        for (episode, enrichment), commit in zip(asked, commits, strict=True):
-            self._log_enriched(episode, enrichment, commit, started)
-        return len(commits), None, stored
+    async def _commit_piece(
+        self,
+        piece: list[tuple[Episode, _Answer]],
+        plan: _Plan | None,
+        seen: int,
+        started: float,
+    ) -> tuple[int, str | None, list[Episode], _Plan | None]:
+        """Plan ``piece`` from ``plan`` (with the beliefs of the topics it needs read
+        first) and commit it in one transaction; returns how many committed, the outcome,
+        the episodes as stored and the plan of the next piece. When another writer moved
+        the persona meanwhile (or it reflected), or ``plan`` is None (that happened
+        earlier in the window), one by one with fresh state (the model is not asked
+        again); the next piece then goes the same way."""
+        asked = [(episode, answer.enrichment) for episode, answer in piece]
+        if plan is not None:
+            try:
+                plan = await self._with_beliefs(plan, asked)
+                commits, after = await asyncio.to_thread(self._plan_all, asked, plan.state)
+                stored = await self._store.commit_enrichments(commits)
+            except ConflictError:
+                pass
+            else:
+                for (episode, enrichment), commit in zip(asked, commits, strict=True):
+                    self._log_enriched(episode, enrichment, commit, started)
+                await self._book([(episode, answer.usage) for episode, answer in piece])
+                held = plan.topics
+                topics = None if held is None else held | {b.topic for b in after.beliefs}
+                return len(commits), None, stored, _Plan(after, topics)
+        done: list[Episode] = []
+        outcome: str | None = None
+        for episode, enrichment in asked:
+            outcome, mine = await self._commit_alone(episode, enrichment, seen, started)
+            done += mine
+            if outcome is not None:
+                break
+        await self._book([(e, a.usage) for e, a in piece[: len(done)]])
+        return len(done), outcome, done, None
+
+    async def _with_beliefs(self, plan: _Plan, asked: list[tuple[Episode, Normalised]]) -> _Plan:
+        """``plan`` holding the beliefs planning ``asked`` reads: those of the topics the
+        replies name and of the staged deltas that may fall due (read by topic when not
+        held yet; a topic without a belief is remembered as read)."""
+        if plan.topics is None:
+            return plan
+        wanted = {t for _, enrichment in asked for t in enrichment.evidence.topics}
+        wanted.update(s.topic for s in plan.state.staged)
+        missing = sorted(wanted - plan.topics)
+        if not missing:
+            return plan
+        persona_id = plan.state.persona.id
+        beliefs = await self._store.enrichment_beliefs(persona_id, missing)
+        state = plan.state.model_copy(update={"beliefs": plan.state.beliefs + tuple(beliefs)})
+        return _Plan(state, plan.topics | set(missing))
+
+    async def _book(self, usage: Sequence[tuple[Episode, Mapping[str, Usage]]]) -> None:
+        spent = [(episode, by) for episode, by in usage if by]
+        for listener in self._usage_listeners if spent else ():
+            await listener(spent)
 
     async def _commit_alone(
         self, episode: Episode, enrichment: Normalised, seen: int, started: float
@@ -516,7 +733,7 @@ class Enricher:
                     [episode.user_id],
                     since_interaction=seen + 1 - self._params.influence_window,
                 )
-                [commit] = self._plan_all([(episode, enrichment)], state)
+                [commit], _ = self._plan_all([(episode, enrichment)], state)
                 stored = await self._store.commit_enrichments([commit])
             except ConflictError:
                 current = await self._store.get_episode(episode.persona_id, episode.id)
@@ -553,9 +770,10 @@ class Enricher:
 
     def _plan_all(
         self, asked: list[tuple[Episode, Normalised]], state: EnrichmentState
-    ) -> list[EnrichmentCommit]:
+    ) -> tuple[list[EnrichmentCommit], EnrichmentState]:
         """The commits of ``asked`` in order, planned from ``state`` carried from each
-        episode to the next (``core.backlog``)."""
+        episode to the next (``core.backlog``), and the state after the last. Pure CPU:
+        the pipeline runs it on a worker thread."""
         commits: list[EnrichmentCommit] = []
         for episode, enrichment in asked:
             inputs = plan_inputs(state, episode, influence_window=self._params.influence_window)
@@ -576,4 +794,4 @@ class Enricher:
             )
             state = advance(state, episode, commit)
             commits.append(commit)
-        return commits
+        return commits, state

@@ -5,16 +5,29 @@
 1. take the persona's reflection lease (owner ``erasure:…``), so no reflection reads the
    evidence being erased or commits decay planned from it meanwhile;
 2. read the erasure state in one transaction, plan the commit (the replay of the opinion
-   rules over the remaining evidence) and apply it in one transaction; if an enrichment
-   committed in between (``ConflictError``), read and replay again;
+   rules over the remaining evidence, with the decay-review advice that did not depend on
+   what goes, and the revert of every snapshot version that may quote it) and apply it in
+   one transaction; if an enrichment or a snapshot committed in between
+   (``ConflictError``), read and replay again;
 3. release the lease.
 
+So when ``forget_user`` returns, nothing the store serves or sends holds the user: their
+episodes, facts, insights, affect, monologue and narratives are gone, beliefs and counters
+are what a persona that never met them would hold, and CURRENT is a snapshot version
+written before their first enriched exchange was reflected on (or the core identity).
+
 The audit record (:class:`~sonality.models.Erasure`) is written in the same transaction.
-It names no user and holds no text, and nothing is logged with the erased ids either: log
-events carry the audit record's id and digest.
+It names no user and holds no text (its subject is keyed with the store's secret), and
+nothing is logged with the erased ids either: log events carry the audit record's id and
+a prefix of its subject.
+
+:meth:`Eraser.forget_everywhere` forgets a user in every persona, one persona per
+transaction: a run cut short is finished by running it again (a persona done before
+reports ``erased_before``).
 
 Facts are corrected in place (kind, text, severity; the correction makes the fact active
-again) or retracted; both keep the fact's source episode.
+again) or retracted; both keep the fact's source episode. A correction that would leave
+the user two active facts saying the same merges into the one already there.
 """
 
 from __future__ import annotations
@@ -22,12 +35,20 @@ from __future__ import annotations
 import asyncio
 import uuid
 
+from sonality.core.decay import DecayParams
 from sonality.core.erasure import erasure_subject, plan_erasure
 from sonality.core.opinion import OpinionParams
-from sonality.errors import ConflictError, ValidationError
+from sonality.errors import ConflictError, NotFoundError, PersonaNotFound, ValidationError
 from sonality.mind.enrichment import interaction_ids
 from sonality.mind.inputs import check_text
-from sonality.models import Erasure, ErasureKind, FactKind, UserFact
+from sonality.models import (
+    Erasure,
+    ErasureKind,
+    FactKind,
+    UserErasure,
+    UserErasureStatus,
+    UserFact,
+)
 from sonality.observability import get_logger
 from sonality.ports import Clock, Store
 
@@ -53,16 +74,50 @@ class Eraser:
         params: OpinionParams,
         window_size: int = 50,
         lease_seconds: float = 300.0,
+        decay: DecayParams | None = None,
     ) -> None:
         self._store = store
         self._clock = clock
         self._params = params
         self._window = window_size
         self._lease_seconds = lease_seconds
+        self._decay = decay or DecayParams()
 
     async def forget_user(self, persona_id: str, user_id: str) -> Erasure:
         """Remove the user and everything it owns; replay the remaining evidence."""
         return await self._erase(persona_id, ErasureKind.USER, user_id, user_id=user_id)
+
+    async def forget_everywhere(self, user_id: str) -> list[UserErasure]:
+        """Forget ``user_id`` in every persona of the store, one persona at a time (each
+        in its own transaction), by persona id; what happened in each."""
+        done = []
+        key = await self._store.audit_key()
+        for persona in await self._store.list_personas():
+            try:
+                record = await self.forget_user(persona.id, user_id)
+            except PersonaNotFound:
+                continue  # deleted meanwhile: nothing of the user is left there
+            except NotFoundError:
+                subject = erasure_subject(key, persona.id, ErasureKind.USER, user_id)
+                before = any(
+                    r.subject == subject for r in await self._store.list_erasures(persona.id)
+                )
+                status = UserErasureStatus.ERASED_BEFORE if before else UserErasureStatus.ABSENT
+                done.append(UserErasure(persona_id=persona.id, status=status))
+                continue
+            done.append(
+                UserErasure(persona_id=persona.id, status=UserErasureStatus.ERASED, erasure=record)
+            )
+        log.info(
+            "user_erased_everywhere",
+            personas=len(done),
+            erased=sum(d.status is UserErasureStatus.ERASED for d in done),
+        )
+        return done
+
+    async def subject(self, persona_id: str, kind: ErasureKind, subject_id: str) -> str:
+        """The audit subject an erasure of ``subject_id`` records in this store."""
+        return erasure_subject(await self._store.audit_key(), persona_id, kind, subject_id)
 
     async def delete_episode(self, persona_id: str, episode_id: str) -> Erasure:
         """Remove one exchange and what hangs off it; replay the remaining evidence."""
@@ -75,7 +130,7 @@ class Eraser:
             id=_erasure_id(),
             persona_id=persona_id,
             kind=ErasureKind.PERSONA,
-            subject=erasure_subject(persona_id, ErasureKind.PERSONA, persona_id),
+            subject=await self.subject(persona_id, ErasureKind.PERSONA, persona_id),
             created_at=self._clock.now(),
         )
         owner = await self._lease(persona_id)
@@ -97,6 +152,7 @@ class Eraser:
         episode_id: str | None = None,
     ) -> Erasure:
         await self._store.get_persona(persona_id)
+        key = await self._store.audit_key()
         owner = await self._lease(persona_id)
         try:
             for _ in range(_ATTEMPTS):
@@ -113,11 +169,13 @@ class Eraser:
                     params=self._params,
                     window_size=self._window,
                     new_id=interaction_ids,
+                    key=key,
+                    decay=self._decay,
                 )
                 try:
                     await self._store.commit_erasure(commit)
                 except ConflictError:
-                    continue  # an interaction was enriched meanwhile: replay again
+                    continue  # an interaction or a snapshot came meanwhile: plan again
                 record = commit.record
                 log.info(
                     f"{kind.value}_erased",
@@ -182,7 +240,7 @@ class Eraser:
             }
         )
         stored = await self._store.correct_fact(corrected)
-        log.info("fact_corrected", persona_id=persona_id, fact_id=fact_id)
+        log.info("fact_corrected", persona_id=persona_id, fact_id=fact_id, merged_into=stored.id)
         return stored
 
     async def add_fact(

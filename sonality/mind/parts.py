@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
-from enum import StrEnum
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +26,7 @@ from sonality.llm.embedders import HashEmbedder
 from sonality.llm.tokens import approximate_tokens
 from sonality.llm.tokens import count_tokens as model_tokens
 from sonality.mind.context import ContextBuilder
+from sonality.mind.enrich_lanes import EnrichLanes, EnrichMode
 from sonality.mind.enrichment import Enricher
 from sonality.mind.recording import EpisodeRecorder
 from sonality.mind.reflection import Reflector
@@ -36,20 +36,6 @@ if TYPE_CHECKING:
     from sonality.mind.thinker import ThinkerBudget
 
 __all__ = ["EnrichMode", "Limits", "Parts", "RuntimeSettings", "SystemClock", "assemble"]
-
-
-class EnrichMode(StrEnum):
-    """When ``record`` enriches the episode it stored."""
-
-    INLINE = "inline"
-    """Before returning, bounded by ``Limits.record_deadline_seconds``: past the deadline,
-    or when older episodes of the persona are still pending, ``record`` returns the episode
-    ``pending`` and the persona's enrichment lane finishes it."""
-    BACKGROUND = "background"
-    """Right after the durable write; the persona's enrichment lane enriches in order
-    (``Sonality.drain`` waits for it; the worker takes what a dead process left)."""
-    OFF = "off"
-    """Not at all (the worker, ``sonality enrich`` or ``enrich_pending`` do it later)."""
 
 
 class SystemClock:
@@ -83,6 +69,8 @@ class Limits(BaseModel):
     respond_deadline_seconds: float = Field(default=30.0, gt=0)
     """The longest ``respond`` waits for the answer (context, affect, the Talker); past it
     the user's message is stored, pending, and ``AnswerTimeout`` names it."""
+    enrich_concurrency: int = Field(default=16, ge=1)
+    """Episodes of one persona asked about at once (``Enricher``'s ``concurrency``)."""
 
 
 class RuntimeSettings(BaseModel):
@@ -111,8 +99,10 @@ class RuntimeSettings(BaseModel):
     stale_pending_seconds: float = Field(default=600.0, gt=0)
     """A turn pending longer than this is taken over by ``retry`` (its process died)."""
     keep_narratives: int = Field(default=50, ge=1)
-    shutdown_seconds: float | None = 120.0
-    """How long ``close`` waits for background thinking before cancelling it."""
+    shutdown_seconds: float | None = Field(default=10.0, ge=0)
+    """How long ``close`` lets the background work in flight (thinking, enrichment) finish
+    before cancelling it; it starts nothing new meanwhile, and what is left stays pending
+    for the next process or the worker (None: no bound)."""
 
     def budget(self) -> ThinkerBudget:
         from sonality.mind.thinker import ThinkerBudget
@@ -150,6 +140,8 @@ class Parts:
     enricher: Enricher
     reflector: Reflector
     context_builder: ContextBuilder
+    lanes: EnrichLanes
+    """When enrichment runs: the persona lanes ``record`` and the Thinker hand it to."""
 
     def keys(self) -> Iterator[str]:
         """The part names (with ``__getitem__``, what ``**parts`` unpacks)."""
@@ -178,6 +170,7 @@ def assemble(
     enricher: Enricher | None = None,
     reflector: Reflector | None = None,
     context_builder: ContextBuilder | None = None,
+    lanes: EnrichLanes | None = None,
 ) -> Parts:
     """The complete parts: what is given, and the rest built with the defaults (hashed
     embedder, system clock, default tunables, the model's tokenizer, and the derived
@@ -200,6 +193,29 @@ def assemble(
         owner is not None and owner != reflector.owner
     ):
         raise ConfigError("the reflector given has other reflection params or owner")
+    if recorder is None:
+        recorder = EpisodeRecorder(store=store, embedder=embedder, clock=clock)
+    if enricher is None:
+        enricher = Enricher(
+            store=store,
+            llm=llm,
+            clock=clock,
+            params=opinion,
+            window_size=limits.disagreement_window,
+            max_attempts=limits.enrichment_max_attempts,
+            concurrency=limits.enrich_concurrency,
+        )
+    if lanes is None:
+        lanes = EnrichLanes(
+            store=store,
+            recorder=recorder,
+            enricher=enricher,
+            notifier=reflector.notifier,
+            default_mode=limits.record_enrich,
+            deadline_seconds=limits.record_deadline_seconds,
+            influence_window=opinion.influence_window,
+            has_model=llm is not None,
+        )
     return Parts(
         store=store,
         llm=llm,
@@ -211,19 +227,8 @@ def assemble(
         owns_store=owns_store,
         reflection=reflector.params,
         runtime=runtime,
-        recorder=recorder
-        if recorder is not None
-        else EpisodeRecorder(store=store, embedder=embedder, clock=clock),
-        enricher=enricher
-        if enricher is not None
-        else Enricher(
-            store=store,
-            llm=llm,
-            clock=clock,
-            params=opinion,
-            window_size=limits.disagreement_window,
-            max_attempts=limits.enrichment_max_attempts,
-        ),
+        recorder=recorder,
+        enricher=enricher,
         reflector=reflector,
         context_builder=context_builder
         if context_builder is not None
@@ -236,4 +241,5 @@ def assemble(
             max_episodes=limits.context_episodes,
             fact_tokens=limits.context_fact_tokens,
         ),
+        lanes=lanes,
     )

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from sonality.errors import ValidationError
 from sonality.mind.inputs import (
     MAX_LIMIT,
     check_bool,
@@ -23,7 +24,7 @@ from sonality.mind.inputs import (
     check_int,
     check_topic,
 )
-from sonality.models import EnrichmentStatus, InsightStatus, ThinkerStatus
+from sonality.models import EnrichmentStatus, InsightStatus, Lag, ThinkerStatus
 
 if TYPE_CHECKING:
     from sonality.models import (
@@ -124,15 +125,24 @@ class Reads:
         user_id: str | None = None,
         conversation_id: str | None = None,
         limit: int = 20,
+        before: int | None = None,
     ) -> list[Episode]:
+        """Newest first, ``limit`` at a time: the next page is ``before=`` the last
+        episode's ``seq`` (each page is read through an index from its cursor)."""
         await self._known(persona_id)
         if user_id is not None:
             check_id(user_id, "user_id")
         if conversation_id is not None:
             check_id(conversation_id, "conversation_id")
         check_int(limit, field="limit", low=1, high=MAX_LIMIT)
+        if before is not None:
+            check_int(before, field="before", low=0, high=(1 << 63) - 1)
         return await self.store.list_episodes(
-            persona_id, user_id=user_id, conversation_id=conversation_id, limit=limit
+            persona_id,
+            user_id=user_id,
+            conversation_id=conversation_id,
+            limit=limit,
+            before=before,
         )
 
     async def insights(
@@ -165,6 +175,22 @@ class Reads:
             thinking_pending=turns.count(ThinkerStatus.PENDING),
             thinking_failed=turns.count(ThinkerStatus.FAILED),
         )
+
+    async def lag(
+        self, persona_ids: Sequence[str] | None = None, *, now: datetime | None = None
+    ) -> list[Lag]:
+        """How far behind each persona's background work is (every persona by default):
+        the age, as of ``now`` (the wall clock by default), of its oldest pending episode
+        and of its oldest unthought Thinker turn, 0 for an empty queue. One read of two
+        index entries per persona, whatever the backlog; an unknown id reads as empty."""
+        if persona_ids is None:
+            ids = [p.id for p in await self.store.list_personas()]
+        else:
+            if isinstance(persona_ids, str):
+                raise ValidationError("persona_ids must be a list of ids", field="persona_ids")
+            ids = list(dict.fromkeys(check_id(p, "persona_id") for p in persona_ids))
+        at = now or datetime.now(UTC)
+        return [Lag.at(oldest, at) for oldest in await self.store.oldest_pending(ids)]
 
     # erasures and the export -------------------------------------------------------------
     async def erasures(self, persona_id: str) -> list[Erasure]:

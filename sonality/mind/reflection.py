@@ -13,7 +13,9 @@ FORGET (``prompts/decay_review.md``). The arithmetic decay is applied whatever i
 its advice can only lower a confidence further or retire a belief (``core.decay.advise``),
 never raise or delete one. An unavailable model or an invalid reply (after the port's
 re-ask) retains every belief: the conservative fallback, logged as
-``decay_review_fallback``; the reflection goes on.
+``decay_review_fallback``; the reflection goes on. A committed reflection keeps the DECAY
+and FORGET verdicts on its record (``Reflection.advice``): an erasure applies them again
+where they did not depend on what it erased (``core.erasure``).
 
 Rules the shell keeps:
 
@@ -71,6 +73,7 @@ from sonality.mind.reflection_prompt import (
     DecayReviewReply,
     ReflectReply,
     decay_review_variables,
+    insights_to_show,
     reflection_variables,
     verdicts_from,
 )
@@ -299,19 +302,26 @@ class Reflector:
         pid = persona.id
         since = persona.last_reflection_at
         snapshot = await self._store.current_snapshot(pid)
-        if persona.review_from_version is not None:
-            # an erasure flagged the versions from review_from_version on (they may quote
-            # what was erased): rewrite from the last version before them
+        rewrite = persona.review_from_version is not None
+        if rewrite:
+            # an older Sonality's erasure flagged the versions from review_from_version on
+            # (they may quote what was erased; ``migrate`` reverts them): rewrite from the
+            # last version before them, or from the core identity when none is left, and
+            # never show the model a flagged text
             history = await self._store.snapshot_history(pid)
             base = max(
-                (s for s in history if s.version < persona.review_from_version),
+                (s for s in history if s.version < (persona.review_from_version or 0)),
                 key=lambda s: s.version,
                 default=None,
             )
-            if base is not None:
-                snapshot = snapshot.model_copy(update={"text": base.text})
+            text = base.text if base is not None else persona.core_identity
+            snapshot = snapshot.model_copy(update={"text": text})
         beliefs = await self._store.list_beliefs(pid)
-        insights = await self._store.list_insights(pid, status=InsightStatus.PENDING)
+        # the prompt is bounded: the most recent pending insights; the rest wait for the
+        # next reflection (only those shown are consumed)
+        insights = insights_to_show(
+            await self._store.list_insights(pid, status=InsightStatus.PENDING)
+        )
         episodes = await self._store.episodes_since(
             pid, since_interaction=since, limit=self.params.episodes_per_reflection
         )
@@ -329,6 +339,7 @@ class Reflector:
             beliefs=tuple(beliefs),
             insights=tuple(insights),
             episodes_read=len(episodes),
+            rewrite=rewrite,
         )
         return _Read(start=start, episodes=tuple(reversed(episodes)), shifts=tuple(shifts))
 
@@ -381,6 +392,7 @@ class Reflector:
             finished_at=self._clock.now(),
             duration_ms=_ms(started),
             llm_calls=calls,
+            advice=tuple(f"{verdict}:{topic}" for topic, verdict in review.advice),
         )
         if plan.commit is None:
             return await self._not_committed(

@@ -13,24 +13,28 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from sonality.core.decay import BELIEFS_PER_REVIEW as MAX_REVIEWED_BELIEFS
 from sonality.core.decay import Verdict
 from sonality.models import Belief, Episode, Insight, Persona, ProvenanceEdge
 
 __all__ = [
     "MAX_PROMPT_BELIEFS",
+    "MAX_PROMPT_INSIGHTS",
     "MAX_REVIEWED_BELIEFS",
     "DecayReviewReply",
     "ReflectReply",
     "decay_review_variables",
+    "insights_to_show",
     "reflection_variables",
     "verdicts_from",
 ]
 
 MAX_PROMPT_BELIEFS = 40
 """The most confident active beliefs shown; the rest are still kept in the graph."""
-MAX_REVIEWED_BELIEFS = 20
-"""Stale beliefs one decay review judges (the longest unreinforced); the rest are
-retained, and come up again at the next reflection."""
+MAX_PROMPT_INSIGHTS = 40
+"""Pending insights one reflection consolidates at most: the most recent ones (shown
+oldest first). The rest stay pending for the next reflection, never dropped: a reflection
+consumes exactly the insights it showed."""
 _SNAPSHOT_CHARS = 2_000
 _MESSAGE_CHARS = 400
 _RESPONSE_CHARS = 240
@@ -81,6 +85,13 @@ def format_beliefs(beliefs: Sequence[Belief]) -> str:
         for b in shown
     ]
     return "\n".join(lines) or "(none yet)"
+
+
+def insights_to_show(pending: Sequence[Insight]) -> tuple[Insight, ...]:
+    """The pending insights a reflection shows (and consumes if it commits): the
+    :data:`MAX_PROMPT_INSIGHTS` most recent, oldest first."""
+    ordered = sorted(pending, key=lambda i: (i.created_at, i.id))
+    return tuple(ordered[-MAX_PROMPT_INSIGHTS:])
 
 
 def format_insights(insights: Sequence[Insight]) -> str:

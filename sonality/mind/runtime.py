@@ -23,14 +23,19 @@ next job of its conversation or by ``retry`` (the worker's retry job), which als
 turns left ``pending`` by a process that died. Races across processes are settled by the
 store's compare-and-swap (``commit_thought``): a late Thinker never overwrites newer state.
 
-Enrichment is memory, not deliberation: in every mode, baseline included, the lane runs
-the interaction pipeline (``Enricher.enrich_pending``, in the persona's order) after the
-Thinker — except in ``controller`` mode, where it runs first because it feeds the
-controller. What it enriched is announced to the reflection side's ``DueNotifier``, as
-``record`` does.
+Enrichment is memory, not deliberation: in every mode, baseline included, a conversation's
+job hands its turns' episodes to the persona's enrichment lane (``mind.enrich_lanes``)
+after thinking, and does not wait for it — except in ``controller`` mode, where the
+controller waits for the lane's pass because the enrichment feeds it. The Thinker never
+enriches under the persona's lock itself, so the conversations of a persona think in
+parallel. The lane books each turn's enrichment usage on the turn and tells the reflection
+side's ``DueNotifier`` what it enriched, as for ``record``.
+
+The Talker's model calls are foreground (``llm.budget.foreground``): a user waiting on
+``respond`` never queues behind background work for a slot of the process's call budget.
 
 ``DualProcess`` receives the parts it uses (store, model, clock, token counter, recorder,
-enricher, context builder, due notifier), never the facade: the caller validates input.
+enrichment lanes, context builder), never the facade: the caller validates input.
 """
 
 from __future__ import annotations
@@ -47,19 +52,18 @@ from sonality.errors import (
     LLMResponseInvalid,
     LLMUnavailable,
     NotFoundError,
-    SonalityError,
     StoreError,
 )
+from sonality.llm.budget import foreground
 from sonality.llm.prompts import Prompt
 from sonality.llm.usage import UsageMeter, metering
 from sonality.mind.accounting import usage_rows
 from sonality.mind.affect import AffectStages
 from sonality.mind.context import ContextBuilder
-from sonality.mind.enrichment import Enricher
+from sonality.mind.enrich_lanes import EnrichLanes
 from sonality.mind.lanes import Lanes
 from sonality.mind.parts import RuntimeSettings  # defined there, light for reads; public here
 from sonality.mind.recording import EpisodeRecorder
-from sonality.mind.reflection import DueNotifier
 from sonality.mind.talker import Reply, Spoken, Talker
 from sonality.mind.thinker import Thinker
 from sonality.models import (
@@ -93,9 +97,8 @@ class DualProcess:
         clock: Clock,
         count_tokens: Callable[[str], int],
         recorder: EpisodeRecorder,
-        enricher: Enricher,
+        lanes: EnrichLanes,
         contexts: ContextBuilder,
-        notifier: DueNotifier,
         settings: RuntimeSettings,
         max_response_chars: int,
         deadline_seconds: float = 30.0,
@@ -105,7 +108,8 @@ class DualProcess:
         self._store = store
         self._clock = clock
         self._recorder = recorder
-        self._notifier = notifier
+        self._enrich = lanes
+        self._closing = False
         self._settings = settings
         self._max_response_chars = max_response_chars
         self._deadline_seconds = deadline_seconds
@@ -131,7 +135,7 @@ class DualProcess:
             llm=llm,
             clock=clock,
             count=count_tokens,
-            enricher=enricher,
+            lanes=lanes,
             affect=affect,
             budget=settings.budget(),
             prompts=llm.prompts,
@@ -171,7 +175,7 @@ class DualProcess:
                 key = (persona_id, conversation_id)
                 if self._settings.max_wait_seconds > 0:
                     await self.lanes.wait_idle(key, self._settings.max_wait_seconds)
-                with metering() as meter:
+                with metering() as meter, foreground():
                     spoken = await self.talker.speak(
                         persona,
                         user_id=user_id,
@@ -272,6 +276,7 @@ class DualProcess:
                     "affect_update_lost", persona_id=episode.persona_id, episode_id=episode.id
                 )
         turn = self._turn(episode, mode, placement, spoken.narrative_version)
+        self._enrich.book_usage(episode.id)
         await self._store.begin_turn(
             turn,
             usage_rows(
@@ -402,23 +407,16 @@ class DualProcess:
         for turn in turns:
             if turn.status not in (ThinkerStatus.PENDING, ThinkerStatus.FAILED):
                 continue
+            if self._closing:  # closing: the turns left stay pending for the next process
+                break
             if not await self.thinker.think(turn):
                 break
             closed += 1
         if turns:
-            await self._enrich(turns[-1])
+            # memory, in every mode: the persona's lane enriches (in order, pipelined);
+            # the conversation does not wait for it
+            self._enrich.later(persona_id)
         return closed
-
-    async def _enrich(self, turn: ThinkerTurn) -> None:
-        """The interaction pipeline (memory, in every mode) for the persona's pending
-        episodes up to this turn's, oldest first; each one's usage is booked on itself."""
-        try:
-            enriched = await self.thinker.enrich_through(turn.persona_id, turn.episode_id)
-        except SonalityError as exc:
-            log.warning("enrichment_interrupted", episode_id=turn.episode_id, error=exc.message)
-            return
-        if enriched:  # the reflection scheduler's event path, as ``record`` feeds it
-            await self._notifier.notify(turn.persona_id)
 
     async def retry(self, persona_id: str) -> int:
         """Re-run failed turns (and pending ones whose process died), in order per
@@ -445,14 +443,31 @@ class DualProcess:
     async def drain(
         self, persona_id: str, conversation_id: str | None, max_seconds: float | None
     ) -> bool:
+        """Wait for the conversation's (or the persona's) Thinker jobs, then for the
+        enrichment they handed to the persona's lane."""
+        loop = asyncio.get_running_loop()
+        deadline = None if max_seconds is None else loop.time() + max_seconds
+
         def match(key: object) -> bool:
             assert isinstance(key, tuple)
             return key[0] == persona_id and (conversation_id is None or key[1] == conversation_id)
 
-        return await self.lanes.drain(match, max_seconds=max_seconds)
+        if not await self.lanes.drain(match, max_seconds=max_seconds):
+            return False
+        left = None if deadline is None else max(0.0, deadline - loop.time())
+        return await self._enrich.drain(persona_id, left)
 
-    async def close(self) -> None:
-        await self.lanes.close(max_seconds=self._settings.shutdown_seconds)
+    def stop(self) -> None:
+        """Take no more work: no turn is thought about after the ones in progress."""
+        self._closing = True
+
+    async def close(self, max_seconds: float | None = None) -> None:
+        """:meth:`stop`, let the turns in progress finish for at most ``max_seconds``
+        (``RuntimeSettings.shutdown_seconds`` by default), then cancel them: they stay
+        pending and ``retry`` takes them up."""
+        self.stop()
+        bound = self._settings.shutdown_seconds if max_seconds is None else max_seconds
+        await self.lanes.close(max_seconds=bound)
 
 
 def _ms(started: float) -> float:

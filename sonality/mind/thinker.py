@@ -43,9 +43,9 @@ from sonality.core.budget import clip_text, fit_items, truncate_history
 from sonality.errors import ConfigError, ConflictError, LLMError, LLMUnavailable, SonalityError
 from sonality.llm.prompts import Prompt
 from sonality.llm.usage import UsageMeter, metering
-from sonality.mind.accounting import usage_rows
+from sonality.mind.accounting import book_usage, usage_rows
 from sonality.mind.affect import AffectStages, initial_state
-from sonality.mind.enrichment import Enricher
+from sonality.mind.enrich_lanes import EnrichLanes
 from sonality.models import (
     AffectPlacement,
     AffectState,
@@ -166,7 +166,7 @@ class Thinker:
         llm: LLM,
         clock: Clock,
         count: Callable[[str], int],
-        enricher: Enricher,
+        lanes: EnrichLanes,
         affect: AffectStages,
         budget: ThinkerBudget,
         prompts: PromptSource,
@@ -175,7 +175,7 @@ class Thinker:
         self._llm = llm
         self._clock = clock
         self._count = count
-        self._enricher = enricher
+        self._lanes = lanes
         self._affect = affect
         self._budget = budget
         self._prompts = prompts
@@ -244,54 +244,15 @@ class Thinker:
         )
         return give_up
 
-    async def _save_usage(self, turn: ThinkerTurn | Episode, meter: UsageMeter) -> None:
-        episode_id = turn.episode_id if isinstance(turn, ThinkerTurn) else turn.id
+    async def _save_usage(self, turn: ThinkerTurn, meter: UsageMeter) -> None:
         rows = usage_rows(
             meter,
             persona_id=turn.persona_id,
             conversation_id=turn.conversation_id,
-            episode_id=episode_id,
+            episode_id=turn.episode_id,
             turn=turn.turn,
         )
-        if not rows:
-            return
-        try:
-            await self._store.add_turn_usage(rows)
-        except SonalityError as exc:
-            log.warning("turn_usage_not_saved", episode_id=episode_id, error=exc.message)
-            return
-        log.info(
-            "turn_usage",
-            persona_id=turn.persona_id,
-            conversation_id=turn.conversation_id,
-            turn=turn.turn,
-            **{
-                u.component: {
-                    "calls": u.calls,
-                    "input_tokens": u.input_tokens,
-                    "output_tokens": u.output_tokens,
-                }
-                for u in rows
-            },
-        )
-
-    async def enrich_through(self, persona_id: str, episode_id: str) -> int:
-        """Run the interaction pipeline on the persona's pending episodes, oldest first, up
-        to ``episode_id``'s (later ones are left to their own turns), one at a time so
-        each one's model usage is booked on its own episode. Returns how many were
-        enriched; stops early when the pipeline does (e.g. the model is down)."""
-        last = await self._store.get_episode(persona_id, episode_id)
-        enriched = 0
-        while True:
-            pending = await self._store.list_pending_episodes(persona_id, limit=1)
-            if not pending or pending[0].seq > last.seq:
-                return enriched
-            with metering() as meter:
-                report = await self._enricher.enrich_pending(persona_id, limit=1)
-            await self._save_usage(pending[0], meter)
-            enriched += report.enriched
-            if report.stopped_by is not None or not (report.enriched or report.failed):
-                return enriched
+        await book_usage(self._store, rows)
 
     async def _deliberate(self, turn: ThinkerTurn) -> ThoughtCommit:
         persona = await self._store.get_persona(turn.persona_id)
@@ -430,10 +391,12 @@ class Thinker:
     # the cognitive controller -------------------------------------------------------------
 
     async def _digest(self, persona: Persona, episode: Episode) -> str:
-        """What the controller sees in ``controller`` mode: the turn's enrichment (run now,
-        in order) and the exchange itself, clipped; never the raw history."""
-        await self.enrich_through(persona.id, episode.id)
-        episode = await self._store.get_episode(persona.id, episode.id)
+        """What the controller sees in ``controller`` mode: the turn's enrichment (by the
+        persona's enrichment lane, waited for) and the exchange itself, clipped; never the
+        raw history."""
+        if episode.enrichment_status is EnrichmentStatus.PENDING:
+            await self._lanes.through(persona.id)
+            episode = await self._store.get_episode(persona.id, episode.id)
         if episode.enrichment_status is EnrichmentStatus.PENDING:
             raise _NotReady("the episode is not enriched yet", episode_id=episode.id)
         facts = [

@@ -71,7 +71,7 @@ class Guard:
         await send({"type": "http.response.body", "body": self._too_large})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != "http" or scope.get(_WARM_UP):
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
@@ -124,6 +124,42 @@ class Guard:
         )
 
 
+_WARM_UP = "sonality.warm_up"
+"""Marks the request :func:`_route_once` sends through the app at startup (not counted
+in the metrics, not logged)."""
+
+
+async def _route_once(app: ASGIApp) -> None:
+    """Send one request for a path no route has through the app, before the server takes
+    connections. FastAPI builds every route's parameter and response models when it
+    first routes a request (a few tenths of a second of CPU, seconds on a busy machine),
+    which would otherwise stall the event loop under the first real requests."""
+    scope: Scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": "/-/warm-up",
+        "raw_path": b"/-/warm-up",
+        "query_string": b"",
+        "root_path": "",
+        "headers": [],
+        "client": None,
+        "server": None,
+        "state": {},
+        _WARM_UP: True,
+    }
+
+    async def receive() -> Message:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: Message) -> None:
+        return None
+
+    await app(scope, receive, send)
+
+
 def _error_response(status: int, kind: str, message: str, detail: dict[str, Any]) -> JSONResponse:
     return JSONResponse(body(message, kind, detail), status_code=status)
 
@@ -140,8 +176,7 @@ def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(HttpError)
     async def http_error(request: Request, exc: HttpError) -> JSONResponse:
         response = _error_response(exc.status, exc.kind, exc.message, exc.detail)
-        if exc.status == 401:
-            response.headers["WWW-Authenticate"] = "Bearer"
+        response.headers.update(exc.headers)
         return response
 
     @app.exception_handler(RequestValidationError)
@@ -196,12 +231,22 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         sonality = await open_sonality()
+        # what loads on first use (the token encoding, FastAPI's route models: tenths of a
+        # second of CPU) loads here, before the server takes connections, rather than on
+        # the event loop under the first requests
+        sonality.count_tokens("warm up")
         state.sonality = sonality
-        state.keys = KeyCheck(sonality.key, cache_seconds=cfg.key_cache_seconds)
+        state.keys = KeyCheck(
+            sonality.key,
+            cache_seconds=cfg.key_cache_seconds,
+            epoch=lambda: sonality.key_epoch,
+            persona=sonality.persona,
+        )
         state.limiter = Limiter(cfg.key_concurrency)
         state.metrics.attach(sonality)
         try:
             async with mcp_tools.running(mcp_server):
+                await _route_once(app)
                 yield
         finally:
             state.sonality = None

@@ -168,6 +168,7 @@ async def chat_completions(
     prefix = request.app.state.sonality_server.config.model_prefix
     persona_id = _persona_id(body.model, prefix)
     caller.require(persona_id, KeyScope.WRITE)
+    await caller.confirm(persona_id)
     user_id = body.user or x_sonality_user
     if not user_id:
         raise ValidationError("name the user: the user field or X-Sonality-User", field="user")

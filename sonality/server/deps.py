@@ -17,6 +17,7 @@ from sonality.server.metrics import Metrics
 from sonality.service import Sonality
 
 __all__ = [
+    "KEY_CONCURRENCY",
     "CallerDep",
     "ServerConfig",
     "ServerState",
@@ -27,6 +28,15 @@ __all__ = [
 ]
 
 
+KEY_CONCURRENCY = 64
+"""The default of ``--key-concurrency``. By Little's law a process answering its goal of
+200 requests/s within 250 ms holds about 50 in flight, so a key allowed 64 can use the
+whole process (a single application behind one key is the common case, and its pool of
+32 or 64 connections never trips it), while a runaway client with hundreds of
+connections is told 429 at once instead of queueing every other key's requests behind
+its own."""
+
+
 @dataclass(frozen=True)
 class ServerConfig:
     """The server's own knobs (the facade's come from ``Settings``)."""
@@ -34,13 +44,16 @@ class ServerConfig:
     auth: bool = True
     """False only for ``--no-auth`` on loopback: every caller is an admin."""
     max_body_bytes: int = 1_048_576
-    key_concurrency: int = 16
-    """Requests of one key in flight at once; more get 429."""
+    key_concurrency: int = KEY_CONCURRENCY
+    """Requests of one key in flight at once; more get 429 with ``Retry-After``."""
     key_cache_seconds: float = 5.0
     cors_origins: tuple[str, ...] = ()
     """Origins allowed by CORS; empty (the default) sends no CORS headers at all."""
     model_prefix: str = "sonality/"
     """``/v1/chat/completions`` names a persona as ``<prefix><persona_id>`` (or bare)."""
+    lag_degraded_seconds: float = 60.0
+    """``/readyz`` says ``degraded`` once a persona's oldest pending episode or unthought
+    Thinker turn is older than this (``SONALITY_LAG_DEGRADED_SECONDS``)."""
 
 
 @dataclass
@@ -58,8 +71,9 @@ def server_state(request: Request) -> ServerState:
     return state
 
 
-def sonality_of(request: Request) -> Sonality:
-    """The facade the lifespan opened."""
+async def sonality_of(request: Request) -> Sonality:
+    """The facade the lifespan opened. (A coroutine: FastAPI runs a plain function
+    dependency on its thread pool, a thread hop per request for a field read.)"""
     app = server_state(request).sonality
     if app is None:  # only before startup finished or after shutdown began
         raise HttpError(503, "starting", "the server is not ready")
@@ -84,6 +98,9 @@ async def caller_of(
             f"{credentials.scheme} {credentials.credentials}" if credentials is not None else None
         )
         caller = await state.keys.caller(header)
+        persona_id = request.path_params.get("persona_id")
+        if persona_id is not None:  # the persona is the incarnation the key was granted
+            await caller.confirm(str(persona_id))
     request.state.key_id = caller.key_id
     assert state.limiter is not None
     state.limiter.enter(caller.key_id)

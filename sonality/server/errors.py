@@ -11,7 +11,7 @@ error                         status  kind
 ``ConflictError``             409     ``conflict``
 (body over the limit)         413     ``too_large``
 (malformed body or query)     422     ``request_invalid``
-(key over its concurrency)    429     ``busy``
+(key over its concurrency)    429     ``busy`` (with ``Retry-After``)
 ``ConfigError``               500     ``config``
 ``SchemaError``               503     ``schema``
 ``StoreError``                503     ``store`` (with ``Retry-After``)
@@ -55,14 +55,27 @@ _BRANCHES: tuple[tuple[type[SonalityError], int, str], ...] = (
 
 
 class HttpError(Exception):
-    """A failure the server itself decides (auth, limits): its status, kind and message."""
+    """A failure the server itself decides (auth, limits): its status, kind and message,
+    and the headers its response carries (``Retry-After`` of a 429, ``WWW-Authenticate``
+    of a 401)."""
 
-    def __init__(self, status: int, kind: str, message: str, **detail: Any) -> None:
+    def __init__(
+        self,
+        status: int,
+        kind: str,
+        message: str,
+        *,
+        headers: dict[str, str] | None = None,
+        **detail: Any,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.kind = kind
         self.message = message
         self.detail = detail
+        self.headers = dict(headers or {})
+        if status == 401:
+            self.headers.setdefault("WWW-Authenticate", "Bearer")
 
 
 def status_and_kind(error: SonalityError) -> tuple[int, str]:

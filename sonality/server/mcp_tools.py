@@ -19,7 +19,7 @@ import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, Literal, ParamSpec, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -93,11 +93,13 @@ def build(sonality: Callable[[], Sonality | None]) -> MCPServer:
         ),
     )
 
-    def app(persona_id: str, scope: KeyScope) -> Sonality:
+    async def app(persona_id: str, scope: KeyScope) -> Sonality:
         found = sonality()
         if found is None:
             raise SonalityError("the server is not ready")
-        _caller.get().require(persona_id, scope)
+        caller = _caller.get()
+        caller.require(persona_id, scope)
+        await caller.confirm(persona_id)
         return found
 
     @server.tool()
@@ -109,16 +111,20 @@ def build(sonality: Callable[[], Sonality | None]) -> MCPServer:
         message: str,
         response: str,
         episode_id: str | None = None,
+        enrich: Literal["inline", "background", "off"] | None = None,
     ) -> dict[str, Any]:
         """Store one exchange (the user's message and the reply) in the persona's memory;
-        a repeated episode_id returns the stored one."""
-        recorded = await app(persona_id, KeyScope.WRITE).record(
+        a repeated episode_id returns the stored one. ``enrich``: ``inline`` waits for
+        the facts and beliefs it carries (bounded), ``background`` returns at once and
+        the persona digests it next; unset, the server's mode."""
+        recorded = await (await app(persona_id, KeyScope.WRITE)).record(
             persona_id,
             user_id=user_id,
             conversation_id=conversation_id,
             message=message,
             response=response,
             episode_id=episode_id,
+            enrich=enrich,
         )
         return {"created": recorded.created, **_episode(recorded.episode)}
 
@@ -128,7 +134,7 @@ def build(sonality: Callable[[], Sonality | None]) -> MCPServer:
         """The context block to put in the prompt before answering ``message``: the
         persona's identity and snapshot, what it keeps about the user, relevant beliefs
         and past exchanges."""
-        built = await app(persona_id, KeyScope.READ).context(
+        built = await (await app(persona_id, KeyScope.READ)).context(
             persona_id, user_id=user_id, message=message
         )
         return built.as_prompt()
@@ -139,7 +145,7 @@ def build(sonality: Callable[[], Sonality | None]) -> MCPServer:
         persona_id: str, user_id: str, query: str, limit: int = 5
     ) -> list[dict[str, Any]]:
         """The user's past exchanges most like ``query``, best first, with their score."""
-        found = await app(persona_id, KeyScope.READ).search(
+        found = await (await app(persona_id, KeyScope.READ)).search(
             persona_id, user_id=user_id, query=query, limit=limit
         )
         return [{"score": round(s.score, 4), **_episode(s.episode)} for s in found]
@@ -148,7 +154,7 @@ def build(sonality: Callable[[], Sonality | None]) -> MCPServer:
     @_reported
     async def list_beliefs(persona_id: str) -> list[dict[str, Any]]:
         """The persona's beliefs: topic, position (-1..1), confidence, evidence count."""
-        beliefs = await app(persona_id, KeyScope.READ).beliefs(persona_id)
+        beliefs = await (await app(persona_id, KeyScope.READ)).beliefs(persona_id)
         return [
             {
                 "topic": b.topic,
@@ -163,7 +169,7 @@ def build(sonality: Callable[[], Sonality | None]) -> MCPServer:
     @_reported
     async def list_facts(persona_id: str, user_id: str) -> list[dict[str, Any]]:
         """What the persona keeps about the user (constraints first)."""
-        facts = await app(persona_id, KeyScope.READ).facts(persona_id, user_id=user_id)
+        facts = await (await app(persona_id, KeyScope.READ)).facts(persona_id, user_id=user_id)
         return [_fact(f) for f in facts]
 
     @server.tool()
@@ -179,7 +185,7 @@ def build(sonality: Callable[[], Sonality | None]) -> MCPServer:
         """Keep a fact about the user (kind: constraint, preference or fact; severity 1-5,
         5 = safety-critical), backed by the user's exchange ``episode_id``; when the user
         already holds the same fact, that one is returned."""
-        added = await app(persona_id, KeyScope.WRITE).add_fact(
+        added = await (await app(persona_id, KeyScope.WRITE)).add_fact(
             persona_id,
             user_id=user_id,
             episode_id=episode_id,
@@ -193,7 +199,9 @@ def build(sonality: Callable[[], Sonality | None]) -> MCPServer:
     @_reported
     async def retract_fact(persona_id: str, fact_id: str) -> dict[str, Any]:
         """Retract a fact: it stays stored but leaves every context."""
-        retracted = await app(persona_id, KeyScope.WRITE).retract_fact(persona_id, fact_id=fact_id)
+        retracted = await (await app(persona_id, KeyScope.WRITE)).retract_fact(
+            persona_id, fact_id=fact_id
+        )
         return _fact(retracted)
 
     @server.tool()
@@ -207,7 +215,7 @@ def build(sonality: Callable[[], Sonality | None]) -> MCPServer:
     ) -> dict[str, Any]:
         """Correct a wrongly kept fact in place (its text, and optionally kind or
         severity); a corrected fact is active again."""
-        corrected = await app(persona_id, KeyScope.WRITE).correct_fact(
+        corrected = await (await app(persona_id, KeyScope.WRITE)).correct_fact(
             persona_id, fact_id=fact_id, text=text, kind=kind, severity=severity
         )
         return _fact(corrected)
@@ -220,7 +228,9 @@ def build(sonality: Callable[[], Sonality | None]) -> MCPServer:
         """Consolidate the persona's self-description now if due (or ``force``);
         ``dry_run`` writes nothing. Returns the report."""
         scope = KeyScope.READ if dry_run else KeyScope.WRITE
-        report = await app(persona_id, scope).reflect(persona_id, force=force, dry_run=dry_run)
+        report = await (await app(persona_id, scope)).reflect(
+            persona_id, force=force, dry_run=dry_run
+        )
         return report.model_dump(mode="json")
 
     @server.resource(
@@ -229,7 +239,7 @@ def build(sonality: Callable[[], Sonality | None]) -> MCPServer:
         description="The persona's current self-description.",
     )
     async def snapshot(persona_id: str) -> str:
-        return (await app(persona_id, KeyScope.READ).snapshot(persona_id)).text
+        return (await (await app(persona_id, KeyScope.READ)).snapshot(persona_id)).text
 
     @server.resource(
         "sonality://personas/{persona_id}/beliefs",
@@ -237,7 +247,7 @@ def build(sonality: Callable[[], Sonality | None]) -> MCPServer:
         description="The persona's beliefs as JSON.",
     )
     async def beliefs(persona_id: str) -> str:
-        held = await app(persona_id, KeyScope.READ).beliefs(persona_id)
+        held = await (await app(persona_id, KeyScope.READ)).beliefs(persona_id)
         return json.dumps([b.model_dump(mode="json") for b in held])
 
     return server
@@ -278,18 +288,14 @@ class Guarded:
         try:
             caller = await self.caller_of(header)
         except (HttpError, SonalityError) as exc:
+            headers = [(b"content-type", b"application/json")]
             if isinstance(exc, HttpError):
                 status, kind, text, detail = exc.status, exc.kind, exc.message, exc.detail
+                headers += [(k.lower().encode(), v.encode()) for k, v in exc.headers.items()]
             else:
                 (status, kind), text, detail = status_and_kind(exc), exc.message, exc.context
             payload = json.dumps(body(text, kind, detail)).encode()
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": status,
-                    "headers": [(b"content-type", b"application/json")],
-                }
-            )
+            await send({"type": "http.response.start", "status": status, "headers": headers})
             await send({"type": "http.response.body", "body": payload})
             return
         scope.setdefault("state", {})["key_id"] = caller.key_id

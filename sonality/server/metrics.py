@@ -1,7 +1,8 @@
 """Prometheus text for ``GET /metrics``: request counts and latency histograms by route
 and status, the model's calls and tokens by component (when its usage sink keeps totals,
-as ``UsageMeter`` does), and episodes by enrichment status per persona (read from the
-store at scrape time, so every process reports the same store-wide numbers)."""
+as ``UsageMeter`` does), and per persona the episodes by enrichment status and the lag
+of its background work (read from the store at scrape time, so every process reports the
+same store-wide numbers)."""
 
 from __future__ import annotations
 
@@ -69,7 +70,10 @@ class Metrics:
                 f"{self._sums[(method, route)]:.6f}"
             )
         lines += await self._model_lines()
-        lines += await self._episode_lines()
+        if self._sonality is not None:
+            persona_ids = [p.id for p in await self._sonality.store.list_personas()]
+            lines += await self._episode_lines(persona_ids)
+            lines += await self._lag_lines(persona_ids)
         return "\n".join(lines) + "\n"
 
     async def _model_lines(self) -> list[str]:
@@ -97,17 +101,41 @@ class Metrics:
             )
         return lines
 
-    async def _episode_lines(self) -> list[str]:
-        if self._sonality is None:
-            return []
+    async def _lag_lines(self, persona_ids: list[str]) -> list[str]:
+        """Per persona, the age of the oldest pending episode and of the oldest unthought
+        Thinker turn (0 when none), as two gauges (one store read for all of them)."""
+        assert self._sonality is not None
+        lags = await self._sonality.lag(persona_ids)
+        lines = [
+            "# HELP sonality_enrichment_lag_seconds Age of the persona's oldest pending episode.",
+            "# TYPE sonality_enrichment_lag_seconds gauge",
+        ]
+        lines += [
+            f'sonality_enrichment_lag_seconds{{persona="{_label(lag.persona_id)}"}} '
+            f"{lag.episode_seconds:.3f}"
+            for lag in lags
+        ]
+        lines += [
+            "# HELP sonality_thinking_lag_seconds Age of the persona's oldest unthought turn.",
+            "# TYPE sonality_thinking_lag_seconds gauge",
+        ]
+        lines += [
+            f'sonality_thinking_lag_seconds{{persona="{_label(lag.persona_id)}"}} '
+            f"{lag.turn_seconds:.3f}"
+            for lag in lags
+        ]
+        return lines
+
+    async def _episode_lines(self, persona_ids: list[str]) -> list[str]:
+        assert self._sonality is not None
         lines = [
             "# HELP sonality_episodes Episodes in the store by persona and enrichment status.",
             "# TYPE sonality_episodes gauge",
         ]
         store = self._sonality.store
-        for persona in await store.list_personas():
-            for status, n in sorted((await store.count_episodes(persona.id)).items()):
+        for persona_id in persona_ids:
+            for status, n in sorted((await store.count_episodes(persona_id)).items()):
                 lines.append(
-                    f'sonality_episodes{{persona="{_label(persona.id)}",status="{status}"}} {n}'
+                    f'sonality_episodes{{persona="{_label(persona_id)}",status="{status}"}} {n}'
                 )
         return lines

@@ -36,11 +36,13 @@ from sonality.models import (
     ScoredEpisode,
     Snapshot,
     ThinkerTurn,
+    UserErasure,
     UserFact,
 )
 from sonality.server.auth import Caller
 from sonality.server.deps import CallerDep, SonalityDep
 from sonality.server.errors import HttpError
+from sonality.server.lag import readiness
 from sonality.service import Recorded, Sonality
 
 __all__ = ["router"]
@@ -66,21 +68,32 @@ async def healthz() -> dict[str, str]:
 
 
 @router.get("/readyz", tags=["health"])
-async def readyz(app: SonalityDep, response: Response) -> dict[str, Any]:
-    """Readiness: the store answers and its schema is current (503 otherwise)."""
+async def readyz(app: SonalityDep, request: Request, response: Response) -> dict[str, Any]:
+    """Readiness: the store answers and its schema is current (503 otherwise). Ready,
+    it also reports the lag of the background work: ``degraded`` (still 200) once a
+    persona's oldest pending episode or unthought turn is older than
+    ``SONALITY_LAG_DEGRADED_SECONDS`` (see ``server/lag.py``)."""
     from sonality.errors import SonalityError
 
     checks: dict[str, str] = {}
+    lag: dict[str, Any] | None = None
     try:
         await app.store.ping()
         checks["store"] = "ok"
         status = await app.store.schema_status()
         checks["schema"] = "ok" if not status.pending else f"{len(status.pending)} pending"
-    except SonalityError as exc:
-        checks.setdefault("store", type(exc).__name__)
-    ready = all(v == "ok" for v in checks.values()) and len(checks) == 2
-    response.status_code = 200 if ready else 503
-    return {"status": "ready" if ready else "not ready", "checks": checks}
+        if not status.pending:
+            bound = request.app.state.sonality_server.config.lag_degraded_seconds
+            keeping_up, lag = readiness(await app.lag(), bound)
+            checks["lag"] = "ok" if keeping_up else "behind"
+    except SonalityError as exc:  # the step that failed says why
+        step = next(s for s in ("store", "schema", "lag") if s not in checks)
+        checks[step] = type(exc).__name__
+    if lag is None:
+        response.status_code = 503
+        return {"status": "not ready", "checks": checks}
+    state = "ready" if checks["lag"] == "ok" else "degraded"
+    return {"status": state, "checks": checks, "lag": lag}
 
 
 @router.get("/metrics", tags=["health"], response_class=Response)
@@ -157,7 +170,11 @@ class RecordIn(Body):
     messages: list[ChatMessage] | None = Field(default=None, max_length=200)
     episode_id: str | None = None
     """Idempotency key (for the messages form: the prefix of ``<id>-<n>``)."""
-    enrich: bool | None = None
+    enrich: bool | Literal["inline", "background", "off"] | None = None
+    """When to enrich: ``inline`` (or true: before answering, bounded by
+    ``SONALITY_RECORD_DEADLINE_SECONDS``), ``background`` (after answering, on the persona's
+    lane) or ``off`` (or false: the worker does it); unset, the server's mode
+    (``sonality serve --record-enrich``, ``background`` by default)."""
 
 
 def exchanges(messages: Sequence[ChatMessage]) -> list[tuple[str, str]]:
@@ -309,10 +326,16 @@ async def episodes(
     user_id: str | None = None,
     conversation_id: str | None = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 20,
+    before: Annotated[int | None, Query(ge=0, description="seq of the last episode seen")] = None,
 ) -> list[Episode]:
+    """Newest first; the next page passes ``before`` = the last episode's ``seq``."""
     await _known(persona_id, caller, app, READ)
     return await app.episodes(
-        persona_id, user_id=user_id, conversation_id=conversation_id, limit=limit
+        persona_id,
+        user_id=user_id,
+        conversation_id=conversation_id,
+        limit=limit,
+        before=before,
     )
 
 
@@ -564,14 +587,19 @@ async def revoke_key(key_id: str, caller: CallerDep, app: SonalityDep) -> KeyOut
 @router.delete("/v1/personas/{persona_id}", tags=["forget"])
 async def delete_persona(persona_id: str, caller: CallerDep, app: SonalityDep) -> Erasure:
     """Erase the persona and everything it owns (admin); the audit record stays. Every
-    key that names the persona is revoked, so a persona made later under the same id is
-    not open to them."""
+    key loses its grant of the persona (a key left with none is revoked), and no key
+    opens a persona made later under the same id."""
     caller.require(persona_id, ADMIN)
-    erased = await app.delete_persona(persona_id)
-    for key in await app.keys():
-        if persona_id in key.persona_ids and key.revoked_at is None:
-            await app.revoke_key(key.id)
-    return erased
+    return await app.delete_persona(persona_id)
+
+
+@router.delete("/v1/users/{user_id}", tags=["forget"])
+async def forget_everywhere(user_id: str, caller: CallerDep, app: SonalityDep) -> list[UserErasure]:
+    """Erase a user from every persona (an admin key for every persona), one persona at a
+    time: what happened in each. Calling it again after an interruption finishes the rest
+    (personas done before answer ``erased_before``)."""
+    _require_global_admin(caller)
+    return await app.forget_everywhere(user_id=user_id)
 
 
 @router.delete("/v1/personas/{persona_id}/users/{user_id}", tags=["forget"])

@@ -9,6 +9,7 @@ options hold no secret (the model's and the store's come from the settings).
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 from dataclasses import asdict, dataclass
@@ -19,8 +20,17 @@ import structlog
 from sonality.config import Settings
 from sonality.errors import ConfigError
 from sonality.server.app import ServerConfig, create_app
+from sonality.server.deps import KEY_CONCURRENCY
 
-__all__ = ["LOOPBACK", "ServeOptions", "app_from_environment", "serve"]
+__all__ = [
+    "KEEP_ALIVE_SECONDS",
+    "LOOPBACK",
+    "SERVER_RECORD_ENRICH",
+    "ServeOptions",
+    "app_from_environment",
+    "record_mode",
+    "serve",
+]
 
 log = structlog.get_logger("sonality.server")
 
@@ -36,8 +46,29 @@ class ServeOptions:
     auth: bool = True
     llm_spec: str | None = None
     max_body_bytes: int = 1_048_576
-    key_concurrency: int = 16
+    key_concurrency: int = KEY_CONCURRENCY
     cors_origins: tuple[str, ...] = ()
+    record_enrich: str | None = None
+    """``inline``, ``background`` or ``off`` for a ``record`` that does not say; None:
+    ``SONALITY_RECORD_ENRICH`` when it is set, else ``background`` (see
+    :func:`record_mode`)."""
+
+
+SERVER_RECORD_ENRICH = "background"
+"""How the server's ``record`` enriches unless told otherwise: after the durable write, on
+the persona's lane, so no request waits on a model call (or on another request's)."""
+
+
+def record_mode(option: str | None, settings: Settings) -> str:
+    """The server's enrichment mode for ``record``: the ``--record-enrich`` option, else
+    ``SONALITY_RECORD_ENRICH`` when the environment sets it, else ``background``. (The
+    library's own default is ``inline``; a server answers many callers at once, and
+    inline ``record`` holds each of them for two model calls.)"""
+    if option is not None:
+        return option
+    if "record_enrich" in settings.model_fields_set:
+        return settings.record_enrich
+    return SERVER_RECORD_ENRICH
 
 
 def app_from_environment() -> Any:
@@ -50,6 +81,9 @@ def app_from_environment() -> Any:
     raw["cors_origins"] = tuple(raw.get("cors_origins", ()))
     options = ServeOptions(**raw)
     settings = Settings()
+    settings = settings.model_copy(
+        update={"record_enrich": record_mode(options.record_enrich, settings)}
+    )
     configure_logging(settings.log_format, settings.log_level)
     llm = load_llm_factory(options.llm_spec, settings) if options.llm_spec else None
     owner = f"serve-{socket.gethostname()}-{os.getpid()}"
@@ -64,13 +98,24 @@ def app_from_environment() -> Any:
             max_body_bytes=options.max_body_bytes,
             key_concurrency=options.key_concurrency,
             cors_origins=options.cors_origins,
+            lag_degraded_seconds=settings.lag_degraded_seconds,
         ),
     )
 
 
+KEEP_ALIVE_SECONDS = 75
+"""How long an idle client connection stays open: longer than the idle timeout of the
+usual load balancers (60 s), which otherwise reuse a connection the server has just
+closed and answer their client 502 (uvicorn's own default is 5 s)."""
+
+
 def serve(options: ServeOptions) -> None:
-    """Run the server until SIGINT/SIGTERM (each process closes its facade on the way
-    out, finishing its background thinking first). ``auth=False`` only on loopback."""
+    """Run the server until SIGINT/SIGTERM. On the signal each process stops accepting
+    connections, lets the requests in flight finish for at most
+    ``SONALITY_SHUTDOWN_SECONDS`` (then cuts them), and closes its facade, which gives
+    the background work in flight as long again and leaves the rest pending for the next
+    process or the worker. ``auth=False`` only on loopback. uvicorn picks uvloop and
+    httptools (the ``server`` extra installs both)."""
     import uvicorn
 
     if not options.auth:
@@ -87,4 +132,6 @@ def serve(options: ServeOptions) -> None:
         log_config=None,
         access_log=False,
         server_header=False,
+        timeout_graceful_shutdown=math.ceil(Settings().shutdown_seconds),  # whole seconds
+        timeout_keep_alive=KEEP_ALIVE_SECONDS,
     )

@@ -56,6 +56,7 @@ __all__ = [
     "dump_lines",
     "encode_embedding",
     "load_archives",
+    "persona_data",
 ]
 
 FORMAT = "sonality-archive"
@@ -126,10 +127,21 @@ def decode_embedding(text: str) -> list[float]:
 
 
 def canonical(archive: PersonaArchive) -> PersonaArchive:
-    """The archive with every field's records in their canonical order."""
+    """The archive with every field's records in their canonical order (the persona's
+    incarnation belongs to the store that holds it, not to the data: left out)."""
     return archive.model_copy(
-        update={name: tuple(sorted(getattr(archive, name), key=key)) for name, key in ORDER.items()}
+        update={
+            "persona": archive.persona.model_copy(update={"incarnation": ""}),
+            **{name: tuple(sorted(getattr(archive, name), key=key)) for name, key in ORDER.items()},
+        }
     )
+
+
+def persona_data(archive: PersonaArchive) -> PersonaArchive:
+    """What import and copy compare: the canonical archive without the audit records,
+    which describe what a store did (a target that once deleted a persona of that id
+    keeps its own record of it) rather than the persona."""
+    return canonical(archive).model_copy(update={"erasures": ()})
 
 
 def _line(value: Any) -> str:
@@ -142,7 +154,8 @@ def dump_lines(archive: PersonaArchive) -> Iterator[str]:
     """The archive's section of a file, one line at a time (without newlines)."""
     archive = canonical(archive)
     yield _line({"format": FORMAT, "persona": archive.persona.id, "version": VERSION})
-    head = {"persona": archive.persona.model_dump(mode="json"), "episode_seq": archive.episode_seq}
+    persona = archive.persona.model_dump(mode="json", exclude={"incarnation"})
+    head = {"persona": persona, "episode_seq": archive.episode_seq}
     yield _line({"type": "persona", "data": head})
     for kind, (name, model) in TYPES.items():
         for item in getattr(archive, name):

@@ -10,11 +10,18 @@ persona, versions that follow) are validators on the models (``sonality.models``
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 
-from sonality.errors import ConflictError, LeaseHeld, NotFoundError, ValidationError
+from sonality.errors import (
+    ConflictError,
+    LeaseHeld,
+    NotFoundError,
+    PersonaNotFound,
+    ValidationError,
+)
 from sonality.models import (
+    ApiKey,
     EnrichmentCommit,
     EnrichmentStatus,
     Episode,
@@ -37,8 +44,13 @@ from sonality.models import (
 __all__ = [
     "ERROR_MAX_CHARS",
     "FLOAT32_MAX",
+    "NO_CURSOR",
     "PING_SECONDS",
+    "absorb",
+    "active_key",
     "answered",
+    "corrected_fact",
+    "cursor",
     "embedding",
     "enrichment_chunk",
     "enrichment_may_commit",
@@ -47,7 +59,9 @@ __all__ = [
     "erasure_may_commit",
     "fact_not_found",
     "fact_source",
+    "facts_after_erasure",
     "first_snapshot",
+    "grants_live",
     "held_fact",
     "insight_counts",
     "insight_may_commit",
@@ -66,6 +80,7 @@ __all__ = [
     "usage_of_persona",
     "usage_of_turn",
     "user_not_found",
+    "without_persona",
     "wrote_all",
 ]
 
@@ -85,6 +100,16 @@ def stored_error(error: str) -> str:
 def limit(value: int) -> int:
     """A list ``limit`` as queried: negative means none."""
     return max(value, 0)
+
+
+NO_CURSOR = (1 << 63) - 1
+"""The ``seq`` bound of a listing without a cursor (above every ``seq``)."""
+
+
+def cursor(before: int | None) -> int:
+    """A listing's ``before`` cursor as queried: the bound itself, :data:`NO_CURSOR` when
+    there is none (a range on ``seq`` either way, so the index seeks to it)."""
+    return NO_CURSOR if before is None else before
 
 
 def episode_not_found(persona_id: str, episode_id: str) -> NotFoundError:
@@ -117,6 +142,100 @@ def held_fact(known: Iterable[UserFact], text: str) -> UserFact | None:
 
     key = fact_key(text)
     return next((f for f in known if fact_key(f.text) == key), None)
+
+
+def active_key(fact: UserFact) -> str | None:
+    """What an active fact is unique by among its user's active facts (the stores keep it
+    with the fact, under a unique index or constraint); None while retracted."""
+    from sonality.core.enrichment import fact_key
+
+    return None if fact.retracted else fact_key(fact.text)
+
+
+def corrected_fact(
+    stored: UserFact, correction: UserFact, active: Iterable[UserFact]
+) -> tuple[UserFact, UserFact | None]:
+    """How correcting ``stored`` to ``correction`` is written, given its user's
+    ``active`` facts: ``(fact to write, fact merged away or None)``.
+
+    A correction keeps the fact's user and episode (``ConflictError`` otherwise). When
+    another active fact of the user already says what the corrected text says (whatever
+    made it so: a new text, or an un-retraction of a text added again meanwhile), the
+    correction merges into that one instead of making a second: it takes the corrected
+    text and kind, the higher severity, and every exchange either was drawn from; the
+    corrected fact goes."""
+    if (stored.user_id, stored.episode_id) != (correction.user_id, correction.episode_id):
+        raise ConflictError("a correction keeps the fact's user and episode", fact_id=stored.id)
+    fixed = correction.model_copy(update={"also_from": stored.also_from})
+    held = held_fact((f for f in active if f.id != stored.id), fixed.text)
+    if held is None or fixed.retracted:
+        return fixed, None
+    merged = absorb(held, fixed).model_copy(update={"text": fixed.text, "kind": fixed.kind})
+    return merged, stored
+
+
+def absorb(into: UserFact, other: UserFact) -> UserFact:
+    """``into`` once it stands for ``other`` too (two facts of a user that say the same):
+    backed by every exchange of both, with the higher severity."""
+    sources = (other.episode_id, *into.also_from, *other.also_from)
+    return into.model_copy(
+        update={
+            "severity": max(into.severity, other.severity),
+            "also_from": tuple(dict.fromkeys(s for s in sources if s != into.episode_id)),
+        }
+    )
+
+
+def facts_after_erasure(
+    facts: Iterable[UserFact], erased: set[str]
+) -> tuple[list[UserFact], list[str]]:
+    """What erasing the episodes ``erased`` does to ``facts`` (any that name one of them):
+    ``(facts still backed by another exchange, re-pointed to it; ids of facts left with no
+    exchange, which go)``."""
+    kept: list[UserFact] = []
+    gone: list[str] = []
+    for fact in facts:
+        sources = [s for s in (fact.episode_id, *fact.also_from) if s not in erased]
+        if not sources:
+            gone.append(fact.id)
+        elif len(sources) != 1 + len(fact.also_from):
+            kept.append(
+                fact.model_copy(update={"episode_id": sources[0], "also_from": tuple(sources[1:])})
+            )
+    return kept, gone
+
+
+# API keys ---------------------------------------------------------------------------------
+
+
+def grants_live(key: ApiKey, live: Mapping[str, str]) -> ApiKey:
+    """A new key as stored: it names personas that exist, in the incarnations it names
+    (``live``: the stored incarnation of each persona id found), else ``PersonaNotFound``
+    (a persona deleted, or deleted and made again, since the key's grants were read); a
+    key that names no incarnation is bound to the live ones."""
+    bound = dict(zip(key.persona_ids, key.incarnations, strict=False))
+    for persona_id in key.persona_ids:
+        if persona_id not in live or bound.get(persona_id, live[persona_id]) != live[persona_id]:
+            raise PersonaNotFound("no such persona", persona_id=persona_id)
+    return key.model_copy(update={"incarnations": tuple(live[p] for p in key.persona_ids)})
+
+
+def without_persona(key: ApiKey, persona_id: str, at: datetime) -> ApiKey:
+    """``key`` once ``persona_id`` is deleted: the grant goes; a key left with no persona
+    is revoked at ``at`` instead (keeping its list, so it never reads as a global key)."""
+    if persona_id not in key.persona_ids:
+        return key
+    if set(key.persona_ids) == {persona_id}:
+        return key.model_copy(update={"revoked_at": key.revoked_at or at})
+    bound = key.incarnations or ("",) * len(key.persona_ids)
+    pairs = list(zip(key.persona_ids, bound, strict=True))
+    kept = [(p, i) for p, i in pairs if p != persona_id]
+    return key.model_copy(
+        update={
+            "persona_ids": tuple(p for p, _ in kept),
+            "incarnations": tuple(i for _, i in kept) if key.incarnations else (),
+        }
+    )
 
 
 # personas and snapshots -----------------------------------------------------------------
@@ -225,14 +344,22 @@ FLOAT32_MAX = 3.4028234663852886e38
 def embedding(values: Sequence[float], dimensions: int) -> list[float]:
     """The embedding as floats: exactly ``dimensions`` values, each finite as a float32,
     else ``ValidationError``."""
-    vector = [float(x) for x in values]
+    vector = list(map(float, values))
     if len(vector) != dimensions:
         raise ValidationError(
             "embedding has the wrong number of dimensions",
             dimensions=len(vector),
             expected=dimensions,
         )
-    if not all(math.isfinite(x) and abs(x) <= FLOAT32_MAX for x in vector):
+    # two passes in C instead of a generator per value (a bulk load checks 256 floats an
+    # episode): the sum is NaN or infinite when any value is, once each is within float32
+    try:
+        finite = max(map(abs, vector), default=0.0) <= FLOAT32_MAX and math.isfinite(
+            math.fsum(vector)
+        )
+    except OverflowError:
+        finite = False
+    if not finite:
         raise ValidationError("embedding contains NaN or infinite values")
     return vector
 
@@ -333,10 +460,16 @@ def staged_committed(persona_id: str, expected: int, committed: int) -> None:
 # erasure ----------------------------------------------------------------------------------
 
 
-def erasure_may_commit(commit: ErasureCommit, interaction_count: int) -> None:
-    """The persona is still at the count the erasure replayed from; else ``ConflictError``
-    (an interaction was enriched meanwhile: read and replay again)."""
-    if interaction_count != commit.expected_interaction_count:
+def erasure_may_commit(
+    commit: ErasureCommit, interaction_count: int, snapshot_version: int | None
+) -> None:
+    """The persona is still at the count the erasure replayed from and its CURRENT
+    snapshot is the version the erasure judged; else ``ConflictError`` (an interaction was
+    enriched, or a snapshot written, meanwhile: read and plan again)."""
+    expected = commit.expected_snapshot_version
+    if interaction_count != commit.expected_interaction_count or (
+        expected is not None and snapshot_version != expected
+    ):
         raise ConflictError(
             "the persona moved on since this erasure read it",
             persona_id=commit.persona_id,

@@ -28,7 +28,21 @@ if TYPE_CHECKING:  # numpy loads on first use, so opening a store for a read sta
     Matrix = npt.NDArray[np.float32]
     RankArray = npt.NDArray[np.int64]
 
-__all__ = ["SMALL_SEARCH", "MatrixCache", "UserMatrix", "normalise_rows"]
+__all__ = [
+    "DEFAULT_CACHE_MB",
+    "ROW_OVERHEAD",
+    "SMALL_SEARCH",
+    "MatrixCache",
+    "UserMatrix",
+    "normalise_rows",
+]
+
+DEFAULT_CACHE_MB = 256
+"""The memory a process's embedding cache may hold by default (``SONALITY_CACHE_MB``)."""
+
+ROW_OVERHEAD = 256
+"""Bytes of Python bookkeeping per cached row besides its floats (its id in a list and two
+dicts, its revision stamp): what :meth:`UserMatrix.nbytes` adds per row."""
 
 SMALL_SEARCH = 1 << 16
 """Rows × dimensions up to which a user's rows stay plain floats, searched without numpy
@@ -81,6 +95,16 @@ class UserMatrix:
     read_at: int = -1
     """When the entry last caught up, on the backend's clock (-1: never; a backend whose
     stamps are not serialised re-reads a window before it)."""
+
+    def nbytes(self) -> int:
+        """An estimate of the memory the entry holds: the matrix with its spare rows (or
+        the plain-float rows, 24 bytes a float) and :data:`ROW_OVERHEAD` per row."""
+        if self.matrix is not None:
+            assert self.ranks is not None
+            floats = self.matrix.nbytes + self.ranks.nbytes
+        else:
+            floats = len(self.small) * (self.dimensions * 24 + 64)
+        return floats + len(self.ids) * ROW_OVERHEAD
 
     def fits(self, more: int) -> bool:
         """Whether ``more`` new rows would leave the user small (rows of plain floats)."""
@@ -224,20 +248,65 @@ class UserMatrix:
 
 
 class MatrixCache:
-    """Per-(persona, user) matrices, least recently used evicted."""
+    """Per-(persona, user) matrices within a memory budget, least recently used evicted.
 
-    def __init__(self, dimensions: int, *, max_entries: int = 256) -> None:
+    ``max_bytes`` bounds what the entries hold (:meth:`UserMatrix.nbytes`); an entry's size
+    is taken again after every refresh (:meth:`settle`), and the least recently used ones
+    are dropped until the rest fit. :meth:`admits` tells a backend beforehand whether a
+    user's rows can be cached at all (a user larger than the whole budget is searched
+    another way, never loaded only to be dropped). ``max_entries`` bounds their number too.
+    """
+
+    def __init__(
+        self,
+        dimensions: int,
+        *,
+        max_bytes: int = DEFAULT_CACHE_MB << 20,
+        max_entries: int = 100_000,
+    ) -> None:
         self.dimensions = dimensions
+        self.max_bytes = max_bytes
         self.max_entries = max_entries
         self._entries: OrderedDict[tuple[str, str], UserMatrix] = OrderedDict()
+        self._sizes: dict[tuple[str, str], int] = {}
+        self.used = 0
+        """Bytes the entries held when last settled."""
+        self.evicted = 0
+        """Entries dropped to keep within the budget since the cache was made."""
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def row_bytes(self) -> int:
+        """What one cached row costs in a matrix (float32, its rank, its bookkeeping)."""
+        return self.dimensions * 4 + 8 + ROW_OVERHEAD
+
+    @property
+    def admit(self) -> int:
+        """The most rows one user may have to be cached: what fits four fifths of the
+        budget as a matrix (whose spare rows take up to a quarter more), and, when a user
+        that small would still be kept in plain floats (24 bytes a float), what fits that
+        way (a larger plain-float user would be dropped after every search)."""
+        room = self.max_bytes * 4 // 5
+        rows = room // self.row_bytes()
+        plain = room // (self.dimensions * 24 + 64 + ROW_OVERHEAD)
+        return min(rows, plain) if plain < SMALL_SEARCH // self.dimensions else rows
+
+    def admits(self, rows: int) -> bool:
+        """Whether a user of ``rows`` rows can be cached (:attr:`admit`)."""
+        return rows <= self.admit
 
     def clear(self) -> None:
         """Drop every entry."""
         self._entries.clear()
+        self._sizes.clear()
+        self.used = 0
 
     def forget(self, persona_id: str, user_id: str) -> None:
         """Drop one entry so the next search reloads it from the database."""
-        self._entries.pop((persona_id, user_id), None)
+        key = (persona_id, user_id)
+        self._entries.pop(key, None)
+        self.used -= self._sizes.pop(key, 0)
 
     def entry(self, persona_id: str, user_id: str) -> UserMatrix:
         """The user's matrix (a new empty one when not cached), marked most recent."""
@@ -246,7 +315,23 @@ class MatrixCache:
         if found is None:
             found = UserMatrix(self.dimensions)
             self._entries[key] = found
-            while len(self._entries) > self.max_entries:
-                self._entries.popitem(last=False)
+            self._sizes[key] = 0
         self._entries.move_to_end(key)
         return found
+
+    def settle(self, persona_id: str, user_id: str) -> None:
+        """Take the entry's size again (after a refresh changed it) and evict the least
+        recently used others until the cache fits its budget; an entry that alone does not
+        fit is dropped too (its search has already run)."""
+        key = (persona_id, user_id)
+        entry = self._entries.get(key)
+        if entry is not None:
+            size = entry.nbytes()
+            self.used += size - self._sizes.get(key, 0)
+            self._sizes[key] = size
+        while self._entries and (
+            self.used > self.max_bytes or len(self._entries) > self.max_entries
+        ):
+            old, _ = self._entries.popitem(last=False)
+            self.used -= self._sizes.pop(old, 0)
+            self.evicted += 1

@@ -27,7 +27,9 @@ reply) and :meth:`FakeOpenAI.hang` (requests block until :meth:`FakeOpenAI.relea
 :meth:`FakeOpenAI.stop`). Every request is recorded in ``requests``.
 
 Standard library only (``http.server`` on a background thread); the server never writes
-to stdout.
+to stdout. ``python -m sonality.testing.openai_server --latency 0.5`` runs one in a process
+of its own (so its CPU is not the measured process's): it prints its ``api_base`` as the
+one line of stdout and serves until SIGTERM, SIGINT or the end of its stdin.
 """
 
 from __future__ import annotations
@@ -137,6 +139,7 @@ class FakeOpenAI:
         seed: int = 0,
         host: str = "127.0.0.1",
         port: int = 0,
+        keep_requests: bool = True,
     ) -> None:
         self.answer = answer
         self.model = model
@@ -146,6 +149,8 @@ class FakeOpenAI:
         self.invalid_json_rate = invalid_json_rate
         self.latency = latency
         self.requests: list[RecordedRequest] = []
+        self.keep_requests = keep_requests
+        """False: ``requests`` stays empty (a long-running fake keeps no history)."""
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self._open = threading.Event()
@@ -171,7 +176,7 @@ class FakeOpenAI:
         if self._server is not None:
             return self
         handler = type("_BoundHandler", (_Handler,), {"fake": self})
-        server = ThreadingHTTPServer((self._host, self._port), handler)
+        server = _Server((self._host, self._port), handler)
         server.daemon_threads = True
         server.block_on_close = False
         self._server = server
@@ -249,6 +254,8 @@ class FakeOpenAI:
             return self._ids
 
     def _record(self, method: str, path: str, body: Mapping[str, Any], status: int) -> None:
+        if not self.keep_requests:
+            return
         with self._lock:
             self.requests.append(RecordedRequest(method, path, body, status))
 
@@ -359,6 +366,12 @@ def _error(message: str, status: int) -> dict[str, Any]:
     return {"error": {"message": message, "type": "fake_error", "code": status}}
 
 
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 512
+    """Connections waiting to be accepted (the standard library's 5 refuses a burst of
+    concurrent clients, which a benchmark of many lanes is)."""
+
+
 class _Handler(BaseHTTPRequestHandler):
     fake: FakeOpenAI
     protocol_version = "HTTP/1.1"
@@ -457,3 +470,43 @@ class _Handler(BaseHTTPRequestHandler):
             self._stream(payload)
         else:
             self._send(status, payload)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Serve a fake in this process (see the module docstring)."""
+    import argparse
+    import signal
+    import sys
+
+    parser = argparse.ArgumentParser(prog="python -m sonality.testing.openai_server")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds before each reply")
+    parser.add_argument("--error-rate", type=float, default=0.0)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+
+    def until_stdin_closes() -> None:
+        sys.stdin.read()
+        stop.set()
+
+    threading.Thread(target=until_stdin_closes, daemon=True).start()
+    with FakeOpenAI(
+        host=args.host,
+        port=args.port,
+        latency=args.latency,
+        error_rate=args.error_rate,
+        seed=args.seed,
+        keep_requests=False,
+    ) as server:
+        sys.stdout.write(server.url + "\n")
+        sys.stdout.flush()
+        stop.wait()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

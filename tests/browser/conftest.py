@@ -43,6 +43,7 @@ def browser_devserver(
     server = devserver.DevServer.start(
         log_path=tmp_path_factory.mktemp("browser-neo4j") / "devserver.log",
         browser_post_connect_cmd=post_connect_command(browse_server.url),
+        timeout=600,
     )
     try:
         yield server

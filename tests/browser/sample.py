@@ -216,6 +216,9 @@ async def populate(store: Any, *, embedding_dimensions: int = 64) -> Sonality:
             response=row["response"],
             episode_id=row["id"],
         )
+    # a record whose inline deadline passed on a loaded machine left its episode (and the
+    # ones after it) to the persona's lane: wait for it
+    assert await app.drain(PERSONA, max_seconds=300)
     # Stand-ins for a reflection: a retired belief and a second snapshot version.
     [astrology] = [b for b in await app.beliefs(PERSONA) if b.topic == "astrology"]
     retired = astrology.model_copy(

@@ -232,3 +232,61 @@ def test_doctor_counts_episodes_without_embeddings(env: dict[str, str], tmp_path
     assert code == 0 and json.loads(out)["episodes"]["ada"]["unembedded"] == 1
     code, out, _ = invoke(env, "doctor")
     assert "1 without embedding" in out
+
+
+def test_doctor_reports_the_lag_of_each_persona(env: dict[str, str], tmp_path: Path) -> None:
+    """`doctor` gives, per persona, the age of its oldest pending episode and of its oldest
+    unthought Thinker turn, and marks the persona BEHIND past
+    SONALITY_LAG_DEGRADED_SECONDS (without failing the check)."""
+    import asyncio
+    from datetime import UTC, datetime, timedelta
+
+    from sonality.models import EpisodeDraft, RuntimeMode, ThinkerTurn
+    from sonality.storage.sqlite.store import SqliteStore
+
+    an_hour_ago = datetime.now(UTC) - timedelta(hours=1)
+
+    async def leave_work_pending() -> None:
+        store = await SqliteStore.open(tmp_path / "cli.db", embedding_dimensions=256)
+        try:
+            draft = EpisodeDraft(
+                id="e-old",
+                persona_id="ada",
+                user_id="u1",
+                conversation_id="c1",
+                user_message="said an hour ago",
+                agent_response="ok",
+                created_at=an_hour_ago,
+            )
+            episode, _ = await store.append_episode(draft)
+            turn = ThinkerTurn(
+                persona_id="ada",
+                episode_id=episode.id,
+                conversation_id="c1",
+                user_id="u1",
+                turn=episode.turn,
+                mode=RuntimeMode.FULL,
+                created_at=an_hour_ago + timedelta(minutes=30),
+                updated_at=an_hour_ago + timedelta(minutes=30),
+            )
+            await store.begin_turn(turn, [])
+        finally:
+            await store.close()
+
+    invoke(env, "persona", "create", "ada", "--name", "Ada", "--identity", "I am Ada.")
+    invoke(env, "persona", "create", "bo", "--name", "Bo", "--identity", "I am Bo.")
+    asyncio.run(leave_work_pending())
+    code, out, _ = invoke(env, "doctor", "--json")
+    assert code == 0
+    lag = json.loads(out)["lag"]
+    assert lag["bound_seconds"] == 60
+    ada = lag["personas"]["ada"]
+    assert 3600 <= ada["episode_seconds"] < 3700 and 1800 <= ada["turn_seconds"] < 1900
+    assert ada["behind"] is True
+    assert lag["personas"]["bo"] == {"episode_seconds": 0, "turn_seconds": 0, "behind": False}
+    code, out, _ = invoke(env, "doctor")
+    assert code == 0
+    assert "oldest pending episode 36" in out and "BEHIND (over 60 s)" in out
+    patient = {**env, "SONALITY_LAG_DEGRADED_SECONDS": "86400"}
+    code, out, _ = invoke(patient, "doctor", "--json")
+    assert json.loads(out)["lag"]["personas"]["ada"]["behind"] is False

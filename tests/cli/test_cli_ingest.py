@@ -138,11 +138,12 @@ def test_bad_input_is_reported_per_line_and_good_lines_are_kept(
 def test_per_episode_info_events_are_held_back_during_the_bars(
     ada: dict[str, str], tmp_path: Path
 ) -> None:
-    """At INFO, ingest's per-episode events do not interleave with the bars on stderr;
-    with -v they show; with -q neither bar labels nor INFO events appear."""
+    """At INFO, ingest's per-episode events do not interleave with the bars; off a
+    terminal no bar is drawn at all (not even its label); with -v the events show; with
+    -q neither bar labels nor INFO events appear."""
     path = _write(tmp_path / "x.jsonl", _line("one"), _line("two"))
     code, _, err = invoke(ada, "ingest", str(path), "--persona", "ada", "--no-enrich")
-    assert code == 0 and "episode_recorded" not in err and "storing" in err
+    assert code == 0 and "episode_recorded" not in err and "storing" not in err
     path = _write(tmp_path / "y.jsonl", _line("three"))
     code, _, err = invoke(ada, "-v", "ingest", str(path), "--persona", "ada", "--no-enrich")
     assert code == 0 and "episodes_recorded" in err
@@ -221,3 +222,40 @@ def test_an_id_taken_by_another_exchange_is_a_bad_line_and_the_rest_is_stored(
     assert (result["stored"], result["already_stored"]) == (4, 0)
     _, out, _ = invoke(ada, "episodes", "--persona", "ada", "--json")
     assert sorted(e["user_message"] for e in json.loads(out)) == ["a", "b", "c", "d", "kept"]
+
+
+def test_the_progress_bar_is_drawn_on_a_terminal(ada: dict[str, str], tmp_path: Path) -> None:
+    """With stderr on a terminal (a pseudo-terminal here), ingest draws its storing bar
+    there, to 100 %; stdout keeps the summary alone."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    path = _write(tmp_path / "x.jsonl", *(_line(f"m{i}") for i in range(30)))
+    command = [sys.executable, "-m", "sonality", "ingest", str(path), "--persona", "ada"]
+    leader, follower = pty.openpty()
+    try:
+        done = subprocess.run(
+            [*command, "--no-enrich"],
+            env={**os.environ, **ada},
+            stdout=subprocess.PIPE,
+            stderr=follower,
+            timeout=120,
+            check=False,
+        )
+        os.close(follower)
+        drawn = b""
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # the terminal closed: everything was read
+                break
+            if not chunk:
+                break
+            drawn += chunk
+    finally:
+        os.close(leader)
+    assert done.returncode == 0
+    assert b"storing" in drawn and b"100%" in drawn
+    assert done.stdout.decode().strip() == "stored 30, already stored 0, bad lines 0"

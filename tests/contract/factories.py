@@ -137,8 +137,9 @@ def make_commit(
     **overrides: Any,
 ) -> EnrichmentCommit:
     """A full enrichment of ``episode`` moving the persona from ``expected`` to
-    ``expected + 1``: evidence, an insight, two facts, a staged update, a belief and a
-    provenance edge from the episode itself (each overridable)."""
+    ``expected + 1``: evidence, an insight, two facts (naming the episode: a user holds
+    no two active facts that say the same), a staged update, a belief and a provenance
+    edge from the episode itself (each overridable)."""
     count = expected + 1
     pid = episode.persona_id
     created = episode.created_at
@@ -175,7 +176,7 @@ def make_commit(
                 persona_id=pid,
                 user_id=episode.user_id,
                 kind=FactKind.CONSTRAINT,
-                text="Allergic to peanuts.",
+                text=f"Allergic to peanuts ({episode.id}).",
                 severity=5,
                 episode_id=episode.id,
                 created_at=created,
@@ -185,7 +186,7 @@ def make_commit(
                 persona_id=pid,
                 user_id=episode.user_id,
                 kind=FactKind.PREFERENCE,
-                text="Prefers short answers.",
+                text=f"Prefers short answers ({episode.id}).",
                 severity=2,
                 episode_id=episode.id,
                 created_at=created + timedelta(seconds=1),

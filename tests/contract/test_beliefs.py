@@ -148,3 +148,22 @@ async def test_belief_evidence_lists_edges_oldest_first(store: Any) -> None:
     assert [episode.id for _, episode in evidence] == ["e1", "e1", "e2"]
     assert evidence[2][1] == await store.get_episode("p1", "e2")
     assert await store.belief_evidence("p1", "energy") == []
+
+
+async def test_enrichment_beliefs_reads_only_the_topics_asked(store: Any) -> None:
+    """enrichment_beliefs returns the persona's beliefs of the topics asked (retired too),
+    by topic, never another topic's or another persona's; a topic without a belief is
+    absent; and the backlog read carries no belief at all."""
+    await add_persona(store)
+    await add_persona(store, "p2")
+    energy = make_belief(topic="energy")
+    zoning = make_belief(topic="zoning", status=BeliefStatus.RETIRED, confidence=0.03125)
+    art = make_belief(topic="art")
+    await store.upsert_beliefs([energy, zoning, art, make_belief("p2", topic="energy")])
+    assert await store.enrichment_beliefs("p1", ["zoning", "energy", "nope"]) == [energy, zoning]
+    assert await store.enrichment_beliefs("p1", []) == []
+    await add_episode(store, "e1")
+    backlog = await store.enrichment_backlog("p1", limit=5, influence_window=10)
+    assert [e.id for e in backlog.episodes] == ["e1"] and backlog.state.beliefs == ()
+    full = await store.enrichment_state("p1", ["u1"], since_interaction=0)
+    assert full.beliefs == (art, energy, zoning)

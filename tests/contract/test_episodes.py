@@ -374,3 +374,29 @@ async def test_append_with_backlog_reads_the_backlog_after_the_append(store: Any
         await store.append_episode_with_backlog(
             make_draft("e9", persona_id="nobody"), influence_window=10
         )
+
+
+@pytest.mark.parametrize(
+    "filters",
+    [{}, {"user_id": "u1"}, {"conversation_id": "c1"}, {"user_id": "u1", "conversation_id": "c1"}],
+    ids=["persona", "user", "conversation", "both"],
+)
+async def test_list_episodes_pages_by_the_seq_cursor(store: Any, filters: dict[str, Any]) -> None:
+    """Pages of 4 chained by ``before`` = the last seq of the previous page walk the whole
+    filtered history newest first, each episode exactly once, and end with an empty page."""
+    await add_persona(store)
+    for i in range(18):
+        await add_episode(
+            store, f"e{i:02d}", user_id=f"u{i % 2}", conversation_id=f"c{i % 3}", minute=i
+        )
+    every = [e.id for e in await store.list_episodes("p1", limit=100, **filters)]
+    paged: list[str] = []
+    before = None
+    while True:
+        page = await store.list_episodes("p1", limit=4, before=before, **filters)
+        if not page:
+            break
+        assert len(page) <= 4
+        paged += [e.id for e in page]
+        before = page[-1].seq
+    assert paged == every and len(set(paged)) == len(paged) and every

@@ -132,7 +132,7 @@ async def test_an_enrichment_chunk_is_one_statement(
 async def test_the_backlog_read_is_one_statement(neo4j_store: Any, statements: Statements) -> None:
     """The read an enrichment pass makes before the model (the oldest pending episodes,
     the pending count, the planning state) is one statement and reads what
-    enrichment_state reads."""
+    enrichment_state reads, but no belief."""
     await add_persona(neo4j_store)
     e1 = await add_episode(neo4j_store, "e1", minute=1)
     await neo4j_store.commit_enrichment(make_commit(e1, expected=0))
@@ -146,18 +146,21 @@ async def test_the_backlog_read_is_one_statement(neo4j_store: Any, statements: S
     assert [e.id for e in backlog.episodes] == ["e2", "e3"]
     assert backlog.pending == 3 and backlog.persona.interaction_count == 1
     users = sorted({e.user_id for e in backlog.episodes})
-    assert backlog.state == await neo4j_store.enrichment_state("p1", users, since_interaction=-8)
-    assert backlog.state.beliefs and backlog.state.influence
+    state = await neo4j_store.enrichment_state("p1", users, since_interaction=-8)
+    assert state.beliefs and backlog.state.beliefs == ()  # planning reads them by topic
+    assert backlog.state == state.model_copy(update={"beliefs": ()})
+    assert backlog.state.influence
     plain = await neo4j_store.enrichment_backlog("p1", limit=2, influence_window=10)
     assert plain.pending is None
 
 
-async def test_an_inline_record_is_two_units_of_work(
+async def test_an_inline_record_is_three_units_of_work(
     neo4j_store: Any, statements: Statements
 ) -> None:
-    """record(enrich="inline") with an instant model and an idle lane is two statements
-    in two units of work: the append with the backlog read (``episode/append_backlog``:
-    the episode is the oldest pending one) and the enrichment commit (which returns the
+    """record(enrich="inline") with an instant model and an idle lane is three statements
+    in three units of work: the append with the backlog read (``episode/append_backlog``:
+    the episode is the oldest pending one, and no belief), the beliefs of the topics the
+    reply names (``enrichment/beliefs``) and the enrichment commit (which returns the
     episode); it returns the enriched episode as stored, and a second record of the same
     persona costs the same."""
     llm = ScriptedLLM()
@@ -174,9 +177,10 @@ async def test_an_inline_record_is_two_units_of_work(
             )
         assert [first_line(q) for q in sent] == [
             first_line(load(Query.EPISODE_APPEND_BACKLOG)),
+            first_line(load(Query.ENRICHMENT_BELIEFS)),
             first_line(load(Query.ENRICHMENT_COMMIT)),
         ]
-        assert neo4j_store.transaction_stats.units == units + 2
+        assert neo4j_store.transaction_stats.units == units + 3
         assert recorded.status == "enriched"
         assert recorded.episode == await neo4j_store.get_episode("p1", recorded.episode.id)
         assert recorded.enrichment is not None and recorded.enrichment.remaining == 0
@@ -342,7 +346,7 @@ async def test_similarity_routes_agree_with_an_exact_ranking(
     query = vector(1.0, 3.0, 1.0)
     mine = [d for d in drafts if d.user_id == "u1" and d.embedding is not None]
     expected = sorted(mine, key=lambda d: -cosine(d.embedding or (), query))[:5]
-    monkeypatch.setattr(neo4j_store, "similarity_cache", False)
+    monkeypatch.setattr(neo4j_store, "similarity_plan", "route")
     monkeypatch.setattr(neo4j_store, "similarity_route", SimilarityRoute(exact_max=exact_max))
     with statements.counting() as sent:
         found = await neo4j_store.similar_episodes("p1", "u1", query, k=5)

@@ -4,15 +4,27 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from sonality.models import Belief, Persona
 from sonality.service import Sonality
 from sonality.testing import FrozenClock
+from tests.conftest import EMBEDDING_DIMENSIONS
 from tests.pipeline import scripts
 from tests.pipeline.conftest import IDENTITY, app, clock, llm, make_app
 
-__all__ = ["IDENTITY", "Turn", "app", "clock", "llm", "make_app", "opinion_state", "play"]
+__all__ = [
+    "IDENTITY",
+    "Turn",
+    "app",
+    "cli_env",
+    "clock",
+    "llm",
+    "make_app",
+    "opinion_state",
+    "play",
+]
 
 
 @dataclass(frozen=True)
@@ -26,7 +38,8 @@ class Turn:
 
 
 async def play(app: Sonality, clock: FrozenClock, persona: str, turns: list[Turn]) -> None:
-    """Record ``turns`` in order (creating the persona first if needed)."""
+    """Record ``turns`` in order (creating the persona first if needed), and see every one
+    enriched (a record past its inline deadline on a busy machine is finished here)."""
     if persona not in {p.id for p in await app.personas()}:
         await app.create_persona(persona, name="Ada", core_identity=IDENTITY)
     for t in turns:
@@ -40,6 +53,8 @@ async def play(app: Sonality, clock: FrozenClock, persona: str, turns: list[Turn
             response=script.response,
             episode_id=f"e{t.index}",
         )
+    if app.llm is not None:
+        await app.enrich_pending(persona)
 
 
 def _belief(b: Belief) -> tuple[Any, ...]:
@@ -98,4 +113,16 @@ async def opinion_state(app: Sonality, persona: str) -> dict[str, Any]:
             u: sorted((f.episode_id, f.text) for f in await app.facts(persona, user_id=u))
             for u in users
         },
+    }
+
+
+def cli_env(folder: Path) -> dict[str, str]:
+    """The environment of a ``sonality`` command on a SQLite file in ``folder``, without
+    a model."""
+    return {
+        "SONALITY_STORE": f"sqlite:///{folder / 'cli.db'}",
+        "SONALITY_LOG_FORMAT": "json",
+        "SONALITY_LOG_LEVEL": "WARNING",
+        "SONALITY_MODEL": "",
+        "SONALITY_EMBEDDING_DIMENSIONS": str(EMBEDDING_DIMENSIONS),
     }

@@ -146,3 +146,40 @@ async def test_copy_moves_every_persona_between_stores(
     assert await target.export(["ada", "bob"]) == await source.export(["ada", "bob"])
     again = await copy_personas(sqlite_store, neo4j_store)
     assert {r.status for r in again} == {ImportStatus.UNCHANGED}
+
+
+async def test_import_and_copy_stay_idempotent_after_the_target_deleted_the_persona(
+    store: Any, t0: Any, tmp_path: Any, opened: list[Any]
+) -> None:
+    """The issue's fifth item: a target that once deleted a persona keeps the audit record
+    of it, and that record is the target's history, not the persona's data. Importing the
+    export again imports it; importing or copying once more is ``unchanged``, however many
+    times the target deleted it before."""
+    from sonality.storage.sqlite.store import SqliteStore
+
+    clock = FrozenClock(t0)
+    source_store = await SqliteStore.open(
+        tmp_path / "source.db", embedding_dimensions=EMBEDDING_DIMENSIONS
+    )
+    opened.append(source_store)
+    await source_store.migrate()
+    source = _app(source_store, clock, script.scripted())
+    await _lived(source, clock)
+    text = await source.export("ada")
+
+    target = _app(store, clock)
+    for _ in range(2):
+        [imported] = await target.import_(text)
+        assert imported.status is ImportStatus.IMPORTED
+        [again] = await target.import_(text)
+        assert again.status is ImportStatus.UNCHANGED
+        assert {r.status for r in await copy_personas(source_store, store)} == {
+            ImportStatus.UNCHANGED
+        }
+        await target.delete_persona("ada")
+    kinds = [e.kind.value for e in await target.erasures("ada")]
+    assert kinds.count("persona") == 2  # the target's own records of both deletions
+    [copied] = await copy_personas(source_store, store)
+    assert copied.status is ImportStatus.IMPORTED
+    [unchanged] = await copy_personas(source_store, store)
+    assert unchanged.status is ImportStatus.UNCHANGED

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from sonality.errors import NotFoundError, PersonaNotFound, ValidationError
+from sonality.errors import ConflictError, NotFoundError, PersonaNotFound, ValidationError
 from sonality.models import ErasureKind, FactKind
 from sonality.service import Sonality
 from sonality.testing import FrozenClock
@@ -157,3 +157,68 @@ async def test_bad_added_facts_are_rejected_and_write_nothing(
             await app.add_fact("ada", **{**good, **bad})  # type: ignore[arg-type]
     assert await app.facts("ada", user_id="u1") == []
     assert await app.facts("ada", user_id="u2") == []
+
+
+async def _active(app: Sonality, user: str) -> list[tuple[str, str]]:
+    return [(f.id, f.text) for f in await app.facts("ada", user_id=user)]
+
+
+async def test_correcting_onto_a_held_fact_merges_into_it(
+    app: Sonality, clock: FrozenClock
+) -> None:
+    """The issue's sixth item, first repro: correcting a fact to the text of another active
+    fact of the user leaves one active fact, the one already there, backed by both
+    exchanges (the higher severity wins); erasing either exchange keeps it, erasing both
+    removes it."""
+    await play(app, clock, "ada", [Turn(1, "u1", "c1"), Turn(3, "u1", "c1"), Turn(4, "u1", "c1")])
+    tea = await app.add_fact("ada", user_id="u1", episode_id="e1", text="likes tea", severity=2)
+    milk = await app.add_fact(
+        "ada", user_id="u1", episode_id="e3", text="takes milk", kind="constraint", severity=4
+    )
+    merged = await app.correct_fact("ada", fact_id=milk.id, text="Likes  TEA")
+    assert merged.id == tea.id and merged.text == "Likes  TEA"
+    assert (merged.episode_id, merged.also_from, merged.severity) == ("e1", ("e3",), 4)
+    assert await _active(app, "u1") == [(tea.id, "Likes  TEA")]
+
+    await app.delete_episode("ada", episode_id="e1")
+    [kept] = await app.facts("ada", user_id="u1")
+    assert (kept.id, kept.episode_id, kept.also_from) == (tea.id, "e3", ())
+    record = await app.delete_episode("ada", episode_id="e3")
+    assert record.facts == 1
+    assert await app.facts("ada", user_id="u1") == []
+
+
+async def test_un_retracting_a_fact_added_again_merges_it(
+    app: Sonality, clock: FrozenClock
+) -> None:
+    """The issue's sixth item, second repro: a retracted fact whose text was added again
+    meanwhile, corrected (which makes it active), merges into the one added: one active
+    fact, never two."""
+    await play(app, clock, "ada", [Turn(1, "u1", "c1"), Turn(3, "u1", "c1")])
+    old = await app.add_fact("ada", user_id="u1", episode_id="e1", text="likes tea")
+    await app.retract_fact("ada", fact_id=old.id)
+    again = await app.add_fact("ada", user_id="u1", episode_id="e3", text="likes tea")
+    assert again.id != old.id
+    merged = await app.correct_fact("ada", fact_id=old.id, text="likes tea")
+    assert merged.id == again.id and merged.also_from == ("e1",)
+    assert await _active(app, "u1") == [(again.id, "likes tea")]
+
+
+async def test_the_store_refuses_a_second_active_fact_with_one_key(
+    app: Sonality, clock: FrozenClock
+) -> None:
+    """Below the rules, the store itself (a unique index on SQLite, a uniqueness
+    constraint on Neo4j) refuses two active facts of one user with the same key: an
+    archive holding them does not import, and nothing of it is written."""
+    await play(app, clock, "ada", [Turn(1, "u1", "c1"), Turn(3, "u1", "c1")])
+    await app.add_fact("ada", user_id="u1", episode_id="e1", text="likes tea")
+    lines = (await app.export("ada")).splitlines()
+    await app.delete_persona("ada")
+    fact = next(line for line in lines if '"type":"fact"' in line)
+    twin = fact.replace('"likes tea"', '"LIKES tea"').replace('"fact_', '"fact_twin', 1)
+    with pytest.raises(ConflictError):
+        await app.import_([*lines, twin])
+    assert "ada" not in {p.id for p in await app.personas()}
+    [one] = await app.import_(lines)
+    assert one.persona_id == "ada"
+    assert [f.text for f in await app.facts("ada", user_id="u1")] == ["likes tea"]

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import Any
 
 import pytest
 
+from sonality.core.erasure import keyed_subject
 from sonality.errors import NotFoundError, PersonaNotFound
 from sonality.models import ErasureKind
 from sonality.service import Sonality
@@ -62,13 +64,18 @@ async def test_forgetting_a_user_leaves_the_state_of_a_persona_that_never_met_th
 async def test_the_audit_record_names_no_user_and_holds_no_text(
     app: Sonality, clock: FrozenClock
 ) -> None:
-    """The erasure record keeps a digest of the user id, counts and a time: neither the id
-    nor any message; it is listed by `erasures`."""
+    """The erasure record keeps a keyed digest of the user id, counts and a time: neither
+    the id nor any message, nor the plain SHA-256 a reader could confirm a guess with;
+    the store (which holds the key) computes it again; it is listed by `erasures`."""
     await play(app, clock, "full", schedule(12))
     record = await app.forget_user("full", user_id="u1")
     text = json.dumps(record.model_dump(mode="json"))
     assert "u1" not in text and "turn" not in text
-    assert record.subject == hashlib.sha256(b"full\x00user\x00u1").hexdigest()
+    plain = hashlib.sha256(b"full\x00user\x00u1").hexdigest()
+    assert record.subject != plain
+    assert record.subject == keyed_subject(await app.store.audit_key(), plain)
+    assert record.subject == await app.erasure_subject("full", kind="user", subject_id="u1")
+    assert record.subject != await app.erasure_subject("full", kind="user", subject_id="u2")
     assert await app.erasures("full") == [record]
 
 
@@ -136,3 +143,32 @@ async def test_an_unknown_user_or_episode_is_not_found_and_nothing_is_written(
         await app.forget_user("nobody", user_id="u2")
     assert await opinion_state(app, "ada") == before
     assert await app.erasures("ada") == []
+
+
+async def test_deleting_an_exchange_clears_what_the_affect_state_read_from_it(
+    make_app: Any, clock: FrozenClock
+) -> None:
+    """The affect state last changed by an erased exchange keeps no interpretation,
+    appraisal or plan of it (they restate the message); mood, relationship and goals
+    stay, and the user's other states are untouched."""
+    from tests.runtime import script
+
+    app: Sonality = make_app(script.scripted())
+    await app.create_persona("ada", name="Ada", core_identity="I am Ada.")
+    await app.set_runtime("ada", affect="talker")
+    await app.set_affect("ada", user_id="u1", hard_goals=["be kind"])
+    for i in (1, 2):
+        clock.advance(minutes=1)
+        await app.respond(
+            "ada", user_id="u1", conversation_id="c1", message=script.message(i), episode_id=f"e{i}"
+        )
+        await app.drain("ada")
+    before = await app.affect_state("ada", user_id="u1")
+    assert before is not None and before.episode_id == "e2" and before.interpretation
+
+    await app.delete_episode("ada", episode_id="e2")
+    after = await app.affect_state("ada", user_id="u1")
+    assert after is not None
+    assert (after.interpretation, after.appraisal, after.plan, after.episode_id) == (None,) * 4
+    assert (after.emotional_state, after.hard_goals) == (before.emotional_state, before.hard_goals)
+    assert after.version == before.version + 1

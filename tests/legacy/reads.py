@@ -24,6 +24,9 @@ FAR_FUTURE = datetime(2100, 1, 1, tzinfo=UTC)
 """``stale_before`` that makes every pending Thinker turn stale."""
 ADDED_FIELDS = frozenset(
     {
+        "advice",
+        "also_from",
+        "incarnation",
         "insight_attempts",
         "insight_status",
         "moves_at",

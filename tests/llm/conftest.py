@@ -52,11 +52,12 @@ def prompts(tmp_path: Path) -> PromptLibrary:
 
 @dataclass
 class Recorded:
-    """One request the fake server received."""
+    """One request the fake server received, and when (``time.monotonic``)."""
 
     path: str
     body: dict[str, Any]
     authorization: str | None
+    at: float = field(default_factory=time.monotonic)
 
 
 @dataclass
@@ -64,6 +65,7 @@ class _Scripted:
     status: int
     body: dict[str, Any]
     delay: float
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -126,10 +128,16 @@ class FakeOpenAI:
         }
         self.script.append(_Scripted(200, body, 0.0))
 
-    def fail(self, status: int, times: int = 1, message: str = "scripted failure") -> None:
-        """Queue ``times`` error replies with HTTP ``status``."""
+    def fail(
+        self,
+        status: int,
+        times: int = 1,
+        message: str = "scripted failure",
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        """Queue ``times`` error replies with HTTP ``status`` (and ``headers``)."""
         body = {"error": {"message": message, "type": "scripted", "code": str(status)}}
-        self.script.extend(_Scripted(status, body, 0.0) for _ in range(times))
+        self.script.extend(_Scripted(status, body, 0.0, dict(headers or {})) for _ in range(times))
 
     def count(self, path: str = "/v1/chat/completions") -> int:
         return sum(1 for r in self.requests if r.path == path)
@@ -156,6 +164,8 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 self.send_response(scripted.status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
+                for name, value in scripted.headers.items():
+                    self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(payload)
             except OSError:  # the client gave up (timeout tests)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
-from collections.abc import MutableMapping
+from collections.abc import Iterator, MutableMapping
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -12,7 +13,13 @@ from pydantic import BaseModel, Field, SecretStr
 
 from sonality.config import Settings
 from sonality.errors import LLMConfigError, LLMError, LLMResponseInvalid, LLMUnavailable
-from sonality.llm.litellm_llm import HISTORY_OPENER, LiteLLM, backoff_delay, is_transient
+from sonality.llm.litellm_llm import (
+    HISTORY_OPENER,
+    LiteLLM,
+    Transport,
+    backoff_delay,
+    is_transient,
+)
 from sonality.llm.prompts import PromptLibrary
 from sonality.llm.usage import UsageMeter
 from sonality.ports import LLM
@@ -30,6 +37,19 @@ class Verdict(BaseModel):
     topics: list[str]
 
 
+_TRANSPORT: list[Transport] = ["auto"]
+"""The transport the adapters of the running test use (set by ``_each_transport``)."""
+
+
+@pytest.fixture(autouse=True, params=["direct", "litellm"])
+def _each_transport(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Every test runs twice: over the lean OpenAI-compatible client and over litellm;
+    the adapter promises the same on both."""
+    _TRANSPORT[0] = request.param
+    yield request.param
+    _TRANSPORT[0] = "auto"
+
+
 def _llm(
     server: FakeOpenAI,
     prompts: PromptLibrary,
@@ -40,7 +60,7 @@ def _llm(
     base_url: str | None = None,
     usage: UsageMeter | None = None,
 ) -> LiteLLM:
-    return LiteLLM(
+    llm = LiteLLM(
         model,
         api_base=base_url or server.base_url,
         api_key="sk-test",
@@ -49,7 +69,10 @@ def _llm(
         prompts=prompts,
         usage=usage,
         backoff_base=0.01,
+        transport=_TRANSPORT[0],
     )
+    assert llm.transport == ("litellm" if _TRANSPORT[0] == "litellm" else "direct")
+    return llm
 
 
 def test_adapter_satisfies_the_llm_port(prompts: PromptLibrary) -> None:
@@ -253,7 +276,10 @@ async def test_llm_call_is_logged_with_usage(
     assert ok["cost_usd"] is None  # litellm has no price for "test-model"
     assert ok["latency_ms"] >= 0
     assert ok["log_level"] == "info"
-    assert calls[0]["error"] == "RateLimitError"
+    assert calls[0]["error"] == (
+        "RateLimitError" if _TRANSPORT[0] == "litellm" else "ProviderStatusError"
+    )
+    assert calls[0]["status"] == 429
     dumped = json.dumps(logs, default=str)
     assert "sky is green" not in dumped
     assert "sk-test" not in dumped
@@ -387,3 +413,22 @@ async def test_history_is_sent_as_the_models_own_earlier_turns(
         ("assistant", '{"a": 2}'),
         ("user", "Claim: the sky is green\nTopic: sky"),
     ]
+
+
+async def test_retry_after_is_honoured_by_every_call_to_the_model(
+    openai_server: FakeOpenAI, prompts: PromptLibrary
+) -> None:
+    """A 429 with ``Retry-After: 1`` holds the retry, and a second call to the same model
+    started meanwhile, for that second (the backoff alone would retry at once); both
+    succeed."""
+    openai_server.fail(429, headers={"Retry-After": "1"})
+    openai_server.chat(GOOD)
+    openai_server.chat(GOOD)
+    llm = _llm(openai_server, prompts)
+    first = asyncio.create_task(llm.structured("judge", VARS, Verdict, component="enrich"))
+    await asyncio.sleep(0.3)  # the 429 has come back
+    second = await llm.structured("judge", VARS, Verdict, component="enrich")
+    assert (await first).score == second.score == 0.4
+    limited = openai_server.requests[0].at
+    assert all(r.at - limited >= 0.95 for r in openai_server.requests[1:])
+    assert llm.rate.pauses == 1

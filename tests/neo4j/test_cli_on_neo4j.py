@@ -66,8 +66,8 @@ def test_data_commands_refuse_an_unmigrated_database(bare: Any, env: dict[str, s
 
 def test_the_vector_index_follows_the_setting(bare: Any, env: dict[str, str]) -> None:
     """migrate with SONALITY_NEO4J_VECTOR_INDEX=on creates episode_embedding and says so;
-    doctor reports it, and with the setting off it names the mismatch and the fix (exit 0:
-    searches answer either way) until migrate drops it."""
+    doctor reports it, and with the setting back at auto (no index on 5.26) it names the
+    mismatch and the fix (exit 0: searches answer either way) until migrate drops it."""
     runner = CliRunner()
     on = {**env, "SONALITY_NEO4J_VECTOR_INDEX": "on"}
     applied = runner.invoke(main, ["migrate"], env=on)
@@ -85,13 +85,13 @@ def test_the_vector_index_follows_the_setting(bare: Any, env: dict[str, str]) ->
 
     mismatch = runner.invoke(main, ["doctor"], env=env)
     assert mismatch.exit_code == 0, mismatch.output
-    assert "SONALITY_NEO4J_VECTOR_INDEX=off: episode_embedding ONLINE" in mismatch.stdout
+    assert "SONALITY_NEO4J_VECTOR_INDEX=auto: episode_embedding ONLINE" in mismatch.stdout
     assert "run `sonality migrate`" in mismatch.stdout
     dropped = runner.invoke(main, ["migrate", "--json"], env=env)
     assert dropped.exit_code == 0, dropped.output
     index = json.loads(dropped.stdout)["vector_index"]
     assert (index["wanted"], index["state"], index["matches_setting"]) == (False, None, True)
     assert (
-        "SONALITY_NEO4J_VECTOR_INDEX=off: no index"
+        "SONALITY_NEO4J_VECTOR_INDEX=auto: no index"
         in runner.invoke(main, ["doctor"], env=env).stdout
     )

@@ -72,7 +72,7 @@ def neo4j_2026(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A Neo4j 2026.x dev server of its own (built on first use), for this module."""
     devserver = _load_devserver()
     log = tmp_path_factory.mktemp("neo4j-2026") / "devserver.log"
-    server = devserver.DevServer.start(version="2026", log_path=Path(log))
+    server = devserver.DevServer.start(version="2026", log_path=Path(log), timeout=600)
     try:
         yield server
     finally:
@@ -202,24 +202,28 @@ async def test_filtered_vector_search_returns_only_the_scoped_users_episodes(
     await store.close()
 
 
-async def test_store_on_2026_searches_inside_the_scoped_index(
-    neo4j_2026: Any, driver: AsyncDriver
+async def test_store_on_2026_chooses_the_in_index_search_and_uses_it(
+    neo4j_2026: Any, driver: AsyncDriver, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """On 2026.x, after migrating with the vector index on (created scoped), the store sees
-    the scoped index at connect time and, asked to (similarity_search), searches inside it:
-    similar_episodes and context_reads give the user's exact top 5 (computed here), only
-    that user's; the default form there, the cache, agrees."""
+    """On 2026.x, after a default migrate (SONALITY_NEO4J_VECTOR_INDEX=auto: V0271 makes the
+    scoped index), a store chooses the in-index search at connect time and uses it: one
+    context_reads is exactly one statement, context/read_search, which gives the user's
+    exact top 5 (computed here), only that user's, and leaves the process's cache empty.
+    Forced to the cache plan it agrees; with the setting off, migrate drops the index and
+    the store chooses the cache, whose answers agree too."""
+    from neo4j import AsyncManagedTransaction
+
     from sonality.models import EpisodeDraft
+    from sonality.storage.neo4j.cypher import Query, load
     from sonality.storage.neo4j.store import Neo4jStore
     from tests.contract.factories import T0, add_persona, cosine, vector
 
     await _run(driver, "MATCH (n) DETACH DELETE n")
     await _run(driver, "DROP INDEX episode_embedding IF EXISTS")
-    store = await Neo4jStore.open(
-        neo4j_2026.bolt_uri, embedding_dimensions=EMBEDDING_DIMENSIONS, vector_index=True
-    )
+    await _run(driver, "MATCH (m:Migration) WHERE m.version = 271 DELETE m")
+    store = await Neo4jStore.open(neo4j_2026.bolt_uri, embedding_dimensions=EMBEDDING_DIMENSIONS)
     try:
-        await store.migrate()
+        assert "V0271__episode_embedding_search" in await store.migrate()
         await add_persona(store)
         drafts = [
             EpisodeDraft(
@@ -236,23 +240,150 @@ async def test_store_on_2026_searches_inside_the_scoped_index(
         ]
         await store.append_episodes(drafts)
         await _run(driver, "CALL db.awaitIndexes(300)")
-        query = vector(1.0, 3.0, 1.0)
-        mine = [d for d in drafts if d.user_id == "u1"]
-        expected = sorted(cosine(d.embedding or (), query) for d in mine)[::-1][:5]
-        reopened = await Neo4jStore.open(
-            neo4j_2026.bolt_uri, embedding_dimensions=EMBEDDING_DIMENSIONS
-        )
-        try:
-            assert reopened.similarity_form == "cache"
-            cached = await reopened.similar_episodes("p1", "u1", query, k=5)
-            reopened.similarity_search = True
-            assert reopened.similarity_form == "search"
-            found = await reopened.similar_episodes("p1", "u1", query, k=5)
-            reads = await reopened.context_reads("p1", "u1", query, similar_k=5, recent=2)
-        finally:
-            await reopened.close()
     finally:
         await store.close()
-    for result in (found, list(reads.similar), cached):
+    query = vector(1.0, 3.0, 1.0)
+    mine = [d for d in drafts if d.user_id == "u1"]
+    expected = sorted(cosine(d.embedding or (), query) for d in mine)[::-1][:5]
+
+    sent: list[str] = []
+    original = AsyncManagedTransaction.run
+
+    async def spy(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        sent.append(str(query))
+        return await original(self, query, *args, **kwargs)
+
+    reopened = await Neo4jStore.open(neo4j_2026.bolt_uri, embedding_dimensions=EMBEDDING_DIMENSIONS)
+    try:
+        assert reopened.similarity_form == "search"
+        await reopened.get_persona("p1")  # the first unit of work checks the schema first
+        monkeypatch.setattr(AsyncManagedTransaction, "run", spy)
+        reads = await reopened.context_reads("p1", "u1", query, similar_k=5, recent=2)
+        monkeypatch.undo()
+        assert sent == [load(Query.CONTEXT_READ_SEARCH)]
+        assert len(reopened.vectors) == 0
+        found = await reopened.similar_episodes("p1", "u1", query, k=5)
+        reopened.similarity_plan = "cache"
+        cached = await reopened.similar_episodes("p1", "u1", query, k=5)
+        assert len(reopened.vectors) == 1
+    finally:
+        await reopened.close()
+    off = await Neo4jStore.open(
+        neo4j_2026.bolt_uri, embedding_dimensions=EMBEDDING_DIMENSIONS, vector_index="off"
+    )
+    try:
+        await off.migrate()
+        assert (off._db.scoped_index, off.similarity_form) == (False, "cache")
+        without = await off.context_reads("p1", "u1", query, similar_k=5, recent=2)
+        assert len(off.vectors) == 1
+    finally:
+        await off.close()
+    for result in (found, list(reads.similar), cached, list(without.similar)):
         assert [s for _, s in result] == pytest.approx(expected, abs=1e-5)
         assert {e.user_id for e, _ in result} == {"u1"}
+
+
+def _operators(plan: Any) -> list[tuple[str, int, str]]:
+    """(operator, rows, details) of every operator of a profiled plan."""
+    details = str(plan.get("args", {}).get("Details", ""))
+    found = [(str(plan["operatorType"]).split("@")[0], int(plan.get("rows", 0)), details)]
+    for child in plan.get("children", []):
+        found += _operators(child)
+    return found
+
+
+async def test_context_read_search_is_bounded_by_what_it_returns_on_2026(
+    neo4j_2026: Any, driver: AsyncDriver
+) -> None:
+    """PROFILE of context/read_search over a persona of 400 embedded beliefs and a user of
+    200 episodes: the similar episodes and the relevant beliefs come from the vector indexes'
+    own filtered search, the strongest from an ordered index seek that stops at the limit,
+    the unembedded from their index (none here); no label scan, no Belief row read beyond
+    what the block returns."""
+    from sonality.models import EpisodeDraft
+    from sonality.storage.neo4j.cypher import Query, load
+    from sonality.storage.neo4j.store import Neo4jStore
+    from tests.contract.factories import T0, add_persona, make_belief, vector
+
+    await _run(driver, "MATCH (n) DETACH DELETE n")
+    store = await Neo4jStore.open(neo4j_2026.bolt_uri, embedding_dimensions=EMBEDDING_DIMENSIONS)
+    try:
+        await store.migrate()
+        await add_persona(store)
+        beliefs = [
+            make_belief(topic=f"t{i:03d}", position=i / 400, confidence=0.5) for i in range(400)
+        ]
+        await store.upsert_beliefs(beliefs)
+        await store.set_topic_embeddings(
+            "p1", {b.topic: vector(1.0, float(i % 13), 0.1 * i) for i, b in enumerate(beliefs)}
+        )
+        await store.append_episodes(
+            [
+                EpisodeDraft(
+                    id=f"e{i}",
+                    persona_id="p1",
+                    user_id="u1",
+                    conversation_id="c1",
+                    user_message=f"m{i}",
+                    agent_response="r",
+                    created_at=T0,
+                    embedding=vector(1.0, float(i % 7), 0.01 * i),
+                )
+                for i in range(200)
+            ]
+        )
+        await _run(driver, "CALL db.awaitIndexes(300)")
+    finally:
+        await store.close()
+    params = {
+        "persona_id": "p1",
+        "user_id": "u1",
+        "recent": 3,
+        "embedding": list(vector(1.0, 2.0, 1.0)),
+        "beliefs": 4,
+        "k": 5,
+        "candidates": 15,
+    }
+    async with driver.session(database=DATABASE) as session:
+        result = await session.run("PROFILE " + load(Query.CONTEXT_READ_SEARCH), params)
+        [row] = [record.data() async for record in result]
+        plan = (await result.consume()).profile
+    operators = _operators(plan)
+    searches = [d for name, _, d in operators if name == "NodeVectorIndexSearch"]
+    assert any("VECTOR INDEX episode_embedding" in d for d in searches), operators
+    assert any("VECTOR INDEX belief_topic_embedding" in d for d in searches), operators
+    assert not [o for o in operators if "LabelScan" in o[0]], operators
+    belief_reads = [rows for name, rows, d in operators if "b:Belief" in d and "Seek" in name]
+    assert belief_reads and max(belief_reads) <= 4, operators
+    assert len(row["similar"]) == 5 and len(row["relevant"]) == 4
+    assert len(row["strongest"]) == 4 and row["unembedded"] == []
+    assert [b["topic"] for b in row["strongest"]] == ["t399", "t398", "t397", "t396"]
+
+
+async def test_versioned_migrations_make_the_filtered_indexes_on_2026(
+    neo4j_2026: Any, driver: AsyncDriver
+) -> None:
+    """V0270 and V0271 on 2026.x: belief_topic_embedding filtered by persona and status,
+    episode_embedding by persona and user, both unquantised (2026.08 quantises to BINARY by
+    default) with the configured dimension; the episodes' built with ef_construction 32."""
+    from sonality.storage.neo4j.store import Neo4jStore
+
+    store = await Neo4jStore.open(neo4j_2026.bolt_uri, embedding_dimensions=EMBEDDING_DIMENSIONS)
+    try:
+        await store.migrate()
+    finally:
+        await store.close()
+    rows = await _run(
+        driver,
+        "SHOW VECTOR INDEXES YIELD name, state, properties, options "
+        "RETURN name, state, properties, options.indexConfig AS config ORDER BY name",
+    )
+    by_name = {r["name"]: r for r in rows}
+    belief, episode = by_name["belief_topic_embedding"], by_name["episode_embedding"]
+    assert belief["properties"] == ["topic_embedding", "persona_id", "status"]
+    assert episode["properties"] == ["embedding", "persona_id", "user_id"]
+    for index in (belief, episode):
+        assert index["state"] == "ONLINE"
+        assert index["config"]["vector.dimensions"] == EMBEDDING_DIMENSIONS
+        assert index["config"]["vector.quantization.type"] == "NONE"
+    assert episode["config"]["vector.hnsw.ef_construction"] == 32

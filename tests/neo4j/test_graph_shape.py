@@ -63,7 +63,7 @@ def _commit(episode: Episode, expected: int, delta: float) -> EnrichmentCommit:
                 persona_id=episode.persona_id,
                 user_id=episode.user_id,
                 kind=FactKind.FACT,
-                text="lives by the sea",
+                text=f"lives by the sea ({episode.id})",
                 severity=1,
                 episode_id=episode.id,
                 created_at=when,

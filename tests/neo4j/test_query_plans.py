@@ -8,10 +8,21 @@ from typing import Any
 
 import pytest
 
+from sonality.storage.checks import NO_CURSOR
 from sonality.storage.neo4j.cypher import Query, load
 from tests.contract.factories import add_persona, make_draft, vector
 
 pytestmark = pytest.mark.neo4j
+
+NO_SEARCH: dict[str, Any] = {
+    "since": None,
+    "known": {},
+    "admit": 0,
+    "embedding": None,
+    "beliefs": 8,
+    "belief_candidates": 160,
+}
+"""context/read's parameters besides persona, user and recent, when nothing is searched."""
 
 
 def _operators(plan: Any) -> list[tuple[str, int, str]]:
@@ -28,24 +39,34 @@ def _operators(plan: Any) -> list[tuple[str, int, str]]:
     [
         (Query.EPISODE_LIST, {"user_id": None}),
         (Query.EPISODE_LIST_USER, {"user_id": "u1"}),
-        (Query.CONTEXT_READ, {"user_id": "u1", "recent": 3, "since": None, "known": {}}),
+        (Query.EPISODE_LIST_CONVERSATION, {"user_id": None, "conversation_id": "c1"}),
+        (Query.CONTEXT_READ, {"user_id": "u1", "recent": 3, **NO_SEARCH}),
     ],
-    ids=["persona", "user", "context"],
+    ids=["persona", "user", "conversation", "context"],
 )
+@pytest.mark.parametrize("page", ["first", "deep"])
 async def test_latest_episodes_stop_at_the_limit(
-    neo4j_store: Any, query: Query, params: dict[str, Any]
+    neo4j_store: Any, query: Query, params: dict[str, Any], page: str
 ) -> None:
-    """Over 60 episodes, the latest 3 are read from an ordered index seek that yields at
-    most 3 rows, and nothing sorts the history by seq."""
+    """Over 60 episodes, a page of 3 (the first, or one far back behind a seq cursor) is
+    read from an ordered index seek that yields at most 3 rows, and nothing sorts the
+    history by seq."""
     await add_persona(neo4j_store)
     await neo4j_store.append_episodes(
-        [make_draft(f"e{i}", user_id=f"u{i % 2}", minute=i) for i in range(60)]
+        [
+            make_draft(f"e{i}", user_id=f"u{i % 2}", conversation_id=f"c{i % 2}", minute=i)
+            for i in range(60)
+        ]
     )
+    before = NO_CURSOR
+    if page == "deep":
+        before = (await neo4j_store.list_episodes("p1", limit=50))[-1].seq
     arguments = {
         "persona_id": "p1",
         "conversation_id": None,
         "since_interaction": None,
         "limit": 3,
+        "before": before,
         **params,
     }
     async with neo4j_store._driver.session(database="neo4j") as session:
@@ -75,6 +96,7 @@ async def test_a_current_caches_catch_up_in_context_read_reads_no_embedding(
         "persona_id": "p1",
         "user_id": "u1",
         "recent": 2,
+        **NO_SEARCH,
         **neo4j_store.vectors.catch_up("p1", "u1"),
     }
     assert len(arguments["known"]) == 30  # every row is inside the window
@@ -110,3 +132,98 @@ async def test_staged_reads_seek_the_persona(
     staged = [(name, details) for name, _, details in operators if "s:StagedUpdate" in details]
     assert staged and all(name != "NodeByLabelScan" for name, _ in staged), operators
     assert any("StagedUpdate(persona_id, due_at)" in details for _, details in staged)
+
+
+async def test_lag_heads_stop_at_the_first_index_entry(neo4j_store: Any) -> None:
+    """With 60 pending episodes and 30 pending turns, each head of episode/oldest_pending
+    comes from an index seek read in order that yields one row: nothing sorts the queue."""
+    from datetime import timedelta
+
+    from sonality.models import RuntimeMode, ThinkerTurn
+
+    await add_persona(neo4j_store)
+    episodes = []
+    for i in range(60):
+        episode, _ = await neo4j_store.append_episode(make_draft(f"e{i}", minute=60 - i))
+        episodes.append(episode)
+    for episode in episodes[::2]:
+        at = episode.created_at + timedelta(seconds=1)
+        await neo4j_store.begin_turn(
+            ThinkerTurn(
+                persona_id="p1",
+                episode_id=episode.id,
+                conversation_id=episode.conversation_id,
+                user_id=episode.user_id,
+                turn=episode.turn,
+                mode=RuntimeMode.FULL,
+                created_at=at,
+                updated_at=at,
+            ),
+            [],
+        )
+    async with neo4j_store._driver.session(database="neo4j") as session:
+        result = await session.run(
+            "PROFILE " + load(Query.EPISODE_OLDEST_PENDING), {"persona_ids": ["p1"]}
+        )
+        plan = (await result.consume()).profile
+    operators = _operators(plan)
+    seeks = [(name, rows) for name, rows, details in operators if ":Episode(" in details]
+    assert [name for name, _ in seeks] == ["NodeIndexSeek", "NodeIndexSeek"], "\n".join(
+        map(str, operators)
+    )
+    assert all(rows <= 1 for _, rows in seeks), operators
+    sorts = {"Sort", "Top", "PartialSort", "PartialTop"}
+    assert not [o for o in operators if o[0] in sorts], operators
+
+
+async def test_context_read_reads_beliefs_through_indexes_to_their_limits(
+    neo4j_store: Any,
+) -> None:
+    """PROFILE of context/read (5.26) over a persona of 300 embedded beliefs: the strongest
+    come from the (persona_id, status, strength) index in order and stop at the limit, the
+    unembedded from their own index (none here), the relevant from the topic vector index's
+    bounded candidates, and the exact fallback scan does not run: no Belief index seek
+    yields more rows than the block shows, no label scan."""
+    from tests.contract.factories import make_belief
+
+    await add_persona(neo4j_store)
+    beliefs = [make_belief(topic=f"t{i:03d}", position=i / 300, confidence=0.5) for i in range(300)]
+    await neo4j_store.upsert_beliefs(beliefs)
+    await neo4j_store.set_topic_embeddings(
+        "p1", {b.topic: vector(1.0, float(i % 13), 0.1 * i) for i, b in enumerate(beliefs)}
+    )
+    arguments = {
+        "persona_id": "p1",
+        "user_id": "u1",
+        "recent": 2,
+        **NO_SEARCH,
+        "embedding": list(vector(1.0, 2.0, 1.0)),
+        "beliefs": 4,
+        "belief_candidates": 80,
+    }
+    async with neo4j_store._driver.session(database="neo4j") as session:
+        await (await session.run("CALL db.awaitIndexes(60)")).consume()
+        result = await session.run("PROFILE " + load(Query.CONTEXT_READ), arguments)
+        [row] = [record.data() async for record in result]
+        plan = (await result.consume()).profile
+    operators = _operators(plan)
+    assert not [o for o in operators if "LabelScan" in o[0]], operators
+    seeks = [rows for name, rows, details in operators if "b:Belief" in details and "Seek" in name]
+    assert seeks and max(seeks) <= 4, operators
+    calls = [rows for name, rows, details in operators if name == "ProcedureCall"]
+    assert calls and max(calls) <= 80, operators
+    assert [b["topic"] for b in row["strongest"]] == ["t299", "t298", "t297", "t296"]
+    assert len(row["relevant"]) == 4 and row["unembedded"] == []
+
+
+async def test_on_5_26_the_plan_is_the_cache_and_context_uses_it(neo4j_store: Any) -> None:
+    """Neo4j 5.26 has no filtered vector search: the store chooses the process's cache at
+    connect time, and context_reads fills it with the user's rows (the plan in use)."""
+    await add_persona(neo4j_store)
+    await neo4j_store.append_episodes(
+        [make_draft(f"e{i}", minute=i, embedding=vector(1.0, float(i))) for i in range(20)]
+    )
+    assert (neo4j_store._db.scoped_index, neo4j_store.similarity_form) == (False, "cache")
+    reads = await neo4j_store.context_reads("p1", "u1", vector(1.0), similar_k=3, recent=2)
+    assert len(reads.similar) == 3
+    assert len(neo4j_store.vectors.entry("p1", "u1").ids) == 20

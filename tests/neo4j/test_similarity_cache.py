@@ -43,7 +43,7 @@ async def _fill(store: Any, n: int = 24) -> None:
 async def _exact(store: Any, monkeypatch: pytest.MonkeyPatch, k: int) -> list[tuple[str, float]]:
     """The user u1's top k by the server's exact scan (the cache switched off)."""
     with monkeypatch.context() as m:
-        m.setattr(store, "similarity_cache", False)
+        m.setattr(store, "similarity_plan", "route")
         m.setattr(store, "similarity_route", SimilarityRoute(exact_max=10**9))
         return [(e.id, s) for e, s in await store.similar_episodes("p1", "u1", QUERY, k=k)]
 
@@ -171,3 +171,22 @@ async def test_many_equal_embeddings_read_back_k_plus_margin(
     assert sent == [5 + MARGIN]
     assert cached == [i for i, _ in await _exact(neo4j_store, monkeypatch, 5)]
     assert cached == ["t29", "t28", "t27", "t26", "t25"]
+
+
+async def test_a_user_larger_than_the_cache_budget_is_scanned_on_the_server(
+    neo4j_store: Any, monkeypatch: pytest.MonkeyPatch, via: Search
+) -> None:
+    """With a budget that takes a few rows, u1 (12 embedded episodes) is never loaded: its
+    catch-up carries the count alone, the server's exact scan answers, and the cache holds
+    nothing of u1; u0's three rows are cached. The answers are the exact scan's either way."""
+    await _fill(neo4j_store)
+    await neo4j_store.append_episodes(
+        [make_draft(f"s{i}", user_id="small", minute=i, embedding=_head(i)) for i in range(3)]
+    )
+    neo4j_store.vectors.max_bytes = 9_000
+    assert 3 <= neo4j_store.vectors.admit < 12
+    await _agrees(neo4j_store, monkeypatch, via)
+    assert ("p1", "u1") not in neo4j_store.vectors._entries
+    await neo4j_store.similar_episodes("p1", "small", QUERY, k=2)
+    assert len(neo4j_store.vectors.entry("p1", "small").ids) == 3
+    assert neo4j_store.vectors.used <= neo4j_store.vectors.max_bytes

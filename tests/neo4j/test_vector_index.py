@@ -74,7 +74,7 @@ async def _routed(
 
     with monkeypatch.context() as m:
         m.setattr(neo4j_episodes, "fetch", spy)
-        m.setattr(store, "similarity_cache", False)
+        m.setattr(store, "similarity_plan", "route")
         m.setattr(store, "similarity_route", route)
         hits = await store.similar_episodes("p1", "u1", QUERY, k=5)
     return [(e.id, s) for e, s in hits], seen
@@ -98,6 +98,31 @@ async def test_fresh_migrate_leaves_no_vector_index(
     status = (await store.schema_status()).vector_index
     assert status is not None
     assert (status.wanted, status.state, status.matches) == (False, None, True)
+
+
+async def test_versioned_steps_on_5_26_make_the_plain_topic_index_and_no_episode_index(
+    fresh: Any, opened: list[Any], neo4j_uri: str, neo4j_auth: Any
+) -> None:
+    """A default migrate (setting auto) on 5.26 applies V0270 and V0271: the belief topic
+    index exists plain (5.26 cannot filter inside it) with the configured dimension, and
+    V0271, whose statements need Cypher 25, is recorded while the episodes stay unindexed."""
+    store = await Neo4jStore.open(neo4j_uri, auth=neo4j_auth, embedding_dimensions=DIMS)
+    opened.append(store)
+    applied = await store.migrate()
+    assert {"V0270__bounded_reads", "V0271__episode_embedding_search"} <= set(applied)
+    assert await fresh.run(SHOW) == []
+    [belief] = await fresh.run(
+        "SHOW VECTOR INDEXES YIELD name, state, properties, options "
+        "WHERE name = 'belief_topic_embedding' "
+        "RETURN state, properties, options.indexConfig['vector.dimensions'] AS dimensions"
+    )
+    assert belief == {"state": "ONLINE", "properties": ["topic_embedding"], "dimensions": DIMS}
+    status = (await store.schema_status()).vector_index
+    assert status is not None and (status.setting, status.wanted, status.matches) == (
+        "auto",
+        False,
+        True,
+    )
 
 
 async def test_on_creates_the_index_and_off_drops_it_searches_answer_either_way(
@@ -152,11 +177,11 @@ async def test_on_creates_the_index_and_off_drops_it_searches_answer_either_way(
 async def test_in_index_search_without_the_scoped_index_is_a_configuration_error(
     neo4j_store: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """similarity_search (2026.x's in-index SEARCH) on a server without the scoped index is
+    """The search plan (2026.x's in-index SEARCH) on a server without the scoped index is
     a ConfigError (exit 3) naming the setting, at the first search; nothing is written."""
     await _fill(neo4j_store)
-    monkeypatch.setattr(neo4j_store, "similarity_search", True)
-    with pytest.raises(ConfigError, match="SONALITY_NEO4J_VECTOR_INDEX=on") as caught:
+    monkeypatch.setattr(neo4j_store, "similarity_plan", "search")
+    with pytest.raises(ConfigError, match="SONALITY_NEO4J_VECTOR_INDEX") as caught:
         await neo4j_store.similar_episodes("p1", "u1", QUERY, k=5)
     assert caught.value.exit_code == 3
     with pytest.raises(ConfigError):

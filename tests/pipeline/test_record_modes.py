@@ -113,7 +113,9 @@ async def test_inline_record_leaves_an_older_backlog_to_the_lane(
     recorded = await _record(app, clock, 4, enrich=True)
     assert recorded.status == "pending" and recorded.enrichment is None
     await asyncio.sleep(0.05)
-    assert gate.waiting <= 1  # the lane may have started on e1, never on the caller's time
+    # the lane may be asking about the backlog (after its first answer, many episodes at
+    # once), but the caller got its answer without waiting for any of it
+    assert gate.waiting <= 2 * 4
     gate.opened.set()
     assert await app.drain("ada", max_seconds=30)
     assessed = [c.variables["user_message"] for c in llm.calls_to("assess_evidence")]

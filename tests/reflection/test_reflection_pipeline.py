@@ -394,3 +394,37 @@ async def test_record_notifies_due_listeners(app: Sonality) -> None:
 
 def _belief(beliefs: list[Any], topic: str) -> Any:
     return next(b for b in beliefs if b.topic == topic)
+
+
+async def test_a_reflection_shows_a_bounded_number_of_insights_and_keeps_the_rest(
+    make_app: Callable[..., Sonality], clock: FrozenClock
+) -> None:
+    """60 pending insights (a bulk load): the reflect prompt shows the 40 most recent, the
+    commit consumes exactly those, the 20 older stay pending and the next reflection
+    consumes them: none is dropped."""
+    from sonality.mind.reflection_prompt import MAX_PROMPT_INSIGHTS
+    from sonality.service import Exchange
+    from tests.pipeline import scripts
+
+    llm = scripted_llm()
+    llm.default("extract_insight", lambda r, v: {"insight": f"I weighed: {v['user_message']}"})
+    app = make_app(llm)
+    await create(app)
+    await app.record_batch(
+        "ada",
+        [Exchange("u1", "c1", f"Point {i}. {scripts.turn(i % 30 + 1).message}") for i in range(60)],
+    )
+    await app.enrich_pending("ada")
+    pending = await app.insights("ada", status=InsightStatus.PENDING)
+    assert len(pending) == 60 and MAX_PROMPT_INSIGHTS == 40
+    report = await app.reflect("ada", force=True)
+    assert report.outcome == "committed" and report.insights_consumed == 40
+    [call] = llm.calls_to("reflect")
+    shown = [i for i in pending if i.id in call.rendered.user]
+    assert [i.id for i in shown] == [i.id for i in pending[20:]]  # the newest 40, in order
+    left = await app.insights("ada", status=InsightStatus.PENDING)
+    assert [i.id for i in left] == [i.id for i in pending[:20]]
+    clock.advance(minutes=1)
+    again = await app.reflect("ada", force=True)
+    assert again.insights_consumed == 20
+    assert await app.insights("ada", status=InsightStatus.PENDING) == []

@@ -28,7 +28,7 @@ from tests.pipeline import scripts
 from tests.reflection.conftest import IDENTITY, SNAPSHOT
 from tests.reflection.fake_models import scripted_llm
 
-pytestmark = [pytest.mark.neo4j, pytest.mark.slow]
+pytestmark = [pytest.mark.neo4j, pytest.mark.slow, pytest.mark.soak]
 
 DURATION = 120.0
 SCAN = 2.0

@@ -46,9 +46,8 @@ async def test_the_runtime_answers_and_thinks_on_parts_alone(
         clock=parts.clock,
         count_tokens=parts.count_tokens,
         recorder=parts.recorder,
-        enricher=parts.enricher,
+        lanes=parts.lanes,
         contexts=parts.context_builder,
-        notifier=parts.reflector.notifier,
         settings=parts.runtime,
         max_response_chars=parts.limits.max_response_chars,
     )

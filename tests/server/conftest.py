@@ -95,12 +95,20 @@ class Served:
                 self.process.wait()
 
 
-def start(env: dict[str, str], log: Path, *args: str, port: int | None = None) -> Served:
-    """Start ``sonality serve`` and wait until ``/healthz`` answers."""
+def start(
+    env: dict[str, str],
+    log: Path,
+    *args: str,
+    port: int | None = None,
+    model: str | None = MODEL,
+) -> Served:
+    """Start ``sonality serve`` and wait until ``/healthz`` answers; ``model`` is the
+    ``--llm`` factory (None: the model the settings in ``env`` name)."""
     port = port or free_port()
+    llm = ["--llm", model] if model is not None else []
     with log.open("ab") as out:
         process = subprocess.Popen(
-            [SONALITY, "serve", "--port", str(port), "--llm", MODEL, *args],
+            [SONALITY, "serve", "--port", str(port), *llm, *args],
             env=env,
             cwd=ROOT,
             stdin=subprocess.DEVNULL,

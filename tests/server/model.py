@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,13 +18,19 @@ from sonality.llm.prompts import RenderedPrompt
 from sonality.testing import ScriptedLLM
 
 
+def _wait_gone(path: str) -> None:
+    """Return once ``path`` no longer exists."""
+    while os.path.exists(path):
+        time.sleep(0.05)
+
+
 async def talk(rendered: RenderedPrompt, variables: Mapping[str, Any]) -> str | LLMUnavailable:
     """An echo; a message asking for "[model down]" meets a model outage. In a process
     started with ``SONALITY_TEST_HANG_WHILE`` naming a file, the Talker hangs while that
     file exists (a model that does not answer)."""
     gate = os.environ.get("SONALITY_TEST_HANG_WHILE")
-    while gate and os.path.exists(gate):
-        await asyncio.sleep(0.05)
+    if gate:
+        await asyncio.to_thread(_wait_gone, gate)
     if "[model down]" in str(variables["message"]):
         return LLMUnavailable("the scripted model is down")
     return f"You said: {variables['message']}"

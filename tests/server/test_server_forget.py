@@ -24,6 +24,7 @@ def zoe(served: Served) -> str:
                     "episode_id": f"{user}{n}",
                     "message": f"I am allergic to peanuts and like nuclear power ({n}).",
                     "response": "Noted.",
+                    "enrich": "inline",
                 },
             )
             assert r.status_code == 200, r.text

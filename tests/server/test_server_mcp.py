@@ -64,6 +64,7 @@ async def _exercise(session: ClientSession, user: str) -> None:
                 "message": "I am allergic to peanuts and like nuclear power.",
                 "response": "Noted.",
                 "episode_id": f"{user}-1",
+                "enrich": "inline",
             },
         )
     )
@@ -226,6 +227,7 @@ async def test_mcp_fact_tools_need_a_write_key(served: Served, persona: dict[str
                 "episode_id": "scoped-1",
                 "message": "I am allergic to peanuts.",
                 "response": "Noted.",
+                "enrich": "inline",
             },
         )
         assert r.status_code == 200, r.text

@@ -14,7 +14,7 @@ IDENTITY = "Ada is a careful engineer who weighs evidence before changing her mi
 
 @pytest.fixture(scope="module")
 def ada(served: Served) -> str:
-    """Persona ``ada`` with a few recorded exchanges of user ``sam``."""
+    """Persona ``ada`` with a few recorded exchanges of user ``sam`` (enriched inline)."""
     with served.client() as c:
         r = c.post("/v1/personas", json={"id": "ada", "name": "Ada", "core_identity": IDENTITY})
         assert r.status_code == 201, r.text
@@ -26,6 +26,7 @@ def ada(served: Served) -> str:
                 "message": "Nuclear power is the safest source per terawatt-hour.",
                 "response": "That matches the mortality data I know.",
                 "episode_id": "e1",
+                "enrich": "inline",
             },
         )
         assert r.status_code == 200, r.text
@@ -33,12 +34,22 @@ def ada(served: Served) -> str:
 
 
 def test_health_and_readiness(served: Served) -> None:
-    """/healthz answers without a key; /readyz reports the store and the schema ready."""
+    """/healthz answers without a key; /readyz reports the store and the schema ready and
+    the background work within its lag bound, naming no persona."""
     with served.client("") as c:
         assert c.get("/healthz").json() == {"status": "ok"}
         ready = c.get("/readyz")
     assert ready.status_code == 200
-    assert ready.json() == {"status": "ready", "checks": {"store": "ok", "schema": "ok"}}
+    body = ready.json()
+    assert body["status"] == "ready", body
+    assert body["checks"] == {"store": "ok", "schema": "ok", "lag": "ok"}
+    assert set(body["lag"]) == {
+        "bound_seconds",
+        "episode_seconds",
+        "turn_seconds",
+        "personas_behind",
+    }
+    assert body["lag"]["bound_seconds"] == 60 and body["lag"]["personas_behind"] == 0
 
 
 def test_personas_create_list_show(served: Served, ada: str) -> None:

@@ -30,6 +30,7 @@ def tenants(served: Served) -> dict[str, str]:
                     "episode_id": "e1",
                     "message": f"I am allergic to peanuts, says {pid}'s user",
                     "response": "Noted.",
+                    "enrich": "inline",
                 },
             )
             assert r.status_code == 200, r.text

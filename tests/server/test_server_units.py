@@ -108,3 +108,70 @@ def test_derived_conversation_is_stable_and_valid() -> None:
     one = derived_conversation("u1", "Hello")
     assert one == derived_conversation("u1", "Hello") != derived_conversation("u2", "Hello")
     assert one.startswith("chat-") and len(one) == 29
+
+
+async def test_concurrent_requests_of_one_key_share_one_lookup() -> None:
+    """32 requests of one key arriving while its cache entry is missing or stale read the
+    store once between them, and every one is verified; an unknown key is refused to
+    every one of its requests, after one read too."""
+    import asyncio
+
+    from sonality.errors import NotFoundError
+    from sonality.server.auth import KeyCheck
+    from sonality.server.errors import HttpError
+
+    key_id, secret, token = mint()
+    key = ApiKey(
+        id=key_id,
+        secret_hash=hash_secret(secret),
+        scope=KeyScope.WRITE,
+        persona_ids=("ada",),
+        created_at=datetime(2026, 1, 1, tzinfo=UTC),
+    )
+    reads: list[str] = []
+
+    async def lookup(wanted: str) -> ApiKey:
+        reads.append(wanted)
+        await asyncio.sleep(0.05)
+        if wanted != key_id:
+            raise NotFoundError("no such key")
+        return key
+
+    check = KeyCheck(lookup, cache_seconds=0.0)
+    callers = await asyncio.gather(*(check.caller(f"Bearer {token}") for _ in range(32)))
+    assert reads == [key_id] and {c.key for c in callers} == {key}
+    await check.caller(f"Bearer {token}")  # the entry is stale at once: one read more
+    assert reads == [key_id, key_id]
+    stranger = f"son_{'0' * 16}_{secret}"
+    refused = await asyncio.gather(
+        *(check.caller(f"Bearer {stranger}") for _ in range(8)), return_exceptions=True
+    )
+    assert all(isinstance(r, HttpError) and r.status == 401 for r in refused)
+    assert reads == [key_id, key_id, "0" * 16]
+
+
+def test_the_server_records_in_the_background_unless_told(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The server's record mode: ``--record-enrich`` when given, else
+    ``SONALITY_RECORD_ENRICH`` when the environment sets it, else background (the
+    library's default, inline, is not the server's)."""
+    from sonality.config import Settings
+    from sonality.server.run import record_mode
+
+    monkeypatch.delenv("SONALITY_RECORD_ENRICH", raising=False)
+    assert Settings().record_enrich == "inline"
+    assert record_mode(None, Settings()) == "background"
+    assert record_mode("off", Settings()) == "off"
+    monkeypatch.setenv("SONALITY_RECORD_ENRICH", "inline")
+    assert record_mode(None, Settings()) == "inline"
+    assert record_mode("background", Settings()) == "background"
+
+
+def test_the_cli_default_key_concurrency_is_the_servers() -> None:
+    """``sonality serve --key-concurrency`` defaults to the server's own constant."""
+    from sonality.cli.serve import serve
+    from sonality.server.deps import KEY_CONCURRENCY
+
+    [option] = [p for p in serve.params if p.name == "key_concurrency"]
+    assert option.default == KEY_CONCURRENCY == 64

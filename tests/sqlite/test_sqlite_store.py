@@ -269,3 +269,116 @@ async def test_a_file_that_is_not_a_database_is_refused(tmp_path: Path) -> None:
     path.write_bytes(b"this is not a database, just some bytes" * 100)
     with pytest.raises(StoreError):
         await SqliteStore.open(path, embedding_dimensions=DIMS)
+
+
+async def test_lag_reads_stop_at_the_head_of_an_index(sqlite_store: SqliteStore) -> None:
+    """Both heads of ``oldest_pending`` are searched through an index kept in the order
+    asked for: no temporary sort of the pending episodes or turns, whatever their number."""
+    from sonality.storage.sqlite import episodes
+
+    with raw(sqlite_store.path) as conn:
+        for sql in (episodes._OLDEST_EPISODE, episodes._OLDEST_TURN):
+            plan = " | ".join(row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}", ("p1",)))
+            assert "USING" in plan and "INDEX" in plan, plan
+            assert "TEMP B-TREE" not in plan, plan
+
+
+async def test_a_write_waiting_for_the_lock_leaves_the_reads_free(
+    sqlite_store: SqliteStore,
+) -> None:
+    """While another process holds the file's write lock, an append waits for it without
+    holding the store's worker thread: this store's reads answer meanwhile, and the append
+    goes through once the lock is released."""
+    await add_persona(sqlite_store)
+    with raw(sqlite_store.path) as other:
+        other.execute("BEGIN IMMEDIATE")
+        appending = asyncio.create_task(sqlite_store.append_episode(draft("e1")))
+        await asyncio.sleep(0.2)
+        started = asyncio.get_running_loop().time()
+        assert [p.id for p in await sqlite_store.list_personas()] == ["p1"]
+        assert asyncio.get_running_loop().time() - started < 0.5
+        assert not appending.done()
+        await asyncio.sleep(1.0)
+        other.execute("COMMIT")
+    episode, created = await asyncio.wait_for(appending, timeout=5)
+    assert created and episode.seq == 1
+
+
+async def test_a_write_gives_up_on_the_lock_after_the_busy_timeout(tmp_path: Path) -> None:
+    """A write lock held past the store's busy timeout fails the write with
+    StoreUnavailable (busy), and nothing is written."""
+    store = await SqliteStore.open(tmp_path / "s.db", embedding_dimensions=DIMS, busy_timeout=0.3)
+    try:
+        await store.migrate()
+        await add_persona(store)
+        with raw(store.path) as other:
+            other.execute("BEGIN IMMEDIATE")
+            started = asyncio.get_running_loop().time()
+            with pytest.raises(StoreUnavailable, match="busy"):
+                await store.append_episode(draft("e1"))
+            assert asyncio.get_running_loop().time() - started < 3
+            other.execute("ROLLBACK")
+        assert await store.list_episodes("p1") == []
+    finally:
+        await store.close()
+
+
+async def test_similarity_cache_keeps_within_its_budget_and_answers_alike(
+    sqlite_store: SqliteStore,
+) -> None:
+    """With a budget of about one user's rows, searches over six users answer what a
+    store with room for all answers, and the cache never holds more than its budget."""
+    await add_persona(sqlite_store)
+    for u in range(6):
+        for i in range(20):
+            await sqlite_store.append_episode(
+                draft(f"e{u}-{i}", user_id=f"u{u}", embedding=unit((u + i) % DIMS))
+            )
+    roomy = {u: await sqlite_store.similar_episodes("p1", f"u{u}", unit(u), k=3) for u in range(6)}
+    cache = sqlite_store._db.vectors
+    one = cache.used // len(cache)  # every user holds the same number of rows
+    cache.clear()
+    cache.max_bytes = one * 3 // 2
+    for _ in range(2):
+        for u in range(6):
+            found = await sqlite_store.similar_episodes("p1", f"u{u}", unit(u), k=3)
+            assert [(e.id, s) for e, s in found] == [(e.id, s) for e, s in roomy[u]]
+            assert cache.used <= cache.max_bytes and len(cache) <= 1
+    assert cache.evicted >= 5
+
+
+@pytest.mark.parametrize(
+    ("sql", "params", "index"),
+    [
+        ("_STRONGEST", ["p1", 8], "beliefs_by_strength"),
+        ("_UNEMBEDDED", ["p1", 8], "beliefs_unembedded"),
+    ],
+)
+async def test_context_belief_reads_search_their_indexes(
+    sqlite_store: SqliteStore, sql: str, params: list[Any], index: str
+) -> None:
+    """The strongest and the unembedded beliefs are read through their own indexes (a
+    SEARCH to a limit), never a pass over every belief of the persona."""
+    from sonality.storage.sqlite import context
+
+    with raw(sqlite_store.path) as conn:
+        plan = conn.execute("EXPLAIN QUERY PLAN " + getattr(context, sql), params).fetchall()
+    details = " ".join(str(row[-1]) for row in plan)
+    assert f"SEARCH beliefs USING INDEX {index} (persona_id=?" in details, details
+    assert "SCAN" not in details and "TEMP B-TREE" not in details, details
+
+
+async def test_episode_pages_seek_to_the_cursor(sqlite_store: SqliteStore) -> None:
+    """Every listing statement seeks its index to the seq cursor (``seq<?``): a page far
+    back costs what the first one does."""
+    from sonality.storage.sqlite.episodes import _LIST_EPISODES
+
+    with raw(sqlite_store.path) as conn:
+        for (by_user, by_conversation), sql in _LIST_EPISODES.items():
+            filters = ["u1"] * by_user + ["c1"] * by_conversation
+            plan = conn.execute(
+                "EXPLAIN QUERY PLAN " + sql, ["p1", *filters, 5, None, None, 3]
+            ).fetchall()
+            details = " ".join(str(row[-1]) for row in plan)
+            assert "SEARCH episodes USING INDEX" in details and "seq<?" in details, details
+            assert "TEMP B-TREE" not in details, details

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from sonality.core.retrieval import unit_vector
-from sonality.storage.vectors import SMALL_SEARCH, UserMatrix, normalise_rows
+from sonality.storage.vectors import SMALL_SEARCH, MatrixCache, UserMatrix, normalise_rows
 
 DIMS = 4
 
@@ -100,3 +100,51 @@ def test_plain_floats_and_the_matrix_rank_alike(k: int, ranked: bool) -> None:
     assert all(-1.0 <= s <= 1.0 for _, s in small + dense)
     tied = ["e04", "e03", "e05"] if ranked else ["e03", "e04", "e05"]  # ranks 3, 1, 0
     assert [i for i, _ in small][:3] == tied[:k]
+
+
+def _filled_cache(budget: int, users: int, rows: int) -> MatrixCache:
+    cache = MatrixCache(DIMS, max_bytes=budget)
+    for u in range(users):
+        entry = cache.entry("p", f"u{u}")
+        ids = [f"u{u}-{i}" for i in range(rows)]
+        entry.put(ids, [unit_vector((1.0, float(i), 0.0, 0.0)) for i in range(rows)], [1] * rows)
+        cache.settle("p", f"u{u}")
+    return cache
+
+
+def test_the_cache_keeps_within_its_memory_budget_least_recently_used_first() -> None:
+    """With room for about two users' rows, filling four keeps the two used last; touching
+    one makes it the most recent, so the next user evicts the other; what the entries hold
+    (their nbytes) never passes the budget after a settle."""
+    one = _filled_cache(10**9, 1, 100).used
+    cache = _filled_cache(2 * one + one // 2, 4, 100)
+    assert len(cache) == 2 and cache.used <= cache.max_bytes and cache.evicted == 2
+    assert [key for key in cache._entries] == [("p", "u2"), ("p", "u3")]
+    cache.entry("p", "u2")  # a search of u2 makes it the most recent
+    cache.settle("p", "u2")
+    entry = cache.entry("p", "u9")
+    entry.put(
+        [f"x{i}" for i in range(100)],
+        [unit_vector((1.0, float(i), 0.0, 0.0)) for i in range(100)],
+        [1] * 100,
+    )
+    cache.settle("p", "u9")
+    assert [key for key in cache._entries] == [("p", "u2"), ("p", "u9")]
+    assert cache.used == sum(e.nbytes() for e in cache._entries.values())
+    cache.forget("p", "u2")
+    assert cache.used == cache._entries[("p", "u9")].nbytes()
+
+
+def test_an_entry_larger_than_the_budget_is_not_kept_and_admits_says_so() -> None:
+    """admits() refuses a user whose rows cannot fit; an entry that grew past the budget
+    anyway is dropped at its settle (its search has already run)."""
+    cache = MatrixCache(DIMS, max_bytes=20_000)
+    assert cache.admits(10) and not cache.admits(100) and cache.admit < 100
+    entry = cache.entry("p", "big")
+    entry.put(
+        [f"e{i}" for i in range(100)],
+        [unit_vector((1.0, float(i), 0, 0)) for i in range(100)],
+        [1] * 100,
+    )
+    cache.settle("p", "big")
+    assert len(cache) == 0 and cache.used == 0

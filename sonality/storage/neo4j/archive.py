@@ -37,7 +37,7 @@ from sonality.storage import archive as fmt
 from sonality.storage import checks, shapes
 from sonality.storage.neo4j import codec
 from sonality.storage.neo4j.cypher import Query
-from sonality.storage.neo4j.enrichment import belief_props
+from sonality.storage.neo4j.enrichment import belief_props, fact_props
 from sonality.storage.neo4j.episodes import episode_from
 from sonality.storage.neo4j.executor import Neo4jAggregate, count, fetch, fetch_one
 from sonality.storage.neo4j.personas import persona_from
@@ -190,7 +190,7 @@ async def _import(tx: AsyncManagedTransaction, archive: PersonaArchive, dimensio
     insights = [codec.encode(i) for i in archive.insights]
     wrote = await count(tx, Query.ARCHIVE_PUT_INSIGHTS, **ids, insights=insights)
     checks.wrote_all("an insight names an unknown episode", pid, len(insights), wrote)
-    facts = [codec.encode(f) for f in archive.facts]
+    facts = [fact_props(f) for f in archive.facts]
     wrote = await count(tx, Query.ENRICHMENT_CREATE_FACTS, **ids, facts=facts)
     checks.wrote_all("a fact names an unknown user or episode", pid, len(facts), wrote)
     reflections = [

@@ -1,17 +1,26 @@
 """What ``context`` reads on Neo4j, in one read transaction (one session).
 
-``context/read`` brings persona, CURRENT snapshot, the user's active facts, the active
-beliefs, the user's latest episodes and — when the similarity is searched in the
-process's embedding cache (:mod:`sonality.storage.neo4j.vectors`) — the cache's catch-up,
-in one statement; the similar episodes then come, in the same transaction, from the
-cache (one statement: the hits by id), or from the in-index filtered search on 2026.x
-(``episode/similar_search``). Two statements in one managed transaction (a third only
-when the cache must be rebuilt), instead of six sessions.
+Every part is bounded by what ``context`` shows, never by what the persona or the user
+holds: the user's facts (all of them: they are pinned), the beliefs (the strongest few,
+read backwards through the ``(persona_id, status, strength)`` index; those whose topic is
+most similar to the message; those not embedded yet, through their own index), the user's
+latest episodes and their most similar ones.
+
+Two forms, chosen by the plan the store made at connect time
+(:attr:`~sonality.storage.neo4j.episodes.Neo4jEpisodes.similarity_form`):
+
+* ``search`` (Neo4j 2026.x with the filtered vector indexes): ``context/read_search``, one
+  statement, the relevant beliefs and the similar episodes found inside the indexes
+  (``SEARCH``), which filter by persona (and user) themselves;
+* otherwise ``context/read``: the relevant beliefs through the plain topic index with an
+  exact fallback (``context/beliefs_route``) and the similarity cache's catch-up, then the
+  similar episodes from the process's cache (one more statement: the hits by id), or the
+  server's scan when the cache cannot hold the user.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from neo4j import AsyncManagedTransaction
@@ -21,14 +30,22 @@ from sonality.models import Belief, ContextReads, Episode, UserFact
 from sonality.storage import checks
 from sonality.storage.neo4j import codec
 from sonality.storage.neo4j.cypher import Query
-from sonality.storage.neo4j.episodes import Neo4jEpisodes, episode_from
-from sonality.storage.neo4j.executor import fetch_plain
+from sonality.storage.neo4j.episodes import Neo4jEpisodes, episode_from, search_candidates
+from sonality.storage.neo4j.executor import count, fetch_plain
 from sonality.storage.neo4j.personas import persona_from, snapshot_from
 
-__all__ = ["Neo4jContext"]
+__all__ = ["BELIEF_CANDIDATES", "Neo4jContext"]
 
-_NO_CATCH_UP: dict[str, Any] = {"since": None, "known": {}}
+_NO_CATCH_UP: dict[str, Any] = {"since": None, "known": {}, "admit": 0}
 """context/read's catch-up parameters when the similarity cache is not searched."""
+
+BELIEF_CANDIDATES = 20
+"""Without filtered search (5.26), the topic index is asked for this many times the
+beliefs wanted, of every persona; fewer of the persona's among them: an exact scan."""
+
+
+def _belief(props: Mapping[str, Any]) -> Belief:
+    return Belief.model_validate(codec.decode(props, Belief))
 
 
 class Neo4jContext(Neo4jEpisodes):
@@ -42,33 +59,66 @@ class Neo4jContext(Neo4jEpisodes):
         vector: list[float] | None,
         similar_k: int,
         recent: int,
+        beliefs: int,
     ) -> ContextReads:
         searching = vector is not None and similar_k > 0
-        cached = searching and self.similarity_form == "cache"
-        catch_up = self.vectors.catch_up(persona_id, user_id) if cached else _NO_CATCH_UP
-        rows = await fetch_plain(
-            tx,
-            Query.CONTEXT_READ,
-            persona_id=persona_id,
-            user_id=user_id,
-            recent=recent,
-            **catch_up,
-        )
+        form = self.similarity_form
+        params: dict[str, Any] = {
+            "persona_id": persona_id,
+            "user_id": user_id,
+            "recent": recent,
+            "embedding": vector,
+            "beliefs": beliefs,
+        }
+        cached = False
+        one_statement = form == "search" and self._db.belief_search
+        if one_statement:
+            rows = await fetch_plain(
+                tx,
+                Query.CONTEXT_READ_SEARCH,
+                k=similar_k if searching else 0,
+                candidates=search_candidates(similar_k),
+                **params,
+            )
+        else:
+            cached = searching and form == "cache"
+            catch_up = self.vectors.catch_up(persona_id, user_id) if cached else _NO_CATCH_UP
+            rows = await fetch_plain(
+                tx,
+                Query.CONTEXT_READ,
+                belief_candidates=beliefs * BELIEF_CANDIDATES,
+                **params,
+                **catch_up,
+            )
         if not rows:
             raise PersonaNotFound("no such persona", persona_id=persona_id)
         row = rows[0]
         if row["snapshot"] is None:
             raise StoreError("persona has no CURRENT snapshot", persona_id=persona_id)
-        similar: list[tuple[Episode, float]] = []
-        if vector is not None and similar_k > 0:
+        similar: list[tuple[Episode, float]] = [
+            (
+                episode_from(codec.times_from_micros(s["episode"], "created_at")),
+                float(s["similarity"]),
+            )
+            for s in row["similar"]
+        ]
+        if searching and not one_statement:
+            assert vector is not None
             similar = await self._similar_in(
                 tx, persona_id, user_id, vector, similar_k, row if cached else None
             )
+        relevant = [(_belief(r["belief"]), float(r["similarity"])) for r in row["relevant"]]
+        shown: dict[str, Belief] = {b.topic: b for b, _ in relevant}
+        for props in (*row["strongest"], *row["unembedded"]):
+            belief = _belief(props)
+            shown.setdefault(belief.topic, belief)
         return ContextReads(
             persona=persona_from(row["persona"]),
             snapshot=snapshot_from(row["snapshot"]),
             facts=tuple(UserFact.model_validate(codec.decode(f, UserFact)) for f in row["facts"]),
-            beliefs=tuple(Belief.model_validate(codec.decode(b, Belief)) for b in row["beliefs"]),
+            beliefs=tuple(shown.values()),
+            belief_similarity={b.topic: score for b, score in relevant},
+            unembedded=tuple(str(b["topic"]) for b in row["unembedded"]),
             similar=tuple(similar),
             recent=tuple(
                 episode_from(codec.times_from_micros(e, "created_at")) for e in row["recent"]
@@ -83,6 +133,7 @@ class Neo4jContext(Neo4jEpisodes):
         *,
         similar_k: int,
         recent: int,
+        beliefs: int = 8,
     ) -> ContextReads:
         """See :meth:`sonality.ports.ContextStore.context_reads`."""
         vector = None if embedding is None else self._vector(embedding)
@@ -92,6 +143,25 @@ class Neo4jContext(Neo4jEpisodes):
             persona_id,
             user_id,
             vector,
-            similar_k,
+            checks.limit(similar_k),
             checks.limit(recent),
+            checks.limit(beliefs),
+        )
+
+    async def set_topic_embeddings(
+        self, persona_id: str, embeddings: Mapping[str, Sequence[float]]
+    ) -> int:
+        """See :meth:`sonality.ports.ContextStore.set_topic_embeddings`."""
+        rows = [
+            {"topic": topic, "embedding": self._vector(vector)}
+            for topic, vector in embeddings.items()
+        ]
+        if not rows:
+            return 0
+        return await self._db.write(
+            "set_topic_embeddings",
+            count,
+            Query.BELIEF_SET_TOPIC_EMBEDDINGS,
+            persona_id=persona_id,
+            rows=rows,
         )

@@ -47,8 +47,15 @@ class Query(StrEnum):
     SNAPSHOT_CURRENT = "snapshot/current"
     SNAPSHOT_HISTORY = "snapshot/history"
 
-    # context: what one context call reads
+    # context: what one context call reads (and the parts its two forms include)
+    CONTEXT_BELIEFS_ROUTE = "context/beliefs_route"
+    CONTEXT_BELIEFS_SEARCH = "context/beliefs_search"
+    CONTEXT_BELIEFS_STRONGEST = "context/beliefs_strongest"
+    CONTEXT_BELIEFS_UNEMBEDDED = "context/beliefs_unembedded"
+    CONTEXT_FACTS = "context/facts"
     CONTEXT_READ = "context/read"
+    CONTEXT_READ_SEARCH = "context/read_search"
+    CONTEXT_RECENT = "context/recent"
 
     # episodes
     EPISODE_ANSWER = "episode/answer"
@@ -67,6 +74,7 @@ class Query(StrEnum):
     EPISODE_LIST_UNEMBEDDED = "episode/list_unembedded"
     EPISODE_COUNT_UNEMBEDDED = "episode/count_unembedded"
     EPISODE_MARK_ATTEMPT = "episode/mark_attempt"
+    EPISODE_OLDEST_PENDING = "episode/oldest_pending"
     EPISODE_REQUEUE_FAILED = "episode/requeue_failed"
     EPISODE_SET_EMBEDDING = "episode/set_embedding"
     EPISODE_SIMILAR = "episode/similar"
@@ -76,6 +84,7 @@ class Query(StrEnum):
 
     # enrichment commit (one statement)
     ENRICHMENT_BACKLOG = "enrichment/backlog"
+    ENRICHMENT_BELIEFS = "enrichment/beliefs"
     ENRICHMENT_COMMIT = "enrichment/commit"
     ENRICHMENT_CREATE_FACTS = "enrichment/create_facts"
     ENRICHMENT_CREATE_STAGED = "enrichment/create_staged"
@@ -86,6 +95,7 @@ class Query(StrEnum):
     BELIEF_EVIDENCE = "belief/evidence"
     BELIEF_LIST = "belief/list"
     BELIEF_SUPPORTS = "belief/supports"
+    BELIEF_SET_TOPIC_EMBEDDINGS = "belief/set_topic_embeddings"
     BELIEF_UPSERT = "belief/upsert"
 
     # staged updates
@@ -105,7 +115,9 @@ class Query(StrEnum):
     KEY_CREATE = "key/create"
     KEY_GET = "key/get"
     KEY_LIST = "key/list"
+    KEY_LIVE = "key/live"
     KEY_REVOKE = "key/revoke"
+    KEY_UNGRANT = "key/ungrant"
 
     # user facts
     FACT_CORRECT = "fact/correct"
@@ -141,7 +153,8 @@ class Query(StrEnum):
     RUNTIME_TURNS = "runtime/turns"
     RUNTIME_USAGE = "runtime/usage"
 
-    # erasure: forgetting a user or an exchange, snapshot review, persona deletion
+    # erasure: forgetting a user or an exchange, snapshot reverts, persona deletion
+    ERASURE_AUDIT_KEY = "erasure/audit_key"
     ERASURE_CLEAR_REVIEW = "erasure/clear_review"
     ERASURE_CONVERSATIONS = "erasure/conversations"
     ERASURE_COUNTS = "erasure/counts"
@@ -155,17 +168,32 @@ class Query(StrEnum):
     ERASURE_DROP_CONVERSATIONS = "erasure/drop_conversations"
     ERASURE_DROP_TOPICS = "erasure/drop_topics"
     ERASURE_EVIDENCE = "erasure/evidence"
+    ERASURE_FACTS = "erasure/facts"
+    ERASURE_FORGET_AFFECT = "erasure/forget_affect"
     ERASURE_LIST = "erasure/list"
     ERASURE_PURGE_SNAPSHOTS = "erasure/purge_snapshots"
+    ERASURE_REFACT = "erasure/refact"
     ERASURE_REFLECTIONS = "erasure/reflections"
     ERASURE_REINDEX_EPISODES = "erasure/reindex_episodes"
     ERASURE_REINDEX_REFLECTIONS = "erasure/reindex_reflections"
     ERASURE_RELINK = "erasure/relink"
     ERASURE_RELINK_SNAPSHOTS = "erasure/relink_snapshots"
+    ERASURE_REMOVE_SNAPSHOTS = "erasure/remove_snapshots"
+    ERASURE_REVERT_SNAPSHOT = "erasure/revert_snapshot"
     ERASURE_REWIND_THINKER = "erasure/rewind_thinker"
+    ERASURE_SNAPSHOTS = "erasure/snapshots"
     ERASURE_UPDATE_PERSONA = "erasure/update_persona"
     ERASURE_USER = "erasure/user"
     ERASURE_USER_EPISODES = "erasure/user_episodes"
+
+    # data upgrades after the migrations (storage/neo4j/upgrade.py)
+    UPGRADE_FLAGGED_PERSONAS = "upgrade/flagged_personas"
+    UPGRADE_INCARNATIONS = "upgrade/incarnations"
+    UPGRADE_KEY_FACTS = "upgrade/key_facts"
+    UPGRADE_REKEY_SUBJECTS = "upgrade/rekey_subjects"
+    UPGRADE_UNBOUND_KEYS = "upgrade/unbound_keys"
+    UPGRADE_UNKEYED_FACT_USERS = "upgrade/unkeyed_fact_users"
+    UPGRADE_UNKEYED_SUBJECTS = "upgrade/unkeyed_subjects"
 
     # archive: one persona read out and written back (export, import, copy)
     ARCHIVE_AFFECT = "archive/affect"
@@ -203,6 +231,9 @@ class Query(StrEnum):
 _INCLUDE = re.compile(r"^[ \t]*INCLUDE ([a-z]+/[a-z0-9_]+)[ \t]*$", re.MULTILINE)
 """A line ``INCLUDE <area>/<name>``: the named query's text in its place (see load)."""
 
+_CYPHER_25 = re.compile(r"\ACYPHER 25[ \t]*\n")
+"""An included query's own ``CYPHER 25`` first line (the including statement carries it)."""
+
 
 @cache
 def load(query: Query) -> LiteralString:
@@ -211,14 +242,16 @@ def load(query: Query) -> LiteralString:
     A file may compose others: a line holding only ``INCLUDE <area>/<name>`` (not Cypher;
     always inside a ``CALL () { … }`` subquery) is replaced by that query's text, so one
     statement can do what two files do without repeating either (``episode/
-    append_backlog`` runs ``episode/append`` then ``enrichment/backlog``).
+    append_backlog`` runs ``episode/append`` then ``enrichment/backlog``). An included
+    query's ``CYPHER 25`` first line is dropped: the including statement must carry it
+    (``context/read_search``).
 
     The text is a file shipped with Sonality, never user input, which is why it may be
     treated as a literal string by the driver's typing (mypy reads ``LiteralString`` as
     ``str``, so no cast is needed)."""
     path = resource_dir("cypher") / f"{query.value}.cypher"
     text = path.read_text(encoding="utf-8").strip()
-    return _INCLUDE.sub(lambda m: load(Query(m.group(1))), text)
+    return _INCLUDE.sub(lambda m: _CYPHER_25.sub("", load(Query(m.group(1))), count=1), text)
 
 
 def split_statements(text: str) -> list[str]:

@@ -51,11 +51,21 @@ from sonality.storage.neo4j.executor import (
 )
 from sonality.storage.neo4j.personas import persona_from
 
-__all__ = ["Neo4jEnrichment", "belief_props", "provenance_from"]
+__all__ = ["Neo4jEnrichment", "belief_props", "fact_props", "provenance_from"]
 
 
 def belief_props(belief: Belief) -> dict[str, Any]:
-    return codec.encode(belief)
+    """A belief's properties, with ``strength`` (|position| x confidence: what `context`
+    reads the persona's strongest beliefs by, through an index)."""
+    return {**codec.encode(belief), "strength": abs(belief.position) * belief.confidence}
+
+
+def fact_props(fact: UserFact) -> dict[str, Any]:
+    """A fact's properties with its ``active_key`` (the uniqueness constraint keeps one
+    active fact per user and key; a retracted fact has none)."""
+    props = codec.encode(fact)
+    key = checks.active_key(fact)
+    return props if key is None else {**props, "active_key": key}
 
 
 def provenance_from(row: Any) -> ProvenanceEdge:
@@ -83,7 +93,7 @@ def _commit_params(commit: EnrichmentCommit) -> dict[str, Any]:
         "disagreement_window": list(commit.disagreement_window),
         "shift_total": commit.shift_total,
         "insight": None if commit.insight is None else codec.encode(commit.insight),
-        "facts": [codec.encode(f) for f in commit.facts],
+        "facts": [fact_props(f) for f in commit.facts],
         "staged": [codec.encode(s) for s in commit.staged],
         "committed_staged_ids": sorted(set(commit.committed_staged_ids)),
         "beliefs": [belief_props(b) for b in commit.beliefs],
@@ -140,13 +150,12 @@ async def _commit_all(
 
 def _state_from(row: dict[str, Any]) -> EnrichmentState:
     """The planning state of an ``enrichment/state`` or ``enrichment/backlog`` row (the
-    latter projects times as ``<name>_us`` microseconds)."""
+    latter projects times as ``<name>_us`` microseconds and reads no belief)."""
     micros = codec.times_from_micros
     return EnrichmentState(
         persona=persona_from(micros(row["persona"], "created_at")),
         beliefs=tuple(
-            Belief.model_validate(codec.decode(micros(b, "created_at", "updated_at"), Belief))
-            for b in row["beliefs"]
+            Belief.model_validate(codec.decode(b, Belief)) for b in row.get("beliefs", ())
         ),
         staged=tuple(
             StagedUpdate.model_validate(codec.decode(s, StagedUpdate)) for s in row["staged"]
@@ -254,6 +263,16 @@ class Neo4jEnrichment(Neo4jAggregate):
 
         extra = _backlog_params(pid, 1, True, influence_window)
         return await write_append(self._db, Query.EPISODE_APPEND_BACKLOG, draft, read, **extra)
+
+    async def enrichment_beliefs(self, persona_id: str, topics: Sequence[str]) -> list[Belief]:
+        """The persona's beliefs of ``topics`` (retired too), by topic, in one statement."""
+        rows = await self._db.fetch(
+            "enrichment_beliefs",
+            Query.ENRICHMENT_BELIEFS,
+            persona_id=persona_id,
+            topics=sorted(set(topics)),
+        )
+        return [Belief.model_validate(codec.decode(r["belief"], Belief)) for r in rows]
 
     async def enrichment_state(
         self, persona_id: str, user_ids: Sequence[str], *, since_interaction: int

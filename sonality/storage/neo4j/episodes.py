@@ -2,8 +2,11 @@
 
 ``(:Persona)-[:TALKS_WITH]->(:User)-[:HAD]->(:Conversation)-[:HAS_EPISODE]->(:Episode)``,
 ``(:Episode)-[:NEXT]->(:Episode)`` within a conversation. The embedding is a float32
-vector property; the ``episode_embedding`` vector index over it is opt-in
-(``SONALITY_NEO4J_VECTOR_INDEX``), and a search uses it only when the store found it ONLINE.
+vector property. How a user's most similar episodes are found is chosen at connect time
+from what the server has ONLINE (:attr:`Neo4jEpisodes.similarity_form`): inside the
+``episode_embedding`` index, which filters by persona and user on 2026.x (``search``);
+else in the process's similarity cache (``cache``, :mod:`sonality.storage.neo4j.vectors`),
+with the user scanned exactly on the server when the cache's budget cannot hold them.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from neo4j import AsyncManagedTransaction
 from neo4j.exceptions import ConstraintError
 
 from sonality.errors import ConfigError, ConflictError, PersonaNotFound
-from sonality.models import EnrichmentStatus, Episode, EpisodeDraft
+from sonality.models import EnrichmentStatus, Episode, EpisodeDraft, OldestPending
 from sonality.storage import checks, shapes
 from sonality.storage.neo4j import codec
 from sonality.storage.neo4j.cypher import Query
@@ -26,9 +29,10 @@ from sonality.storage.neo4j.executor import (
     count,
     fetch,
     fetch_one,
+    fetch_plain,
     write_matched,
 )
-from sonality.storage.neo4j.vectors import Neo4jEmbeddingCache
+from sonality.storage.neo4j.vectors import MARGIN, Neo4jEmbeddingCache
 
 __all__ = [
     "EXACT_ROUTE",
@@ -36,6 +40,7 @@ __all__ = [
     "SimilarityRoute",
     "appended",
     "episode_from",
+    "search_candidates",
     "write_append",
 ]
 
@@ -194,63 +199,72 @@ async def _similar(
     return [(episode_from(r["episode"]), float(r["similarity"])) for r in rows]
 
 
-SEARCH_OVERSAMPLE = 10
-"""The in-index filtered search asks the index for k × this candidates."""
+def search_candidates(k: int) -> int:
+    """How many candidates the in-index search asks the index for, to keep the best ``k``
+    by exact similarity: k and a margin (the index's score is quantised, and equal scores
+    must be broken by ``seq`` as the exact scan breaks them)."""
+    return min(2 * k + MARGIN, 10_000)
 
 
 async def _search(
     tx: AsyncManagedTransaction, persona_id: str, user_id: str, embedding: list[float], k: int
 ) -> list[tuple[Episode, float]]:
     """One statement (``episode/similar_search``): the index's own persona/user filter."""
-    rows = await fetch(
+    rows = await fetch_plain(
         tx,
         Query.EPISODE_SIMILAR_SEARCH,
         persona_id=persona_id,
         user_id=user_id,
         embedding=embedding,
         k=k,
-        candidates=min(k * SEARCH_OVERSAMPLE, 10_000),
+        candidates=search_candidates(k),
     )
-    return [(episode_from(r["episode"]), float(r["similarity"])) for r in rows]
+    return [
+        (episode_from(codec.times_from_micros(r["episode"], "created_at")), float(r["similarity"]))
+        for r in rows
+    ]
 
 
 class Neo4jEpisodes(Neo4jAggregate):
     """The ``EpisodeStore`` part of the Neo4j store."""
 
-    similarity_search = False
-    """Use the in-index filtered search; it needs the scoped vector index (Neo4j 2026.x
-    with ``SONALITY_NEO4J_VECTOR_INDEX`` on), else a search raises ``ConfigError``. Off
-    by default: measured on 2026.08.1 at 100k episodes over 50 users, its recall@10
-    against the exact scan was 0.41 (asked for k); see the README's performance section."""
-    similarity_cache = True
-    """Otherwise search the process's embedding cache (``vectors.py``); ``False`` runs the
-    query forms of :class:`SimilarityRoute` on the server instead."""
+    similarity_plan: str | None = None
+    """Forces how similarity is searched (``search``, ``cache`` or ``route``: benchmarks
+    and tests compare them); ``None`` (the default) lets :attr:`similarity_form` choose."""
     similarity_route = SimilarityRoute()
-    """How similar_episodes searches without the cache (an instance may replace it); its
-    index branch only when the vector index is ONLINE, else :data:`EXACT_ROUTE`."""
+    """How the ``route`` plan searches (an instance may replace it); its index branch only
+    when the vector index is ONLINE, else :data:`EXACT_ROUTE`."""
 
     _vector_cache: Neo4jEmbeddingCache | None = None
 
     @property
     def vectors(self) -> Neo4jEmbeddingCache:
-        """The similarity cache of this store instance (this process), made on first use."""
+        """The similarity cache of this store instance (this process), made on first use,
+        within the store's memory budget (``SONALITY_CACHE_MB``)."""
         if self._vector_cache is None:
-            self._vector_cache = Neo4jEmbeddingCache(self._db.embedding_dimensions)
+            self._vector_cache = Neo4jEmbeddingCache(
+                self._db.embedding_dimensions, max_bytes=self._db.cache_bytes
+            )
         return self._vector_cache
 
     @property
     def similarity_form(self) -> str:
-        """How similarity is searched now: ``search`` (the scoped index of 2026.x),
-        ``cache`` or ``route`` (see the attributes above). ``ConfigError`` when the search
-        is asked for and the server has no scoped index ONLINE."""
-        if self.similarity_search:
-            if not self._db.scoped_index:
-                raise ConfigError(
-                    "the in-index similarity search needs the scoped vector index: Neo4j "
-                    "2026.x with SONALITY_NEO4J_VECTOR_INDEX=on, then `sonality migrate`"
-                )
-            return "search"
-        return "cache" if self.similarity_cache else "route"
+        """How similarity is searched, chosen from what the server had ONLINE when the
+        store connected (or last checked its schema): ``search`` inside the episode index
+        where it filters by persona and user (Neo4j 2026.x: one bounded statement,
+        nothing held in the process), else ``cache`` (5.26: the process's exact cache,
+        measured faster there than the server's exact scan once warm), unless
+        :attr:`similarity_plan` forces one. ``ConfigError`` when ``search`` is forced and
+        the server has no scoped index ONLINE."""
+        plan = self.similarity_plan
+        if plan is None:
+            return "search" if self._db.scoped_index else "cache"
+        if plan == "search" and not self._db.scoped_index:
+            raise ConfigError(
+                "the in-index similarity search needs the scoped vector index: Neo4j "
+                "2026.x with SONALITY_NEO4J_VECTOR_INDEX auto or on, then `sonality migrate`"
+            )
+        return plan
 
     async def _similar_in(
         self,
@@ -270,10 +284,12 @@ class Neo4jEpisodes(Neo4jAggregate):
             hits = await self.vectors.search(
                 tx, persona_id, user_id, vector, k, caught_up=caught_up
             )
-            return [
-                (episode_from(codec.times_from_micros(props, "created_at")), score)
-                for props, score in hits
-            ]
+            if hits is not None:
+                return [
+                    (episode_from(codec.times_from_micros(props, "created_at")), score)
+                    for props, score in hits
+                ]
+            return await _similar(tx, persona_id, user_id, vector, k, EXACT_ROUTE)
         route = self.similarity_route if self._db.vector_index else EXACT_ROUTE
         return await _similar(tx, persona_id, user_id, vector, k, route)
 
@@ -353,9 +369,11 @@ class Neo4jEpisodes(Neo4jAggregate):
         conversation_id: str | None = None,
         limit: int = 20,
         since_interaction: int | None = None,
+        before: int | None = None,
     ) -> list[Episode]:
         """Most recent first (by ``seq``), optionally filtered (a conversation or a user
-        is read through its own index)."""
+        is read through its own index), from the ``before`` cursor on (see
+        ``EpisodeStore.list_episodes``)."""
         query = (
             Query.EPISODE_LIST_CONVERSATION
             if conversation_id is not None
@@ -370,6 +388,7 @@ class Neo4jEpisodes(Neo4jAggregate):
             user_id=user_id,
             conversation_id=conversation_id,
             since_interaction=since_interaction,
+            before=checks.cursor(before),
             limit=checks.limit(limit),
         )
         return [episode_from(r["episode"]) for r in rows]
@@ -407,6 +426,23 @@ class Neo4jEpisodes(Neo4jAggregate):
             "count_episodes", Query.EPISODE_COUNT_BY_STATUS, persona_id=persona_id
         )
         return checks.episode_counts((r["status"], r["n"]) for r in rows)
+
+    async def oldest_pending(self, persona_ids: Sequence[str]) -> list[OldestPending]:
+        """Per persona, when its next pending episode and its oldest pending Thinker turn
+        were recorded (one statement for all of them)."""
+        if not persona_ids:
+            return []
+        rows = await self._db.fetch(
+            "oldest_pending", Query.EPISODE_OLDEST_PENDING, persona_ids=list(persona_ids)
+        )
+        return [
+            OldestPending(
+                persona_id=r["persona_id"],
+                episode_at=None if r["episode_at"] is None else codec.time_out(r["episode_at"]),
+                turn_at=None if r["turn_at"] is None else codec.time_out(r["turn_at"]),
+            )
+            for r in rows
+        ]
 
     async def similar_episodes(
         self, persona_id: str, user_id: str, embedding: Sequence[float], *, k: int

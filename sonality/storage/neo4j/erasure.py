@@ -1,36 +1,52 @@
 """Forgetting and correcting on Neo4j: the erasure commit (episodes out with what hangs off
-them, NEXT chains relinked, opinions replaced by the replay), snapshot purges after a
-review, fact corrections, persona deletion and the ``(:Erasure)`` audit nodes.
+them, NEXT chains relinked, opinions replaced by the replay, snapshot versions that may
+quote the erased material reverted), fact corrections (merging into a fact that says the
+same), persona deletion (with its API key grants), the ``(:Erasure)`` audit nodes and the
+store's audit key.
 
 An erasure locks the persona first, like the enrichment commit, then checks its interaction
-count, so an enrichment committing meanwhile makes one of the two retry.
+count and CURRENT snapshot, so an enrichment or a snapshot committing meanwhile makes one of
+the two retry.
 """
 
 from __future__ import annotations
 
+import secrets
+from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from neo4j import AsyncManagedTransaction
 
-from sonality.errors import ConflictError, PersonaNotFound
+from sonality.errors import PersonaNotFound
 from sonality.models import (
     Belief,
     Erasure,
     ErasureCommit,
     ErasureState,
     ReflectionPoint,
+    SnapshotRevert,
+    SnapshotVersion,
     StoredEvidence,
     UserFact,
 )
 from sonality.storage import checks, shapes
 from sonality.storage.neo4j import codec
 from sonality.storage.neo4j.cypher import Query
-from sonality.storage.neo4j.enrichment import belief_props
+from sonality.storage.neo4j.enrichment import belief_props, fact_props
 from sonality.storage.neo4j.episodes import episode_from
 from sonality.storage.neo4j.executor import Neo4jAggregate, count, fetch, fetch_one, lock_persona
+from sonality.storage.neo4j.keys import key_from
 from sonality.storage.neo4j.personas import persona_from
 
-__all__ = ["Neo4jErasure", "erasure_from", "fact_from"]
+__all__ = [
+    "Neo4jErasure",
+    "audit_key",
+    "erasure_from",
+    "fact_from",
+    "revert_snapshots",
+    "snapshot_versions",
+]
 
 
 def erasure_from(props: Any) -> Erasure:
@@ -39,6 +55,19 @@ def erasure_from(props: Any) -> Erasure:
 
 def fact_from(props: Any) -> UserFact:
     return UserFact.model_validate(codec.decode(props, UserFact))
+
+
+async def snapshot_versions(tx: AsyncManagedTransaction, persona_id: str) -> list[SnapshotVersion]:
+    rows = await fetch(tx, Query.ERASURE_SNAPSHOTS, persona_id=persona_id)
+    return [SnapshotVersion.model_validate(r) for r in rows]
+
+
+async def _facts_of(
+    tx: AsyncManagedTransaction, persona_id: str, ids: Sequence[str]
+) -> list[UserFact]:
+    """The facts that name one of the episodes ``ids`` as a source."""
+    rows = await fetch(tx, Query.ERASURE_FACTS, persona_id=persona_id, ids=list(ids))
+    return [fact_from(r["fact"]) for r in rows]
 
 
 async def _state(
@@ -68,6 +97,10 @@ async def _state(
         ids=[e.id for e in removed],
     )
     assert counts is not None
+    facts = int(counts["facts"])
+    if user_id is None:
+        ids = [e.id for e in removed]
+        facts = len(checks.facts_after_erasure(await _facts_of(tx, persona_id, ids), set(ids))[1])
     return ErasureState(
         persona=persona,
         removed=tuple(removed),
@@ -82,7 +115,8 @@ async def _state(
             ReflectionPoint.model_validate(codec.decode(r["reflection"], ReflectionPoint))
             for r in reflections
         ),
-        facts=int(counts["facts"]),
+        snapshots=tuple(await snapshot_versions(tx, persona_id)),
+        facts=facts,
         insights=int(counts["insights"]),
     )
 
@@ -90,6 +124,13 @@ async def _state(
 async def _remove_episodes(tx: AsyncManagedTransaction, commit: ErasureCommit) -> None:
     pid = commit.persona_id
     ids = list(commit.episode_ids)
+    if commit.user_id is None:  # a fact another exchange backs stays, backed by that one
+        backed, gone = checks.facts_after_erasure(await _facts_of(tx, pid, ids), set(ids))
+        rows = [
+            {"id": f.id, "episode_id": f.episode_id, "also_from": list(f.also_from)} for f in backed
+        ]
+        await fetch(tx, Query.ERASURE_REFACT, persona_id=pid, kept=rows, gone=gone)
+        await fetch(tx, Query.ERASURE_FORGET_AFFECT, persona_id=pid, ids=ids)
     conversations = [
         {"id": r["id"], "first_turn": r["first_turn"]}
         for r in await fetch(tx, Query.ERASURE_CONVERSATIONS, persona_id=pid, ids=ids)
@@ -130,8 +171,31 @@ async def _replace_opinions(tx: AsyncManagedTransaction, commit: ErasureCommit) 
         created = await count(tx, Query.BELIEF_SUPPORTS, persona_id=pid, edges=edges)
         created += await count(tx, Query.BELIEF_CONTRADICTS, persona_id=pid, edges=edges)
         checks.wrote_all("a replayed edge names an unknown episode", pid, len(edges), created)
-    moved = [{"id": r.id, "interaction_count": r.interaction_count} for r in commit.reflections]
+    moved = [
+        {"id": r.id, "interaction_count": r.interaction_count, "advice": list(r.advice)}
+        for r in commit.reflections
+    ]
     await fetch(tx, Query.ERASURE_REINDEX_REFLECTIONS, persona_id=pid, rows=moved)
+
+
+async def revert_snapshots(
+    tx: AsyncManagedTransaction, persona_id: str, revert: SnapshotRevert
+) -> None:
+    """Write the new CURRENT (the clean source version's text, or the core identity),
+    then delete the reverted versions and relink the PREVIOUS chain."""
+    if revert.version is not None:
+        await fetch(
+            tx,
+            Query.ERASURE_REVERT_SNAPSHOT,
+            persona_id=persona_id,
+            version=revert.version,
+            source=revert.source,
+            reason=revert.reason,
+            created_at=codec.time_in(revert.created_at),
+        )
+    await fetch(
+        tx, Query.ERASURE_REMOVE_SNAPSHOTS, persona_id=persona_id, versions=list(revert.removed)
+    )
 
 
 async def _commit(tx: AsyncManagedTransaction, commit: ErasureCommit) -> None:
@@ -139,10 +203,16 @@ async def _commit(tx: AsyncManagedTransaction, commit: ErasureCommit) -> None:
     row = await fetch_one(tx, Query.PERSONA_LOCK, persona_id=pid)
     if row is None:
         raise PersonaNotFound("no such persona", persona_id=pid)
-    checks.erasure_may_commit(commit, int(row["interaction_count"]))
+    current = await fetch_one(tx, Query.SNAPSHOT_CURRENT, persona_id=pid)
+    version = None if current is None or current["snapshot"] is None else current["snapshot"]
+    checks.erasure_may_commit(
+        commit, int(row["interaction_count"]), None if version is None else int(version["version"])
+    )
     await _remove_episodes(tx, commit)
     if commit.replay_from is not None:
         await _replace_opinions(tx, commit)
+    if commit.snapshots is not None:
+        await revert_snapshots(tx, pid, commit.snapshots)
     await fetch(
         tx,
         Query.ERASURE_UPDATE_PERSONA,
@@ -177,18 +247,24 @@ async def _get_fact(tx: AsyncManagedTransaction, persona_id: str, fact_id: str) 
 
 
 async def _correct(tx: AsyncManagedTransaction, fact: UserFact) -> UserFact:
+    """Under the persona's lock (which adds and enrichment commits also take), so the
+    active facts read are those the correction is written among."""
+    await lock_persona(tx, fact.persona_id)
     stored = await _get_fact(tx, fact.persona_id, fact.id)
-    if (stored.user_id, stored.episode_id) != (fact.user_id, fact.episode_id):
-        raise ConflictError("a correction keeps the fact's user and episode", fact_id=fact.id)
+    known = await fetch(tx, Query.FACT_LIST, persona_id=fact.persona_id, user_id=fact.user_id)
+    write, merged = checks.corrected_fact(stored, fact, [fact_from(r["fact"]) for r in known])
     row = await fetch_one(
         tx,
         Query.FACT_CORRECT,
         persona_id=fact.persona_id,
-        fact_id=fact.id,
-        kind=fact.kind.value,
-        text=fact.text,
-        severity=fact.severity,
-        retracted=fact.retracted,
+        fact_id=write.id,
+        merged=None if merged is None else merged.id,
+        kind=write.kind.value,
+        text=write.text,
+        severity=write.severity,
+        retracted=write.retracted,
+        also_from=list(write.also_from),
+        active_key=checks.active_key(write),
     )
     assert row is not None
     return fact_from(row["fact"])
@@ -205,15 +281,44 @@ async def _add_fact(tx: AsyncManagedTransaction, fact: UserFact) -> UserFact:
     held = checks.held_fact([fact_from(r["fact"]) for r in known], fact.text)
     if held is not None:
         return held
-    wrote = await count(tx, Query.ENRICHMENT_CREATE_FACTS, **ids, facts=[codec.encode(fact)])
+    wrote = await count(tx, Query.ENRICHMENT_CREATE_FACTS, **ids, facts=[fact_props(fact)])
     checks.wrote_all("a fact names an unknown user or episode", fact.persona_id, 1, wrote)
     return await _get_fact(tx, fact.persona_id, fact.id)
+
+
+async def _ungrant(tx: AsyncManagedTransaction, persona_id: str, at: datetime) -> None:
+    """Take the deleted persona from every API key that grants it: a key left with no
+    persona is revoked (its list stays, so it is not read as a global key)."""
+    keys = [key_from(r["key"]) for r in await fetch(tx, Query.KEY_LIST)]
+    rows = []
+    for key in keys:
+        if persona_id not in key.persona_ids:
+            continue
+        left = checks.without_persona(key, persona_id, at)
+        revoked = None if left.revoked_at is None else codec.time_in(left.revoked_at)
+        rows.append(
+            {
+                "id": key.id,
+                "persona_ids": list(left.persona_ids),
+                "incarnations": list(left.incarnations),
+                "revoked_at": revoked,
+            }
+        )
+    await fetch(tx, Query.KEY_UNGRANT, rows=rows)
 
 
 async def _delete_persona(tx: AsyncManagedTransaction, persona_id: str, record: Erasure) -> None:
     await lock_persona(tx, persona_id)
     await fetch(tx, Query.ERASURE_DELETE_PERSONA, persona_id=persona_id)
+    await _ungrant(tx, persona_id, record.created_at)
     await fetch(tx, Query.ERASURE_CREATE, erasure=codec.encode(record, drop_none=True))
+
+
+async def audit_key(tx: AsyncManagedTransaction) -> bytes:
+    """The store's secret for audit subjects, made on first use."""
+    row = await fetch_one(tx, Query.ERASURE_AUDIT_KEY, value=secrets.token_hex(32))
+    assert row is not None  # MERGE always returns its node
+    return bytes.fromhex(str(row["value"]))
 
 
 class Neo4jErasure(Neo4jAggregate):
@@ -230,6 +335,10 @@ class Neo4jErasure(Neo4jAggregate):
     async def commit_erasure(self, commit: ErasureCommit) -> None:
         """Apply an erasure in one transaction (``ConflictError`` if the persona moved)."""
         await self._db.write("commit_erasure", _commit, commit)
+
+    async def audit_key(self) -> bytes:
+        """The store's secret for audit subjects (made on first use)."""
+        return await self._db.write("audit_key", audit_key)
 
     async def purge_snapshots(
         self, persona_id: str, *, from_version: int, below_version: int
@@ -252,7 +361,9 @@ class Neo4jErasure(Neo4jAggregate):
         return await self._db.write("add_fact", _add_fact, fact)
 
     async def delete_persona(self, persona_id: str, record: Erasure) -> None:
-        """Remove the persona and everything it owns but its erasure records."""
+        """Remove the persona and everything it owns but its erasure records, and take it
+        from every API key's grants (a key left with none is revoked), in one
+        transaction."""
         await self._db.write("delete_persona", _delete_persona, persona_id, record)
 
     async def list_erasures(self, persona_id: str) -> list[Erasure]:

@@ -59,6 +59,7 @@ from sonality.errors import (
 from sonality.observability import get_logger
 from sonality.storage.checks import PING_SECONDS
 from sonality.storage.neo4j.cypher import Query, load
+from sonality.storage.vectors import DEFAULT_CACHE_MB
 
 __all__ = [
     "Neo4jAggregate",
@@ -310,6 +311,11 @@ class Neo4jExecutor:
         the schema, never assumed."""
         self.scoped_index = False
         """Whether that index filters by persona and user (2026.x)."""
+        self.belief_search = False
+        """Whether ``belief_topic_embedding`` is ONLINE and filters by persona and status
+        (2026.x): `context` then searches the relevant beliefs inside it."""
+        self.cache_bytes = DEFAULT_CACHE_MB << 20
+        """The memory budget of the store's similarity cache (``SONALITY_CACHE_MB``)."""
 
     def forget_schema(self) -> None:
         """Check the schema again before the next unit of work (after a migration)."""

@@ -13,14 +13,17 @@ separated by ``;`` and ``//`` comments. Each applied file is recorded as
   accepts parameters inside ``OPTIONS {indexConfig: {...}}`` of ``CREATE VECTOR INDEX``, so
   the embedding dimension reaches the vector index as ``$embedding_dimensions``; nothing is
   ever substituted into the text, and the checksum is of the file as shipped.
-* The vector index ``episode_embedding`` is opt-in (``SONALITY_NEO4J_VECTOR_INDEX``,
-  off by default; ``V0037`` drops the one earlier migrations made). It is not a versioned
-  step but a setting: after the versioned files, :meth:`Neo4jLedger.migrate` creates it
-  (on) or drops it (off), idempotently, in the form the server speaks — plain on 5.26,
-  filtered by persona and user on a server that speaks Cypher 25 (an unscoped one left by
-  a 5.26 migration is recreated scoped there). When it exists it must have the configured
-  dimension; another one raises :class:`SchemaError` (before and after migrating, and
-  when a store opens) instead of failing later at query time.
+* The vector index ``episode_embedding`` follows ``SONALITY_NEO4J_VECTOR_INDEX``:
+  ``auto`` (the default) keeps it where similarity is searched inside it — a server that
+  speaks Cypher 25 (2026.x), where versioned step ``V0271`` makes it filtered by persona
+  and user — and not on 5.26 (``V0037`` drops the one earlier migrations made there);
+  ``on`` keeps it on 5.26 too (plain), ``off`` nowhere. After the versioned files,
+  :meth:`Neo4jLedger.migrate` creates or drops it to match, idempotently, in the form the
+  server speaks (an unscoped one left by a 5.26 migration is recreated scoped on 2026.x).
+  When it exists it must have the configured dimension; another one raises
+  :class:`SchemaError` (before and after migrating, and when a store opens) instead of
+  failing later at query time. ``belief_topic_embedding`` (``V0270``) is always made:
+  filtered by persona and status on 2026.x, plain on 5.26.
 * Version-conditional statements: a statement that begins with ``CYPHER 25`` (after its
   comments) runs only on a server that speaks Cypher 25 (2025.06 and later) and is
   skipped on 5.26; the file is recorded as applied either way (``V0036``).
@@ -48,10 +51,12 @@ from sonality.storage.neo4j import codec
 from sonality.storage.neo4j.cypher import Query, load, split_statements
 
 __all__ = [
+    "BELIEF_INDEX",
     "CYPHER_25_SINCE",
     "INDEX_WAIT_SECONDS",
     "MIGRATION_PARAMETERS",
     "VECTOR_INDEX",
+    "VECTOR_SETTINGS",
     "Neo4jLedger",
     "VectorIndexState",
     "discover",
@@ -63,6 +68,12 @@ log = get_logger(__name__)
 
 VECTOR_INDEX = "episode_embedding"
 """Name of the vector index over ``Episode.embedding``."""
+
+BELIEF_INDEX = "belief_topic_embedding"
+"""Name of the vector index over ``Belief.topic_embedding`` (``V0270``)."""
+
+VECTOR_SETTINGS = ("auto", "on", "off")
+"""The values of ``SONALITY_NEO4J_VECTOR_INDEX`` (see the module docstring)."""
 
 MIGRATION_PARAMETERS = frozenset({"embedding_dimensions"})
 """The only parameters a migration statement may use."""
@@ -93,7 +104,8 @@ class VectorIndexState:
     state: str | None = None
     """``ONLINE``, ``POPULATING``, ``FAILED``…; ``None`` when there is no such index."""
     scoped: bool = False
-    """Whether persona_id and user_id are filter properties of the index (2026.x)."""
+    """Whether persona_id (and, for episodes, user_id) are filter properties of the index
+    (2026.x)."""
     dimensions: int | None = None
 
     @property
@@ -133,7 +145,7 @@ class Neo4jLedger:
         *,
         database: str,
         embedding_dimensions: int,
-        vector_index: bool = False,
+        vector_index: str = "auto",
         directory: Path | None = None,
     ) -> None:
         self._driver = driver
@@ -141,16 +153,28 @@ class Neo4jLedger:
         self._dimensions = embedding_dimensions
         self._directory = directory or resource_dir("migrations") / "neo4j"
         self._version: tuple[int, ...] | None = None
-        self.want_vector_index = vector_index
-        """Whether :meth:`migrate` keeps ``episode_embedding`` (the setting)."""
+        if vector_index not in VECTOR_SETTINGS:
+            raise ValueError(f"vector_index must be one of {VECTOR_SETTINGS}")
+        self.vector_setting = vector_index
+        """``SONALITY_NEO4J_VECTOR_INDEX``: whether :meth:`migrate` keeps
+        ``episode_embedding`` (``auto``: where the server searches inside it)."""
         self.vector_index = VectorIndexState()
         """The index as :meth:`check_vector_index` last read it."""
+        self.belief_index = VectorIndexState()
+        """``belief_topic_embedding`` as :meth:`check_vector_index` last read it."""
 
     async def version(self) -> tuple[int, ...]:
         """The server's version, read once."""
         if self._version is None:
             self._version = server_version((await self._driver.get_server_info()).agent)
         return self._version
+
+    async def wants_vector_index(self) -> bool:
+        """Whether ``episode_embedding`` should exist on this server (the setting, with
+        ``auto`` resolved by the server's version)."""
+        if self.vector_setting == "auto":
+            return await self.version() >= CYPHER_25_SINCE
+        return self.vector_setting == "on"
 
     @cached_property
     def steps(self) -> list[MigrationStep]:
@@ -196,7 +220,8 @@ class Neo4jLedger:
         status = migrations.status("neo4j", await self.applied(), self.steps)
         index = await self._read_vector_index()
         vector = VectorIndexStatus(
-            wanted=self.want_vector_index,
+            wanted=await self.wants_vector_index(),
+            setting=self.vector_setting,
             state=index.state,
             scoped=index.scoped,
             dimensions=index.dimensions,
@@ -222,7 +247,7 @@ class Neo4jLedger:
         it (off); nothing when it already matches. Waits for a new index to come online."""
         index = await self._read_vector_index()
         modern = await self.version() >= CYPHER_25_SINCE
-        if not self.want_vector_index:
+        if not await self.wants_vector_index():
             if index.state is not None:
                 await self._write(Query.SCHEMA_VECTOR_INDEX_DROP)
                 log.info("vector_index_dropped", index=VECTOR_INDEX)
@@ -244,31 +269,37 @@ class Neo4jLedger:
         async with self._driver.session(database=self._database) as session:
             await session.execute_write(_execute, load(query), params)
 
-    async def _read_vector_index(self) -> VectorIndexState:
-        rows = await self._rows(Query.SCHEMA_VECTOR_INDEX, name=VECTOR_INDEX)
+    async def _read_vector_index(
+        self, name: str = VECTOR_INDEX, scope: frozenset[str] = frozenset({"persona_id", "user_id"})
+    ) -> VectorIndexState:
+        rows = await self._rows(Query.SCHEMA_VECTOR_INDEX, name=name)
         if not rows:
             return VectorIndexState()
         row = rows[0]
         return VectorIndexState(
             state=str(row["state"]),
-            scoped={"persona_id", "user_id"} <= set(row["properties"]),
+            scoped=scope <= set(row["properties"]),
             dimensions=None if row["dimensions"] is None else int(row["dimensions"]),
         )
 
     async def check_vector_index(self) -> None:
-        """Read ``episode_embedding`` into :attr:`vector_index`; :class:`SchemaError` if it
-        exists with another dimension than the configured one (whether it exists is the
-        setting's business, left to ``migrate``)."""
-        self.vector_index = index = await self._read_vector_index()
-        if index.state is None:
-            return
-        existing = index.dimensions
-        if existing != self._dimensions:
+        """Read ``episode_embedding`` into :attr:`vector_index` and
+        ``belief_topic_embedding`` into :attr:`belief_index`; :class:`SchemaError` if one
+        exists with another dimension than the configured one (whether the episodes' exists
+        is the setting's business, left to ``migrate``)."""
+        self.vector_index = await self._read_vector_index()
+        self.belief_index = await self._read_vector_index(
+            BELIEF_INDEX, frozenset({"persona_id", "status"})
+        )
+        for name, index in ((VECTOR_INDEX, self.vector_index), (BELIEF_INDEX, self.belief_index)):
+            existing = index.dimensions
+            if index.state is None or existing == self._dimensions:
+                continue
             raise SchemaError(
-                f"vector index {VECTOR_INDEX!r} has {existing} dimensions but the settings "
+                f"vector index {name!r} has {existing} dimensions but the settings "
                 f"say {self._dimensions}; set SONALITY_EMBEDDING_DIMENSIONS={existing} or "
-                "drop the index and re-embed the episodes",
-                index=VECTOR_INDEX,
+                "drop the index and re-embed",
+                index=name,
                 index_dimensions=existing,
                 configured_dimensions=self._dimensions,
             )

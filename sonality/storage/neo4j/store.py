@@ -20,6 +20,7 @@ maintenance.
 from __future__ import annotations
 
 import logging
+from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -42,10 +43,12 @@ from sonality.storage.neo4j.executor import (
     translate_errors,
 )
 from sonality.storage.neo4j.keys import Neo4jKeys
-from sonality.storage.neo4j.migrations import Neo4jLedger
+from sonality.storage.neo4j.migrations import VECTOR_SETTINGS, Neo4jLedger
 from sonality.storage.neo4j.personas import Neo4jPersonas
 from sonality.storage.neo4j.reflection import Neo4jReflection
 from sonality.storage.neo4j.runtime import Neo4jRuntime
+from sonality.storage.neo4j.upgrade import upgrade
+from sonality.storage.vectors import DEFAULT_CACHE_MB
 
 __all__ = ["BOLT_SCHEMES", "MAX_DIMENSIONS", "Neo4jStore", "route_driver_logs"]
 
@@ -91,6 +94,15 @@ _ACQUISITION_BACKSTOP = 120.0
 
 BOLT_SCHEMES = frozenset({"bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc"})
 """URI schemes the store accepts (the driver's HTTP support is a preview)."""
+
+
+def _vector_setting(value: bool | str) -> str:
+    """``SONALITY_NEO4J_VECTOR_INDEX`` as ``auto``/``on``/``off`` (a bool: on or off)."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if value not in VECTOR_SETTINGS:
+        raise ConfigError(f"vector_index must be one of {', '.join(VECTOR_SETTINGS)}", value=value)
+    return value
 
 
 class _DriverLogs(logging.Handler):
@@ -139,11 +151,12 @@ class Neo4jStore(
         *,
         database: str,
         embedding_dimensions: int,
-        vector_index: bool = False,
+        vector_index: bool | str = "auto",
         migrations_dir: Path | None = None,
         retry_seconds: float = 5.0,
         connect_seconds: float = 5.0,
         reach: Reach | None = None,
+        cache_mb: int = DEFAULT_CACHE_MB,
     ) -> None:
         """Use :meth:`open`; this only wires an already-created driver (``reach``: the
         probe's round trip, see ``executor.py``)."""
@@ -153,7 +166,7 @@ class Neo4jStore(
             driver,
             database=database,
             embedding_dimensions=embedding_dimensions,
-            vector_index=vector_index,
+            vector_index=_vector_setting(vector_index),
             directory=migrations_dir,
         )
         super().__init__(
@@ -167,16 +180,20 @@ class Neo4jStore(
                 reach=reach,
             )
         )
+        self._db.cache_bytes = cache_mb << 20
 
     async def _check_schema(self) -> None:
         await self._ledger.check()
         self._note_vector_index()
 
     def _note_vector_index(self) -> None:
-        """Route similarity by the index the ledger last read (it exists and is ONLINE)."""
-        index = self._ledger.vector_index
+        """Choose how similarity is searched from the indexes the ledger last read (they
+        exist and are ONLINE, filtered or not): the plan is made at connect time and
+        after every schema check, never assumed."""
+        index, beliefs = self._ledger.vector_index, self._ledger.belief_index
         self._db.vector_index = index.online
         self._db.scoped_index = index.online and index.scoped
+        self._db.belief_search = beliefs.online and beliefs.scoped
 
     @property
     def transaction_stats(self) -> TransactionStats:
@@ -191,17 +208,20 @@ class Neo4jStore(
         auth: tuple[str, str] | None = None,
         database: str = "neo4j",
         embedding_dimensions: int = 256,
-        vector_index: bool = False,
+        vector_index: bool | str = "auto",
         max_connection_pool_size: int = 50,
         migrations_dir: Path | None = None,
         retry_seconds: float = 5.0,
         connect_seconds: float = 5.0,
+        cache_mb: int = DEFAULT_CACHE_MB,
     ) -> Neo4jStore:
         """Connect and check the server answers (``StoreUnavailable`` otherwise). Never
         creates schema (see :meth:`migrate`), but refuses a vector index whose dimension
         differs from ``embedding_dimensions`` (``SchemaError``). ``vector_index`` is the
-        ``SONALITY_NEO4J_VECTOR_INDEX`` setting :meth:`migrate` makes the server match;
-        searches use the index only when the server has it ONLINE (read here, once).
+        ``SONALITY_NEO4J_VECTOR_INDEX`` setting (``auto``, ``on``, ``off``; a bool means on
+        or off) :meth:`migrate` makes the server match; the similarity plan is chosen here
+        from what the server has ONLINE (read once): in-index search where the indexes
+        filter (2026.x), else the process's cache, bounded by ``cache_mb``.
         ``migrations_dir`` replaces the shipped ``migrations/neo4j/`` folder (for tests).
         ``retry_seconds`` and ``connect_seconds`` bound the waits (see the module
         docstring)."""
@@ -244,6 +264,7 @@ class Neo4jStore(
             retry_seconds=retry_seconds,
             connect_seconds=connect_seconds,
             reach=partial(_reach, uri, auth, connect_seconds, database),
+            cache_mb=cache_mb,
         )
         try:
             async with store._db.unit("open"):
@@ -270,11 +291,16 @@ class Neo4jStore(
 
     async def migrate(self) -> list[str]:
         """Apply pending migrations, then create or drop the vector index to match the
-        setting; return the migrations' names (empty when already current)."""
+        setting, then run the data upgrades Cypher cannot make
+        (``storage/neo4j/upgrade.py``); return the migrations' names (empty when already
+        current)."""
         self._db.forget_schema()
         async with translate_errors("migrate"):
             applied = await self._ledger.migrate()
         await self._db.ensure_schema()
+        upgraded = await self._db.write("upgrade", upgrade, datetime.now(UTC))
+        if any(upgraded.values()):
+            log.info("data_upgraded", backend=self.backend, **upgraded)
         return applied
 
     async def delete_all(self) -> None:

@@ -30,6 +30,11 @@ Keeping it right across processes:
 
 A search is thus one read statement to catch up (usually empty), the product, and one to
 read the candidates — never a scan of the user's vectors on the server.
+
+The cache keeps within its memory budget (``SONALITY_CACHE_MB``, least recently used users
+dropped first). A user with more embedded episodes than the budget takes is never loaded:
+the catch-up returns the count alone (``$admit``) and :meth:`Neo4jEmbeddingCache.search`
+answers ``None``, so the store scans that user exactly on the server instead.
 """
 
 from __future__ import annotations
@@ -64,13 +69,19 @@ class Neo4jEmbeddingCache(MatrixCache):
 
     def catch_up(self, persona_id: str, user_id: str) -> dict[str, Any]:
         """The parameters of a catch-up of the user's entry (``since``: the entry's last
-        catch-up minus the window, ``known``: the cached rows stamped after it), for
-        ``episode/vectors`` or a statement that embeds its subqueries (``context/read``)."""
+        catch-up minus the window, ``known``: the cached rows stamped after it, ``admit``:
+        the most rows the budget takes), for ``episode/vectors`` or a statement that embeds
+        its subqueries (``context/read``)."""
         entry = self.entry(persona_id, user_id)
         since = entry.read_at - WINDOW if entry.read_at >= 0 else -1
         recent = entry.last_rev > since  # else no cached row is inside the window
         known = {i: rev for i, rev in entry.revs.items() if rev > since} if recent else {}
-        return {"since": since, "known": known}
+        return {"since": since, "known": known, "admit": self.admit}
+
+    def too_big(self, row: Mapping[str, Any]) -> bool:
+        """Whether a catch-up found the user larger than the budget takes (it then carried
+        no rows)."""
+        return int(row["embedded"]) > self.admit
 
     def absorb(self, persona_id: str, user_id: str, row: Mapping[str, Any]) -> bool:
         """Merge a catch-up's answer (``rows``, ``now``, ``embedded``) into the user's
@@ -99,8 +110,11 @@ class Neo4jEmbeddingCache(MatrixCache):
         entry.read_at = int(row["now"])
         return int(row["embedded"]) == len(entry.ids)
 
-    async def _read(self, tx: AsyncManagedTransaction, persona_id: str, user_id: str) -> bool:
-        """One catch-up statement (``episode/vectors``), absorbed."""
+    async def _read(
+        self, tx: AsyncManagedTransaction, persona_id: str, user_id: str
+    ) -> bool | None:
+        """One catch-up statement (``episode/vectors``), absorbed (``None``: the user is
+        larger than the budget takes)."""
         [row] = await fetch_plain(
             tx,
             Query.EPISODE_VECTORS,
@@ -108,7 +122,7 @@ class Neo4jEmbeddingCache(MatrixCache):
             user_id=user_id,
             **self.catch_up(persona_id, user_id),
         )  # aggregations always answer one row
-        return self.absorb(persona_id, user_id, row)
+        return None if self.too_big(row) else self.absorb(persona_id, user_id, row)
 
     async def _refresh(
         self,
@@ -116,16 +130,22 @@ class Neo4jEmbeddingCache(MatrixCache):
         persona_id: str,
         user_id: str,
         caught_up: Mapping[str, Any] | None = None,
-    ) -> UserMatrix:
+    ) -> UserMatrix | None:
         """The user's entry, current: ``caught_up`` (a catch-up the caller's statement
-        already read) or one read here, then a rebuild from scratch if the count differs."""
+        already read) or one read here, then a rebuild from scratch if the count differs;
+        ``None`` (and no entry) when the user is larger than the budget takes."""
         if caught_up is not None:
-            current = self.absorb(persona_id, user_id, caught_up)
+            current = (
+                None if self.too_big(caught_up) else self.absorb(persona_id, user_id, caught_up)
+            )
         else:
             current = await self._read(tx, persona_id, user_id)
-        if not current:
+        if current is False:
             self.forget(persona_id, user_id)
-            await self._read(tx, persona_id, user_id)
+            current = await self._read(tx, persona_id, user_id)
+        if current is None:
+            self.forget(persona_id, user_id)
+            return None
         return self.entry(persona_id, user_id)
 
     async def search(
@@ -137,17 +157,21 @@ class Neo4jEmbeddingCache(MatrixCache):
         k: int,
         *,
         caught_up: Mapping[str, Any] | None = None,
-    ) -> list[tuple[dict[str, Any], float]]:
+    ) -> list[tuple[dict[str, Any], float]] | None:
         """Up to ``k`` of the user's embedded episodes (their stored properties) by cosine,
-        best first (ties: the later ``seq`` first, as the server's exact scan orders them).
-        ``caught_up``: the answer of a catch-up run with :meth:`catch_up`'s parameters in
-        this transaction (it saves a statement)."""
+        best first (ties: the later ``seq`` first, as the server's exact scan orders them);
+        ``None`` when the user is larger than the cache's budget takes (the caller scans
+        on the server). ``caught_up``: the answer of a catch-up run with
+        :meth:`catch_up`'s parameters in this transaction (it saves a statement)."""
         found: dict[str, tuple[dict[str, Any], float]] = {}
         candidates: list[tuple[str, float]] = []
         for _ in range(2):
             entry = await self._refresh(tx, persona_id, user_id, caught_up)
             caught_up = None
+            if entry is None:
+                return None
             candidates = entry.top(query, k + MARGIN)
+            self.settle(persona_id, user_id)
             if not candidates:
                 return []
             rows = await fetch_plain(

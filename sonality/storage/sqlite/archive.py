@@ -42,6 +42,7 @@ from sonality.models import (
 from sonality.storage import archive as fmt
 from sonality.storage import shapes
 from sonality.storage.sqlite import codec
+from sonality.storage.sqlite.enrichment import INSERT_FACT, fact_row
 from sonality.storage.sqlite.episodes import episode_columns
 from sonality.storage.sqlite.executor import SqliteAggregate, insert_statement
 from sonality.storage.sqlite.personas import get_persona
@@ -257,6 +258,9 @@ def _import(conn: sqlite3.Connection, archive: PersonaArchive, dimensions: int) 
     )
     by_table = {table: getattr(archive, name) for name, table, _ in _PLAIN}
     for table in _INSERT_ORDER:
+        if table == "user_facts":  # with the key its unique index keeps
+            conn.executemany(INSERT_FACT, [fact_row(f) for f in archive.facts])
+            continue
         conn.executemany(_INSERT[table], [codec.encode(m) for m in by_table[table]])
     _insert_provenance(conn, pid, archive.provenance)
     conn.executemany(_INSERT_REFLECTION, [codec.encode(r.reflection) for r in archive.reflections])

@@ -47,11 +47,14 @@ TIME_COLUMNS = frozenset(
 
 JSON_COLUMNS = frozenset(
     {
+        "advice",
+        "also_from",
         "defaulted",
         "disagreement_window",
         "ess_topics",
         "hard_goals",
         "health",
+        "incarnations",
         "moves_at",
         "moves_from",
         "persona_ids",

@@ -29,7 +29,13 @@ from sonality.models import (
 from sonality.storage import checks, shapes
 from sonality.storage.sqlite import codec
 from sonality.storage.sqlite.episodes import append_tx, episode_columns, episode_from
-from sonality.storage.sqlite.executor import SqliteAggregate, insert_statement, persona_counters
+from sonality.storage.sqlite.executor import (
+    SqliteAggregate,
+    chunks,
+    insert_statement,
+    persona_counters,
+    placeholders,
+)
 from sonality.storage.sqlite.personas import get_persona
 from sonality.storage.sqlite.vectors import encode_embedding
 
@@ -40,6 +46,7 @@ __all__ = [
     "STAGED_FIELDS",
     "SqliteEnrichment",
     "active_facts",
+    "fact_row",
     "insert_insight",
 ]
 
@@ -79,6 +86,7 @@ FACT_FIELDS = (
     "episode_id",
     "created_at",
     "retracted",
+    "also_from",
 )
 _UPDATE_EPISODE = (
     f"UPDATE episodes SET {', '.join(f'{c} = :{c}' for c in shapes.ENRICHED_FIELDS)} "
@@ -91,7 +99,16 @@ _UPSERT_BELIEF = (
 )
 _INSERT_STAGED = insert_statement("staged_updates", STAGED_FIELDS)
 _INSERT_INSIGHT = insert_statement("insights", _INSIGHT_FIELDS)
-INSERT_FACT = insert_statement("user_facts", FACT_FIELDS)
+INSERT_FACT = insert_statement("user_facts", (*FACT_FIELDS, "active_key"))
+"""A fact with its ``active_key`` (``fact_row``): the unique index keeps one active fact
+per user and key."""
+
+
+def fact_row(fact: UserFact) -> dict[str, object]:
+    """The named parameters of ``INSERT_FACT``."""
+    return {**codec.encode(fact), "active_key": checks.active_key(fact)}
+
+
 _PROVENANCE = ("episode_id", "topic", "delta", "committed_at")
 
 
@@ -147,7 +164,7 @@ def _commit(conn: sqlite3.Connection, commit: EnrichmentCommit) -> None:
     )
     if commit.insight is not None:
         insert_insight(conn, commit.insight)
-    conn.executemany(INSERT_FACT, [codec.encode(f) for f in commit.facts])
+    conn.executemany(INSERT_FACT, [fact_row(f) for f in commit.facts])
     conn.executemany(_INSERT_STAGED, [codec.encode(s) for s in commit.staged])
     committed = 0
     for staged_id in commit.committed_staged_ids:
@@ -311,8 +328,25 @@ def active_facts(conn: sqlite3.Connection, persona_id: str, user_id: str) -> lis
     return [UserFact.model_validate(codec.decode(row)) for row in rows]
 
 
+def _beliefs_of(conn: sqlite3.Connection, persona_id: str, topics: Sequence[str]) -> list[Belief]:
+    wanted = sorted(set(topics))
+    found: list[Belief] = []
+    for part in chunks(wanted):
+        rows = conn.execute(
+            f"SELECT {', '.join(BELIEF_FIELDS)} FROM beliefs WHERE persona_id = ? "
+            f"AND topic IN ({placeholders(part)}) ORDER BY topic",
+            (persona_id, *part),
+        )
+        found += [Belief.model_validate(codec.decode(row)) for row in rows]
+    return found
+
+
 def _state(
-    conn: sqlite3.Connection, persona_id: str, user_ids: Sequence[str], since: int
+    conn: sqlite3.Connection,
+    persona_id: str,
+    user_ids: Sequence[str],
+    since: int,
+    beliefs: bool = True,
 ) -> EnrichmentState:
     persona = get_persona(conn, persona_id)
     users = sorted(set(user_ids))
@@ -332,7 +366,7 @@ def _state(
     )
     return EnrichmentState(
         persona=persona,
-        beliefs=tuple(_beliefs(conn, persona_id, True)),
+        beliefs=tuple(_beliefs(conn, persona_id, True)) if beliefs else (),
         staged=tuple(_staged(conn, persona_id, None)),
         facts=tuple(UserFact.model_validate(codec.decode(row)) for row in facts),
         influence=tuple(StagedInfluence.model_validate(codec.decode(row)) for row in influence),
@@ -374,13 +408,14 @@ def _backlog(
             ).fetchone()[0]
         )
     since = persona.interaction_count + 1 - window
-    state = _state(conn, persona_id, [e.user_id for e in episodes], since)
+    state = _state(conn, persona_id, [e.user_id for e in episodes], since, beliefs=False)
     return EnrichmentBacklog(episodes=episodes, state=state, pending=pending)
 
 
 def _retract(conn: sqlite3.Connection, persona_id: str, user_id: str, fact_id: str) -> None:
     cursor = conn.execute(
-        "UPDATE user_facts SET retracted = 1 WHERE persona_id = ? AND user_id = ? AND id = ?",
+        "UPDATE user_facts SET retracted = 1, active_key = NULL "
+        "WHERE persona_id = ? AND user_id = ? AND id = ?",
         (persona_id, user_id, fact_id),
     )
     if cursor.rowcount == 0:
@@ -422,6 +457,10 @@ class SqliteEnrichment(SqliteAggregate):
             return episode, created, _backlog(conn, draft.persona_id, 1, True, influence_window)
 
         return await self._db.run(work, write=True)
+
+    async def enrichment_beliefs(self, persona_id: str, topics: Sequence[str]) -> list[Belief]:
+        """The persona's beliefs of ``topics`` (retired too), by topic, in one read."""
+        return await self._db.read(_beliefs_of, persona_id, tuple(topics))
 
     async def enrichment_state(
         self, persona_id: str, user_ids: Sequence[str], *, since_interaction: int

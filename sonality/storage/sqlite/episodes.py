@@ -8,7 +8,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from sonality.models import EnrichmentStatus, Episode, EpisodeDraft
+from sonality.models import EnrichmentStatus, Episode, EpisodeDraft, OldestPending
 from sonality.storage import checks, shapes
 from sonality.storage.sqlite import codec
 from sonality.storage.sqlite.executor import (
@@ -180,8 +180,10 @@ def _list_sql(by_user: bool, by_conversation: bool) -> str:
     where = "persona_id = ?"
     where += " AND user_id = ?" if by_user else ""
     where += " AND conversation_id = ?" if by_conversation else ""
+    # seq < ? (never NULL: the largest seq when there is no cursor) is a range the index
+    # seeks to, so a page far back costs what the first one does
     return (
-        f"{_EPISODES} WHERE {where} "
+        f"{_EPISODES} WHERE {where} AND seq < ? "
         "AND (? IS NULL OR (enrichment_status = 'enriched' AND interaction_index > ?)) "
         "ORDER BY seq DESC LIMIT ?"
     )
@@ -198,10 +200,12 @@ def _list(
     conversation_id: str | None,
     limit: int,
     since_interaction: int | None,
+    before: int | None = None,
 ) -> list[Episode]:
     params: list[object] = [persona_id]
     params += [user_id] if user_id is not None else []
     params += [conversation_id] if conversation_id is not None else []
+    params += [checks.cursor(before)]
     params += [since_interaction, since_interaction, checks.limit(limit)]
     sql = _LIST_EPISODES[(user_id is not None, conversation_id is not None)]
     return [episode_from(row) for row in conn.execute(sql, params)]
@@ -229,6 +233,33 @@ def _count_unembedded(conn: sqlite3.Connection, persona_id: str) -> int:
         (persona_id,),
     ).fetchone()
     return int(row[0])
+
+
+_OLDEST_EPISODE = (
+    "SELECT created_at FROM episodes WHERE persona_id = ? AND enrichment_status = 'pending' "
+    "ORDER BY seq LIMIT 1"
+)
+"""The head of the enrichment queue, first in ``episodes_by_status``'s order."""
+_OLDEST_TURN = (
+    "SELECT created_at FROM thinker_turns WHERE persona_id = ? AND status = 'pending' "
+    "ORDER BY created_at LIMIT 1"
+)
+"""The oldest unthought turn, first in ``thinker_turns_by_status_time``'s order."""
+
+
+def _oldest_pending(conn: sqlite3.Connection, persona_ids: list[str]) -> list[OldestPending]:
+    found = []
+    for persona_id in persona_ids:
+        episode = conn.execute(_OLDEST_EPISODE, (persona_id,)).fetchone()
+        turn = conn.execute(_OLDEST_TURN, (persona_id,)).fetchone()
+        found.append(
+            OldestPending(
+                persona_id=persona_id,
+                episode_at=None if episode is None else codec.decode_time(episode[0]),
+                turn_at=None if turn is None else codec.decode_time(turn[0]),
+            )
+        )
+    return found
 
 
 def _count(conn: sqlite3.Connection, persona_id: str) -> dict[str, int]:
@@ -368,10 +399,12 @@ class SqliteEpisodes(SqliteAggregate):
         conversation_id: str | None = None,
         limit: int = 20,
         since_interaction: int | None = None,
+        before: int | None = None,
     ) -> list[Episode]:
-        """Most recent first (by ``seq``), optionally filtered."""
+        """Most recent first (by ``seq``), optionally filtered, from the ``before`` cursor
+        on (see ``EpisodeStore.list_episodes``)."""
         return await self._db.read(
-            _list, persona_id, user_id, conversation_id, limit, since_interaction
+            _list, persona_id, user_id, conversation_id, limit, since_interaction, before
         )
 
     async def list_pending_episodes(self, persona_id: str, *, limit: int = 100) -> list[Episode]:
@@ -389,6 +422,13 @@ class SqliteEpisodes(SqliteAggregate):
     async def count_episodes(self, persona_id: str) -> dict[str, int]:
         """``{"pending": n, "enriched": n, "failed": n}``."""
         return await self._db.read(_count, persona_id)
+
+    async def oldest_pending(self, persona_ids: Sequence[str]) -> list[OldestPending]:
+        """Per persona, when its next pending episode and its oldest pending Thinker turn
+        were recorded (one read transaction for all of them)."""
+        if not persona_ids:
+            return []
+        return await self._db.read(_oldest_pending, list(persona_ids))
 
     async def similar_episodes(
         self, persona_id: str, user_id: str, embedding: Sequence[float], *, k: int

@@ -1,6 +1,11 @@
 """Forgetting and correcting on SQLite: the erasure commit (episodes out, the NEXT chain
-relinked, opinions replaced by the replay), snapshot purges after a review, fact
-corrections, persona deletion and the ``erasures`` audit table.
+relinked, opinions replaced by the replay, snapshot versions that may quote the erased
+material reverted), fact corrections (merging into a fact that says the same), persona
+deletion (with its API key grants), the ``erasures`` audit table and its key.
+
+After an erasure the store checkpoints the WAL (``TRUNCATE``): with ``secure_delete`` on
+(``executor.connect``), the freed pages are zeroed in the main file and the WAL no longer
+holds the old page images.
 
 Every statement is scoped by ``persona_id``; the few assembled ones combine constant table
 and column names with ``?`` placeholders, never values.
@@ -8,17 +13,22 @@ and column names with ``?`` placeholders, never values.
 
 from __future__ import annotations
 
+import secrets
 import sqlite3
 from collections.abc import Sequence
+from datetime import datetime
 
-from sonality.errors import ConflictError
 from sonality.models import (
+    ApiKey,
     Belief,
     Episode,
     Erasure,
     ErasureCommit,
     ErasureState,
     ReflectionPoint,
+    Snapshot,
+    SnapshotRevert,
+    SnapshotVersion,
     StoredEvidence,
     UserFact,
 )
@@ -30,6 +40,7 @@ from sonality.storage.sqlite.enrichment import (
     INSERT_FACT,
     STAGED_FIELDS,
     active_facts,
+    fact_row,
 )
 from sonality.storage.sqlite.episodes import episode_columns, episode_from
 from sonality.storage.sqlite.executor import (
@@ -39,13 +50,15 @@ from sonality.storage.sqlite.executor import (
     persona_counters,
     placeholders,
 )
+from sonality.storage.sqlite.keys import KEY_FIELDS
 from sonality.storage.sqlite.migrations import DATA_TABLES
-from sonality.storage.sqlite.personas import get_persona
+from sonality.storage.sqlite.personas import current_version, get_persona, insert_snapshot
 
 __all__ = ["SqliteErasure"]
 
 _ERASURE_FIELDS = tuple(Erasure.model_fields)
-"""An erasure record is stored one column per field."""
+"""An erasure record is stored one column per field (and ``subject_keyed``, 0 only for
+records written before subjects were keyed, until ``migrate`` re-keys them)."""
 _INSERT_ERASURE = insert_statement("erasures", _ERASURE_FIELDS)
 _INSERT_STAGED = insert_statement("staged_updates", STAGED_FIELDS)
 _UPSERT_BELIEF = (
@@ -59,19 +72,19 @@ _DELETE_PERSONA = {
     if table not in ("erasures", "api_keys")
 }
 """Constant statements over the constant table list: everything of one persona but its
-erasure records (API keys belong to no one persona; the server revokes a deleted
-persona's keys)."""
+erasure records (API keys belong to no one persona: the deletion takes the persona's
+grants from them, ``_ungrant``)."""
 
 _BY_EPISODE = (
     "insights",
-    "user_facts",
     "staged_updates",
     "provenance",
     "episode_topics",
     "turn_usage",
     "thinker_turns",
 )
-"""Tables whose rows hang off one episode (``episode_id``), deleted with it."""
+"""Tables whose rows hang off one episode (``episode_id``), deleted with it (facts may
+hang off several: ``checks.facts_after_erasure``)."""
 _DELETE_BY_EPISODE = {
     table: f"DELETE FROM {table} WHERE persona_id = ? AND episode_id IN " for table in _BY_EPISODE
 }
@@ -129,8 +142,12 @@ def _state(
         (persona_id,),
     )
     reflections = conn.execute(
-        "SELECT id, interaction_count, started_at, snapshot_version FROM reflections "
+        "SELECT id, interaction_count, started_at, snapshot_version, advice FROM reflections "
         "WHERE persona_id = ? AND outcome = 'committed' ORDER BY interaction_count, started_at",
+        (persona_id,),
+    )
+    snapshots = conn.execute(
+        "SELECT version, reason FROM snapshots WHERE persona_id = ? ORDER BY version",
         (persona_id,),
     )
     if user_id is not None:
@@ -139,7 +156,7 @@ def _state(
             (persona_id, user_id),
         ).fetchone()[0]
     else:
-        facts = _count_in(conn, "user_facts", persona_id, ids)
+        facts = len(checks.facts_after_erasure(_facts_of(conn, removed), set(ids))[1])
     return ErasureState(
         persona=persona,
         removed=tuple(removed),
@@ -148,21 +165,33 @@ def _state(
         ),
         beliefs=tuple(Belief.model_validate(codec.decode(r)) for r in beliefs),
         reflections=tuple(ReflectionPoint.model_validate(codec.decode(r)) for r in reflections),
+        snapshots=tuple(SnapshotVersion.model_validate(dict(r)) for r in snapshots),
         facts=int(facts),
-        insights=_count_in(conn, "insights", persona_id, ids),
+        insights=_count_insights(conn, persona_id, ids),
     )
 
 
-_COUNT_BY_EPISODE = {
-    table: f"SELECT count(*) FROM {table} WHERE persona_id = ? AND episode_id IN "
-    for table in ("user_facts", "insights")
-}
+def _facts_of(conn: sqlite3.Connection, removed: Sequence[Episode]) -> list[UserFact]:
+    """The facts that name one of the ``removed`` episodes as a source."""
+    ids = {e.id for e in removed}
+    found = []
+    for persona_id, user_id in sorted({(e.persona_id, e.user_id) for e in removed}):
+        rows = conn.execute(
+            f"SELECT {', '.join(FACT_FIELDS)} FROM user_facts WHERE persona_id = ? AND user_id = ?",
+            (persona_id, user_id),
+        )
+        facts = (UserFact.model_validate(codec.decode(r)) for r in rows)
+        found += [f for f in facts if ids & {f.episode_id, *f.also_from}]
+    return found
 
 
-def _count_in(conn: sqlite3.Connection, table: str, persona_id: str, ids: Sequence[str]) -> int:
+def _count_insights(conn: sqlite3.Connection, persona_id: str, ids: Sequence[str]) -> int:
     total = 0
     for chunk in chunks(ids):
-        sql = f"{_COUNT_BY_EPISODE[table]}({placeholders(chunk)})"
+        sql = (
+            "SELECT count(*) FROM insights WHERE persona_id = ? "
+            f"AND episode_id IN ({placeholders(chunk)})"
+        )
         total += int(conn.execute(sql, (persona_id, *chunk)).fetchone()[0])
     return total
 
@@ -244,6 +273,25 @@ def _drop_conversations(conn: sqlite3.Connection, persona_id: str, ids: Sequence
 def _remove_episodes(conn: sqlite3.Connection, commit: ErasureCommit) -> None:
     pid = commit.persona_id
     ids = list(commit.episode_ids)
+    if commit.user_id is not None:
+        user = (pid, commit.user_id)
+        conn.execute("DELETE FROM user_facts WHERE persona_id = ? AND user_id = ?", user)
+    else:  # a fact another exchange backs stays, backed by that one
+        removed = [episode_from(r) for r in _rows_in(conn, pid, ids)]
+        kept, gone = checks.facts_after_erasure(_facts_of(conn, removed), set(ids))
+        _in("DELETE FROM user_facts WHERE persona_id = ? AND id IN ", pid, gone, conn)
+        conn.executemany(
+            "UPDATE user_facts SET episode_id = ?, also_from = ? WHERE persona_id = ? AND id = ?",
+            [(f.episode_id, codec.encode_value(f.also_from), pid, f.id) for f in kept],
+        )
+        # an affect state last changed by an erased exchange loses what it read from it
+        _in(
+            "UPDATE affect_states SET interpretation = NULL, appraisal = NULL, plan = NULL, "
+            "episode_id = NULL, version = version + 1 WHERE persona_id = ? AND episode_id IN ",
+            pid,
+            ids,
+            conn,
+        )
     for chunk in chunks(ids):
         conn.execute(
             "DELETE FROM reflection_insights WHERE persona_id = ? AND insight_id IN "
@@ -258,9 +306,44 @@ def _remove_episodes(conn: sqlite3.Connection, commit: ErasureCommit) -> None:
     _drop_conversations(conn, pid, empty)
     if commit.user_id is not None:
         user = (pid, commit.user_id)
-        conn.execute("DELETE FROM user_facts WHERE persona_id = ? AND user_id = ?", user)
         conn.execute("DELETE FROM affect_states WHERE persona_id = ? AND user_id = ?", user)
         conn.execute("DELETE FROM users WHERE persona_id = ? AND id = ?", user)
+
+
+def _rows_in(conn: sqlite3.Connection, pid: str, ids: Sequence[str]) -> list[sqlite3.Row]:
+    rows: list[sqlite3.Row] = []
+    for chunk in chunks(ids):
+        rows += conn.execute(
+            f"SELECT {episode_columns()} FROM episodes WHERE persona_id = ? "
+            f"AND id IN ({placeholders(chunk)})",
+            (pid, *chunk),
+        ).fetchall()
+    return rows
+
+
+def revert_snapshots(conn: sqlite3.Connection, persona_id: str, revert: SnapshotRevert) -> None:
+    """Write the new CURRENT (the clean source version's text, or the core identity),
+    then delete the reverted versions (the chain is the version order here)."""
+    if revert.version is not None:
+        text = get_persona(conn, persona_id).core_identity
+        if revert.source is not None:
+            row = conn.execute(
+                "SELECT text FROM snapshots WHERE persona_id = ? AND version = ?",
+                (persona_id, revert.source),
+            ).fetchone()
+            text = str(row[0])
+        snapshot = Snapshot(
+            persona_id=persona_id,
+            version=revert.version,
+            text=text,
+            reason=revert.reason,
+            created_at=revert.created_at,
+        )
+        insert_snapshot(conn, snapshot)
+    conn.executemany(
+        "DELETE FROM snapshots WHERE persona_id = ? AND version = ?",
+        [(persona_id, v) for v in revert.removed],
+    )
 
 
 def _replace_opinions(conn: sqlite3.Connection, commit: ErasureCommit) -> None:
@@ -295,17 +378,23 @@ def _replace_opinions(conn: sqlite3.Connection, commit: ErasureCommit) -> None:
         [{**codec.encode(e), "persona_id": pid, "kind": e.kind} for e in commit.provenance],
     )
     conn.executemany(
-        "UPDATE reflections SET interaction_count = ? WHERE persona_id = ? AND id = ?",
-        [(r.interaction_count, pid, r.id) for r in commit.reflections],
+        "UPDATE reflections SET interaction_count = ?, advice = ? WHERE persona_id = ? AND id = ?",
+        [
+            (r.interaction_count, codec.encode_value(r.advice), pid, r.id)
+            for r in commit.reflections
+        ],
     )
 
 
 def _commit(conn: sqlite3.Connection, commit: ErasureCommit) -> None:
     pid = commit.persona_id
-    checks.erasure_may_commit(commit, int(persona_counters(conn, pid)["interaction_count"]))
+    count = int(persona_counters(conn, pid)["interaction_count"])
+    checks.erasure_may_commit(commit, count, current_version(conn, pid) or None)
     _remove_episodes(conn, commit)
     if commit.replay_from is not None:
         _replace_opinions(conn, commit)
+    if commit.snapshots is not None:
+        revert_snapshots(conn, pid, commit.snapshots)
     conn.execute(
         "UPDATE personas SET interaction_count = ?, disagreement_window = ?, "
         "shift_since_reflection = ?, last_reflection_at = ?, last_reflection_attempt_at = ?, "
@@ -358,15 +447,27 @@ def _get_fact(conn: sqlite3.Connection, persona_id: str, fact_id: str) -> UserFa
 
 
 def _correct(conn: sqlite3.Connection, fact: UserFact) -> UserFact:
-    stored = _get_fact(conn, fact.persona_id, fact.id)
-    if (stored.user_id, stored.episode_id) != (fact.user_id, fact.episode_id):
-        raise ConflictError("a correction keeps the fact's user and episode", fact_id=fact.id)
+    pid = fact.persona_id
+    persona_counters(conn, pid)
+    stored = _get_fact(conn, pid, fact.id)
+    write, merged = checks.corrected_fact(stored, fact, active_facts(conn, pid, fact.user_id))
+    if merged is not None:
+        conn.execute("DELETE FROM user_facts WHERE persona_id = ? AND id = ?", (pid, merged.id))
     conn.execute(
-        "UPDATE user_facts SET kind = ?, text = ?, severity = ?, retracted = ? "
-        "WHERE persona_id = ? AND id = ?",
-        (fact.kind.value, fact.text, fact.severity, fact.retracted, fact.persona_id, fact.id),
+        "UPDATE user_facts SET kind = ?, text = ?, severity = ?, retracted = ?, also_from = ?, "
+        "active_key = ? WHERE persona_id = ? AND id = ?",
+        (
+            write.kind.value,
+            write.text,
+            write.severity,
+            write.retracted,
+            codec.encode_value(write.also_from),
+            checks.active_key(write),
+            pid,
+            write.id,
+        ),
     )
-    return _get_fact(conn, fact.persona_id, fact.id)
+    return _get_fact(conn, pid, write.id)
 
 
 def _add_fact(conn: sqlite3.Connection, fact: UserFact) -> UserFact:
@@ -378,15 +479,52 @@ def _add_fact(conn: sqlite3.Connection, fact: UserFact) -> UserFact:
     held = checks.held_fact(active_facts(conn, fact.persona_id, fact.user_id), fact.text)
     if held is not None:
         return held
-    conn.execute(INSERT_FACT, codec.encode(fact))
+    conn.execute(INSERT_FACT, fact_row(fact))
     return _get_fact(conn, fact.persona_id, fact.id)
+
+
+def _ungrant(conn: sqlite3.Connection, persona_id: str, at: datetime) -> None:
+    """Take the deleted persona from every API key that grants it: a key left with no
+    persona is revoked (its list stays, so it is not read as a global key)."""
+    rows = conn.execute(f"SELECT {', '.join(KEY_FIELDS)} FROM api_keys").fetchall()
+    for key in (ApiKey.model_validate(codec.decode(r)) for r in rows):
+        if persona_id not in key.persona_ids:
+            continue
+        left = checks.without_persona(key, persona_id, at)
+        conn.execute(
+            "UPDATE api_keys SET persona_ids = ?, incarnations = ?, revoked_at = ? WHERE id = ?",
+            (
+                codec.encode_value(left.persona_ids),
+                codec.encode_value(left.incarnations),
+                None if left.revoked_at is None else codec.encode_time(left.revoked_at),
+                key.id,
+            ),
+        )
 
 
 def _delete_persona(conn: sqlite3.Connection, persona_id: str, record: Erasure) -> None:
     persona_counters(conn, persona_id)
     for statement in _DELETE_PERSONA.values():
         conn.execute(statement, (persona_id,))
+    _ungrant(conn, persona_id, record.created_at)
     conn.execute(_INSERT_ERASURE, codec.encode(record))
+
+
+def audit_key(conn: sqlite3.Connection) -> bytes:
+    """The store's secret for audit subjects (``store_meta``), made on first use."""
+    conn.execute(
+        "INSERT INTO store_meta (name, value) VALUES ('audit_key', ?) ON CONFLICT DO NOTHING",
+        (secrets.token_hex(32),),
+    )
+    row = conn.execute("SELECT value FROM store_meta WHERE name = 'audit_key'").fetchone()
+    return bytes.fromhex(str(row[0]))
+
+
+def checkpoint(conn: sqlite3.Connection) -> None:
+    """Copy the WAL into the file and truncate it, so the pages an erasure freed (zeroed
+    by ``secure_delete``) leave no older image behind. Best effort: a reader of another
+    connection may hold the WAL (it is truncated at the next checkpoint then)."""
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
 
 
 def _erasures(conn: sqlite3.Connection, persona_id: str) -> list[Erasure]:
@@ -427,6 +565,11 @@ class SqliteErasure(SqliteAggregate):
                 self._db.vectors.forget(commit.persona_id, user_id)
 
         await self._db.run(work, write=True)
+        await self._db.run(checkpoint, transaction=False)
+
+    async def audit_key(self) -> bytes:
+        """The store's secret for audit subjects (made on first use)."""
+        return await self._db.write(audit_key)
 
     async def purge_snapshots(
         self, persona_id: str, *, from_version: int, below_version: int
@@ -447,13 +590,16 @@ class SqliteErasure(SqliteAggregate):
         return await self._db.write(_add_fact, fact)
 
     async def delete_persona(self, persona_id: str, record: Erasure) -> None:
-        """Remove the persona and everything it owns but its erasure records."""
+        """Remove the persona and everything it owns but its erasure records, and take it
+        from every API key's grants (a key left with none is revoked), in one
+        transaction."""
 
         def work(conn: sqlite3.Connection) -> None:
             _delete_persona(conn, persona_id, record)
             self._db.vectors.clear()
 
         await self._db.run(work, write=True)
+        await self._db.run(checkpoint, transaction=False)
 
     async def list_erasures(self, persona_id: str) -> list[Erasure]:
         """The persona's erasure records, oldest first."""

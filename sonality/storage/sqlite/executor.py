@@ -3,15 +3,17 @@
 Asynchronous without extra dependencies: one dedicated worker thread owns the ``sqlite3``
 connection (a single-thread executor driven by ``loop.run_in_executor``), so the connection
 is never shared between threads and the event loop never blocks on disk. The file is in
-WAL mode (readers do not block the writer), ``synchronous=NORMAL``, foreign keys on, with a
-busy timeout that bounds a whole call: a unit of work queued behind others on the thread
-waits for the file's lock only what is left of its own timeout, so while another process
-holds the lock every call fails within ``busy_timeout`` of its start (rather than each
-waiting the full timeout after the ones before it). :class:`SqliteExecutor` runs a unit of
-work (a function taking the connection first) as one transaction: ``BEGIN IMMEDIATE`` for
-writes, rolled back on any exception, so nothing is ever half-written; ``BEGIN IMMEDIATE``
-plus the busy timeout also serialise writers from other processes opening the same file.
-sqlite3 errors become :mod:`sonality.errors` types in :func:`translate`.
+WAL mode (readers do not block the writer), ``synchronous=NORMAL``, foreign keys on,
+``secure_delete`` on (freed pages are zeroed, so erased text does not linger).
+:class:`SqliteExecutor` runs a unit of work (a function taking the connection first) as one
+transaction: ``BEGIN IMMEDIATE`` for writes, rolled back on any exception, so nothing is
+ever half-written; ``BEGIN IMMEDIATE`` also serialises writers from other processes opening
+the same file. A write that finds another process writing does not wait on the worker
+thread (every unit of work of this process would queue behind it): the connection's own
+busy timeout is a few milliseconds, and past it the executor gives the thread back and
+tries again after a short sleep on the event loop, for at most the store's busy timeout,
+so this process's reads go on meanwhile. sqlite3 errors become :mod:`sonality.errors`
+types in :func:`translate`.
 
 Statements use ``?`` or ``:name`` parameters only; the few SQL strings the aggregates
 assemble combine constants (column lists), never values.
@@ -21,8 +23,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import sqlite3
-import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -37,10 +39,12 @@ from sonality.errors import (
     StoreUnavailable,
     ValidationError,
 )
-from sonality.storage.sqlite.vectors import EmbeddingCache
+from sonality.storage.sqlite.vectors import EmbeddingCache, TopicCache
+from sonality.storage.vectors import DEFAULT_CACHE_MB
 
 __all__ = [
     "CHUNK",
+    "LOCK_WAIT_SECONDS",
     "SqliteAggregate",
     "SqliteExecutor",
     "Work",
@@ -59,6 +63,17 @@ Work = Callable[Concatenate[sqlite3.Connection, P], T]
 
 CHUNK = 500
 """Ids per ``IN (...)`` list (old SQLite builds allow 999 parameters per statement)."""
+
+LOCK_WAIT_SECONDS = 0.005
+"""How long the worker thread itself waits for another connection's write lock (the
+connection's busy timeout) before the executor waits on the event loop instead."""
+_LOCK_RETRY_SECONDS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05)
+"""The sleeps between attempts to take the write lock (the last one repeats)."""
+
+
+class _Locked(Exception):
+    """A unit of work met another connection's lock past the connection's busy timeout
+    (``BEGIN IMMEDIATE`` found another writer, most often) and was rolled back whole."""
 
 
 def translate(exc: sqlite3.Error) -> SonalityError:
@@ -82,14 +97,18 @@ def translate(exc: sqlite3.Error) -> SonalityError:
     return StoreError("SQLite failed", error=detail)
 
 
-def connect(path: Path, busy_timeout: float) -> sqlite3.Connection:
-    """An autocommit connection (transactions are explicit) with the store's pragmas."""
+def connect(path: Path, busy_timeout: float = LOCK_WAIT_SECONDS) -> sqlite3.Connection:
+    """An autocommit connection (transactions are explicit) with the store's pragmas; its
+    busy timeout is how long a statement waits for another connection's lock."""
     conn = sqlite3.connect(path, isolation_level=None, timeout=busy_timeout)
     try:
         conn.row_factory = sqlite3.Row
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
+        # deleted content is overwritten, not left in free pages (builds differ in the
+        # default): what an erasure removes is gone from the file
+        conn.execute("PRAGMA secure_delete = ON")
     except BaseException:
         conn.close()
         raise
@@ -108,14 +127,18 @@ class SqliteExecutor:
         embedding_dimensions: int,
         check_schema: Callable[[sqlite3.Connection], None],
         busy_timeout: float = 10.0,
+        cache_bytes: int = DEFAULT_CACHE_MB << 20,
     ) -> None:
         self.path = path
         self.busy_timeout = busy_timeout
-        """The longest a call waits for the file's lock, from the moment it is made."""
+        """How long a write may wait for another process's write lock, in all."""
         self.embedding_dimensions = embedding_dimensions
         """Length of every embedding the store accepts."""
-        self.vectors = EmbeddingCache(embedding_dimensions)
+        self.vectors = EmbeddingCache(embedding_dimensions, max_bytes=cache_bytes)
         """The similarity cache; like the connection, touched by the worker thread only."""
+        self.topics = TopicCache(embedding_dimensions, max_bytes=cache_bytes // 4)
+        """The belief topics' cache (``context``'s relevant beliefs), likewise; a quarter of
+        the budget."""
         self._conn = conn
         self._thread = thread
         self._check_schema = check_schema
@@ -163,10 +186,20 @@ class SqliteExecutor:
         if self._closed:
             raise StoreUnavailable("the SQLite store is closed", path=str(self.path))
         loop = asyncio.get_running_loop()
-        deadline = time.monotonic() + self.busy_timeout
-        return await loop.run_in_executor(
-            self._thread, self._in_worker, work, write, schema, transaction, deadline
-        )
+        deadline = loop.time() + self.busy_timeout
+        for attempt in itertools.count():
+            try:
+                return await loop.run_in_executor(
+                    self._thread, self._in_worker, work, write, schema, transaction
+                )
+            except _Locked:
+                if loop.time() >= deadline:
+                    raise StoreUnavailable(
+                        "the SQLite database is busy", path=str(self.path)
+                    ) from None
+                pause = _LOCK_RETRY_SECONDS[min(attempt, len(_LOCK_RETRY_SECONDS) - 1)]
+                await asyncio.sleep(pause)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _in_worker(
         self,
@@ -174,29 +207,42 @@ class SqliteExecutor:
         write: bool,
         schema: bool,
         transaction: bool,
-        deadline: float,
     ) -> T:
         conn = self._conn
         try:
-            left = deadline - time.monotonic()
-            if left <= 0:  # queued behind calls that waited for a lock held elsewhere
-                raise StoreUnavailable(
-                    "the SQLite database is busy", waited_seconds=round(self.busy_timeout, 1)
-                )
-            conn.execute(f"PRAGMA busy_timeout = {int(left * 1000)}")  # a number, not input
             if schema and not self._schema_ok:
                 self._check_schema(conn)
                 self._schema_ok = True
-            if not transaction:
-                return work(conn)
+            if not transaction:  # work of its own transactions (migrations): it may wait
+                return _patiently(conn, self.busy_timeout, work)
             with transaction_on(conn, write=write):
                 return work(conn)
         except SonalityError:
             raise
+        except sqlite3.OperationalError as exc:
+            if transaction and _busy(exc):  # rolled back whole: the executor tries again
+                raise _Locked from None
+            raise translate(exc) from exc
         except sqlite3.Error as exc:
             raise translate(exc) from exc
         except UnicodeEncodeError as exc:
             raise ValidationError("text is not valid unicode (lone surrogate)") from exc
+
+
+def _busy(exc: sqlite3.Error) -> bool:
+    """Another connection held a lock for longer than the connection waits."""
+    return str(getattr(exc, "sqlite_errorname", "")).startswith(("SQLITE_BUSY", "SQLITE_LOCKED"))
+
+
+def _patiently(
+    conn: sqlite3.Connection, seconds: float, work: Callable[[sqlite3.Connection], T]
+) -> T:
+    """``work`` with the connection waiting up to ``seconds`` for other connections' locks."""
+    conn.execute(f"PRAGMA busy_timeout = {int(seconds * 1000)}")
+    try:
+        return work(conn)
+    finally:
+        conn.execute(f"PRAGMA busy_timeout = {int(LOCK_WAIT_SECONDS * 1000)}")
 
 
 @contextlib.contextmanager

@@ -29,6 +29,7 @@ _PERSONA_FIELDS = (
     "created_at",
     "last_reflection_attempt_at",
     *shapes.SELF_MODEL_FIELDS,
+    "incarnation",
     "runtime_mode",
     "affect",
     "review_from_version",

@@ -14,10 +14,12 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from pathlib import Path
 
 from sonality.errors import SchemaError, StoreUnavailable, ValidationError
 from sonality.models import SchemaStatus
+from sonality.observability import get_logger
 from sonality.storage import migrations
 from sonality.storage.checks import PING_SECONDS
 from sonality.storage.sqlite import migrations as ledger
@@ -32,8 +34,12 @@ from sonality.storage.sqlite.migrations import DATA_TABLES, SqliteLedger
 from sonality.storage.sqlite.personas import SqlitePersonas
 from sonality.storage.sqlite.reflection import SqliteReflection
 from sonality.storage.sqlite.runtime import SqliteRuntime
+from sonality.storage.sqlite.upgrade import upgrade
+from sonality.storage.vectors import DEFAULT_CACHE_MB
 
 __all__ = ["MIN_SQLITE_VERSION", "SqliteStore"]
+
+log = get_logger("sonality.storage")
 
 MIN_SQLITE_VERSION = (3, 24, 0)
 """Oldest SQLite library the schema works with (UPSERT arrived in 3.24)."""
@@ -72,6 +78,7 @@ class SqliteStore(
         embedding_dimensions: int,
         migrations_dir: Path | None = None,
         busy_timeout: float = 10.0,
+        cache_mb: int = DEFAULT_CACHE_MB,
     ) -> None:
         """Use :meth:`open`; this wires already-opened parts together."""
         self.path = path
@@ -83,6 +90,7 @@ class SqliteStore(
             embedding_dimensions=embedding_dimensions,
             check_schema=self._check_schema,
             busy_timeout=busy_timeout,
+            cache_bytes=cache_mb << 20,
         )
         self._ledger = SqliteLedger(db, directory=migrations_dir)
         super().__init__(db)
@@ -96,10 +104,12 @@ class SqliteStore(
         busy_timeout: float = 10.0,
         migrations_dir: Path | None = None,
         create: bool = True,
+        cache_mb: int = DEFAULT_CACHE_MB,
     ) -> SqliteStore:
         """Open (creating the parent folders and the empty file, never the schema; with
         ``create=False`` a missing file is ``StoreUnavailable`` and nothing is created).
-        ``migrations_dir`` replaces the shipped ``migrations/sqlite/`` folder (for tests)."""
+        ``migrations_dir`` replaces the shipped ``migrations/sqlite/`` folder (for tests).
+        ``cache_mb`` bounds the similarity cache's memory (``SONALITY_CACHE_MB``)."""
         if sqlite3.sqlite_version_info < MIN_SQLITE_VERSION:
             raise StoreUnavailable(
                 "the SQLite library is too old",
@@ -119,7 +129,7 @@ class SqliteStore(
         thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sonality-sqlite")
         loop = asyncio.get_running_loop()
         try:
-            conn = await loop.run_in_executor(thread, connect, file, busy_timeout)
+            conn = await loop.run_in_executor(thread, connect, file)
         except sqlite3.Error as exc:
             thread.shutdown(wait=False)
             raise StoreUnavailable(
@@ -135,6 +145,7 @@ class SqliteStore(
             embedding_dimensions=embedding_dimensions,
             migrations_dir=migrations_dir,
             busy_timeout=busy_timeout,
+            cache_mb=cache_mb,
         )
 
     async def close(self) -> None:
@@ -171,7 +182,9 @@ class SqliteStore(
         return migrations.status(self.backend, await self._ledger.applied(), self._ledger.steps)
 
     async def migrate(self) -> list[str]:
-        """Apply pending migrations; return their names (empty when already current)."""
+        """Apply pending migrations, then the data upgrades SQL cannot make
+        (``storage/sqlite/upgrade.py``); return the migrations' names (empty when already
+        current)."""
         self._db.forget_schema()
         names = await migrations.migrate(self._ledger, self._ledger.steps)
         await self._db.run(
@@ -180,6 +193,9 @@ class SqliteStore(
             transaction=False,
         )
         await self._db.ensure_schema()
+        upgraded = await self._db.write(upgrade, datetime.now(UTC))
+        if any(upgraded.values()):
+            log.info("data_upgraded", backend=self.backend, **upgraded)
         return names
 
     async def delete_all(self) -> None:
@@ -188,6 +204,7 @@ class SqliteStore(
         def work(conn: sqlite3.Connection) -> None:
             _delete_all(conn)
             self._db.vectors.clear()
+            self._db.topics.clear()
 
         await self._db.run(work, write=True)
 

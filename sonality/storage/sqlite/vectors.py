@@ -80,5 +80,46 @@ class EmbeddingCache(MatrixCache):
         k: int,
     ) -> list[tuple[str, float]]:
         """The ``k`` most similar episode ids of the user with their cosine similarity,
-        best first (ties by episode id)."""
-        return self._refresh(conn, persona_id, user_id).top(query, k)
+        best first (ties by episode id). The cache then settles within its memory budget
+        (a user larger than the budget is read again on the next search)."""
+        found = self._refresh(conn, persona_id, user_id).top(query, k)
+        self.settle(persona_id, user_id)
+        return found
+
+
+class TopicCache(MatrixCache):
+    """Per-persona normalised matrices of the belief topics' embeddings (the beliefs
+    ``context`` finds relevant to a message), refreshed from SQLite like
+    :class:`EmbeddingCache`: the rows stamped after the last read (``topic_rev``, drawn from
+    the same store-wide counter), through the ``beliefs_by_topic_rev`` index. A topic
+    deleted meanwhile (an erasure) is found missing when the hits are read back, and the
+    persona's entry is rebuilt."""
+
+    def _refresh(self, conn: sqlite3.Connection, persona_id: str) -> UserMatrix:
+        entry = self.entry(persona_id, "")
+        cursor = conn.execute(
+            "SELECT topic, topic_embedding, topic_rev FROM beliefs "
+            "WHERE persona_id = ? AND topic_rev > ? ORDER BY topic_rev",
+            (persona_id, entry.last_rev),
+        )
+        size = self.dimensions * 4
+        unpack = struct.Struct(f"<{self.dimensions}f").unpack
+        for batch in iter(lambda: cursor.fetchmany(4096), []):
+            fitting = [(str(r[0]), bytes(r[1]), int(r[2])) for r in batch if len(r[1]) == size]
+            if fitting:
+                entry.put(
+                    [t for t, _, _ in fitting],
+                    [unit_vector(unpack(blob)) for _, blob, _ in fitting],
+                    [rev for _, _, rev in fitting],
+                )
+            entry.last_rev = max(entry.last_rev, max(int(r[2]) for r in batch))
+        return entry
+
+    def search(
+        self, conn: sqlite3.Connection, persona_id: str, query: Sequence[float], k: int
+    ) -> list[tuple[str, float]]:
+        """The ``k`` topics of the persona most similar to ``query`` with their cosine,
+        best first (ties by topic), retired beliefs' topics included."""
+        found = self._refresh(conn, persona_id).top(query, k)
+        self.settle(persona_id, "")
+        return found

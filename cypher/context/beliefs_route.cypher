@@ -1,0 +1,36 @@
+// The persona's $beliefs active beliefs whose topic is most similar to $embedding, on a
+// server without filtered vector search (5.26): the belief_topic_embedding index is asked
+// for $belief_candidates nearest topics of every persona and the persona's active ones are kept;
+// when fewer than $beliefs of them are among those, the persona's embedded topics are
+// scanned exactly instead (a persona with few beliefs among many). Similarity is computed
+// exactly (Neo4j reports cosine as (1 + cos) / 2, mapped back to [-1, 1]); equal scores by
+// topic. Rows: belief, similarity. Nothing when $embedding is null or $beliefs is 0.
+CALL () {
+  WITH 1 AS asked
+  WHERE $embedding IS NOT NULL AND $beliefs > 0
+  CALL db.index.vector.queryNodes('belief_topic_embedding', $belief_candidates, $embedding)
+  YIELD node AS b
+  WITH b
+  WHERE b.persona_id = $persona_id AND b.status = 'active'
+  RETURN collect(b) AS found
+}
+CALL (found) {
+  WITH found
+  WHERE size(found) >= $beliefs
+  UNWIND found AS b
+  RETURN b
+UNION
+  // (an UNWIND, not a WHERE: the planner would run the seek and filter its rows)
+  UNWIND CASE WHEN size(found) < $beliefs AND $embedding IS NOT NULL THEN [1] ELSE [] END AS scan
+  MATCH (b:Belief)
+  USING INDEX b:Belief(persona_id, status, strength)
+  WHERE b.persona_id = $persona_id AND b.status = 'active' AND b.strength IS NOT NULL
+    AND b.topic_embedding IS NOT NULL
+  RETURN b
+}
+WITH b
+WHERE size(b.topic_embedding) = size($embedding)
+WITH b, 2 * vector.similarity.cosine(b.topic_embedding, $embedding) - 1 AS similarity
+ORDER BY similarity DESC, b.topic
+LIMIT $beliefs
+RETURN b {.*, topic_embedding: null} AS belief, similarity

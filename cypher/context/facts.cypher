@@ -1,0 +1,7 @@
+// The user's active facts, oldest first (all of them: `context` pins every fact, within
+// its own budget, and says how many it left out).
+OPTIONAL MATCH (f:UserFact {persona_id: $persona_id, user_id: $user_id})
+WHERE NOT f.retracted
+WITH f
+ORDER BY f.created_at, f.id
+RETURN collect(f {.*}) AS facts

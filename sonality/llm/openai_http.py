@@ -1,0 +1,174 @@
+"""A lean OpenAI-compatible chat-completions client: one pooled aiohttp session per event
+loop, the request body as ``LiteLLM`` builds it, the reply's content and usage.
+
+``LiteLLM`` sends through it when the endpoint is OpenAI-compatible (a model written
+``openai/<name>`` with an explicit ``api_base``: vLLM, Ollama's ``/v1``, LM Studio, a
+proxy, the test fake) and the transport is ``auto`` or ``direct``; every other provider
+goes through litellm. The reason is CPU: litellm's ``acompletion`` spends 9-12 ms of CPU
+per call in its wrappers, its logging payload and its per-call cost computation, and the
+OpenAI SDK over httpx about 5 ms; this client about 1 ms (the README's performance section
+has the figures). Every behaviour the adapter promises holds the same on both paths:
+``tests/llm/test_llm_litellm.py`` runs on each.
+
+Failures carry what the adapter's classification reads (``llm.litellm_llm``): an HTTP
+error answer is a :class:`ProviderStatusError` with ``status_code`` and ``retry_after``
+(the ``Retry-After`` header, in seconds); a connection failure a
+:class:`ProviderConnectionError` (a ``ConnectionError``); a timeout is the caller's
+``asyncio.timeout``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import aiohttp
+
+__all__ = [
+    "ChatReply",
+    "OpenAIHTTP",
+    "ProviderConnectionError",
+    "ProviderStatusError",
+    "parse_retry_after",
+]
+
+_POOL = 256
+"""Connections per session: above any budget of calls in flight a process allows."""
+_MESSAGE_CHARS = 500
+
+
+class ProviderStatusError(Exception):
+    """The endpoint answered with an HTTP error."""
+
+    def __init__(self, status_code: int, message: str, retry_after: float | None) -> None:
+        super().__init__(f"HTTP {status_code}: {message}")
+        self.status_code = status_code
+        self.retry_after = retry_after
+
+
+class ProviderConnectionError(ConnectionError):
+    """The endpoint could not be reached (refused, reset, DNS, TLS)."""
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header (seconds or an HTTP date)."""
+    if not value:
+        return None
+    text = value.strip()
+    try:
+        return max(0.0, float(text))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(text)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+
+
+class ChatReply:
+    """What the adapter reads off a reply (the same fields as litellm's response)."""
+
+    __slots__ = ("content", "input_tokens", "output_tokens")
+
+    def __init__(self, body: Any) -> None:
+        content: Any = None
+        with contextlib.suppress(KeyError, IndexError, TypeError):
+            content = body["choices"][0]["message"]["content"]
+        self.content = content if isinstance(content, str) else None
+        usage = body.get("usage") if isinstance(body, dict) else None
+        usage = usage if isinstance(usage, dict) else {}
+        prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+        self.input_tokens = prompt if isinstance(prompt, int) else None
+        self.output_tokens = completion if isinstance(completion, int) else None
+
+
+class OpenAIHTTP:
+    """``POST {api_base}/chat/completions`` over a pooled session (see the module doc)."""
+
+    def __init__(self, api_base: str, api_key: str | None) -> None:
+        self._url = api_base.rstrip("/") + "/chat/completions"
+        self._headers = {"Content-Type": "application/json"}
+        if api_key:
+            self._headers["Authorization"] = f"Bearer {api_key}"
+        self._sessions: dict[asyncio.AbstractEventLoop, aiohttp.ClientSession] = {}
+
+    def _session(self) -> aiohttp.ClientSession:
+        loop = asyncio.get_running_loop()
+        session = self._sessions.get(loop)
+        if session is None or session.closed:
+            for old in [lp for lp in self._sessions if lp.is_closed()]:
+                self._forget(old)
+            session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=_POOL, limit_per_host=_POOL),
+                trust_env=True,
+                skip_auto_headers=("User-Agent",),
+            )
+            self._sessions[loop] = session
+        return session
+
+    def _forget(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Drop the session of a loop that is gone (its sockets went with the loop)."""
+        _release(self._sessions.pop(loop))
+
+    def __del__(self) -> None:
+        """Release every session's connections when the adapter goes (a session left open
+        would warn at garbage collection)."""
+        for session in getattr(self, "_sessions", {}).values():
+            _release(session)
+
+    async def complete(self, body: dict[str, Any]) -> ChatReply:
+        """Send one chat completion; raise on an HTTP error or a connection failure."""
+        data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        try:
+            async with self._session().post(self._url, data=data, headers=self._headers) as r:
+                raw = await r.read()
+                status = r.status
+                retry_after = r.headers.get("Retry-After")
+        except aiohttp.ClientConnectionError as exc:
+            raise ProviderConnectionError(str(exc) or type(exc).__name__) from exc
+        if status >= 400:
+            raise ProviderStatusError(status, _error_message(raw), parse_retry_after(retry_after))
+        try:
+            parsed = json.loads(raw)
+        except ValueError:
+            raise ProviderStatusError(502, "the endpoint's answer is not JSON", None) from None
+        return ChatReply(parsed)
+
+    async def aclose(self) -> None:
+        """Close the session of the running loop (and forget those of closed loops)."""
+        loop = asyncio.get_running_loop()
+        for old in list(self._sessions):
+            if old is loop:
+                await self._sessions.pop(old).close()
+            elif old.is_closed():
+                self._forget(old)
+
+
+def _release(session: aiohttp.ClientSession) -> None:
+    """Close a session's connections synchronously (what ``close`` does before it awaits;
+    safe on a closed loop), which marks the session closed."""
+    connector = session.connector
+    if connector is not None and not connector.closed:
+        connector._close()  # the synchronous half of connector.close()
+
+
+def _error_message(raw: bytes) -> str:
+    text = raw.decode("utf-8", "replace")
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict):
+        error = parsed.get("error")
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            text = error["message"]
+        elif isinstance(error, str):
+            text = error
+    return " ".join(text.split())[:_MESSAGE_CHARS]

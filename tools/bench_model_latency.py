@@ -1,0 +1,558 @@
+"""Benchmark Sonality against a model with real latency: an OpenAI-compatible fake over
+real HTTP (``sonality.testing.openai_server.FakeOpenAI``, in its own process so its CPU is
+not Sonality's), reached through the real ``LiteLLM`` adapter that ``Sonality.open`` wires
+from settings, on the embedded SQLite store. Prints one table.
+
+    python tools/bench_model_latency.py                  # 0.5 s per model call
+    python tools/bench_model_latency.py --latency 1.0 --personas 16 --per-persona 100
+    python tools/bench_model_latency.py --only digest,respond
+
+Sections (``--only`` picks some; each prints its rows with a ratio to a floor measured in
+the same run where one makes sense):
+
+- ``floor``: one model call (p50, the latency floor) and the one-by-one enrichment path
+  (``chunk_size=1``, ``concurrency=1``: episodes/s) that pipelining is compared with;
+- ``digest``: one persona, 20 users x 10 messages recorded in the background as fast as
+  they come, then drained: episodes/s digested, enrichment lag p50/p95 (record returned
+  -> the episode's commit);
+- ``steady``: one persona offered 5 episodes/s (``--offered-rate``): lag p50/p95;
+- ``personas``: 16 personas (``--personas``) in one process, ``--per-persona`` episodes
+  each, recorded concurrently: episodes/s digested in total, lag p50/p95;
+- ``cpu``: Sonality's CPU per enriched episode (process CPU time over a drain of a
+  recorded backlog / episodes; the fake's CPU is in its own process), with the litellm
+  transport for comparison;
+- ``respond``: 8 conversations x 10 turns (``--conversations``, ``--turns``, a user pause
+  of ``--pause`` s between turns) on one persona: respond's overhead over the Talker's
+  call (p50/p95), the Talker's p50, and how long after the last reply the Thinker (and
+  the enrichment it handed on) drained.
+
+Other benchmarks add sections by calling :func:`register` (``tools/bench_server.py`` can
+add its server rows to the same run: ``register("server", rows)`` with an async function
+of a :class:`Bench`, which carries the fake's URL and the latency).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tools"))
+
+from benchkit import pct  # noqa: E402
+
+from sonality.config import Settings  # noqa: E402
+from sonality.llm.usage import Usage  # noqa: E402
+from sonality.models import Episode  # noqa: E402
+from sonality.observability import configure_logging  # noqa: E402
+from sonality.service import Exchange, Sonality  # noqa: E402
+
+IDENTITY = (
+    "I am Ada, a careful engineer who weighs evidence, changes my mind when the argument is "
+    "good and says so when it is not."
+)
+TOPICS = (
+    "nuclear power",
+    "remote work",
+    "electric cars",
+    "city cycling",
+    "four-day weeks",
+    "open source",
+    "public transport",
+    "space research",
+)
+
+
+def message(user: int, n: int) -> str:
+    topic = TOPICS[(user + n) % len(TOPICS)]
+    return (
+        f"I have been reading about {topic} for a while (note {user}-{n}). The studies I "
+        f"trust say it works better than people think, and I am allergic to cats, by the way."
+    )
+
+
+@dataclass
+class Row:
+    section: str
+    what: str
+    value: str
+    ratio: str = ""
+    goal: str = ""
+
+
+@dataclass
+class Bench:
+    """What a section gets: the fake's URL, the latency it answers with, a scratch folder
+    and the command line."""
+
+    url: str
+    latency: float
+    folder: Path
+    args: argparse.Namespace
+    rows: list[Row] = field(default_factory=list)
+    floors: dict[str, float] = field(default_factory=dict)
+
+    def settings(self, name: str, **overrides: Any) -> Settings:
+        values: dict[str, Any] = {
+            "store": f"sqlite:///{self.folder / name}.db",
+            "model": "openai/fake-model",
+            "llm_api_base": self.url,
+            "llm_api_key": "sk-fake",
+            "llm_max_retries": 2,
+            "embedding_dimensions": 256,
+            "record_enrich": "background",
+            **(
+                {"model_concurrency": self.args.model_concurrency}
+                if self.args.model_concurrency
+                else {}
+            ),
+            **overrides,
+        }
+        return Settings(**values)
+
+
+Section = Callable[[Bench], Awaitable[list[Row]]]
+SECTIONS: dict[str, Section] = {}
+
+
+def register(name: str, section: Section) -> None:
+    """Add a section (an async function of a :class:`Bench` returning rows)."""
+    SECTIONS[name] = section
+
+
+# the fake model, in its own process ----------------------------------------------------------
+
+
+def _serve(latency: float, urls: Any) -> None:
+    from sonality.testing.openai_server import FakeOpenAI
+
+    server = FakeOpenAI(latency=latency).start()
+    urls.put(server.url)
+    import threading
+
+    threading.Event().wait()
+
+
+@contextmanager
+def fake_model(latency: float) -> Iterator[str]:
+    """The OpenAI-compatible fake in a child process; yields its URL."""
+    context = multiprocessing.get_context("spawn")
+    urls = context.Queue()
+    process = context.Process(target=_serve, args=(latency, urls), daemon=True)
+    process.start()
+    try:
+        yield urls.get(timeout=60)
+    finally:
+        process.terminate()
+        process.join(5)
+
+
+# helpers -------------------------------------------------------------------------------------
+
+
+class Commits:
+    """When each episode's enrichment committed (the enricher's usage listener hears every
+    committed piece)."""
+
+    def __init__(self, app: Sonality) -> None:
+        self.at: dict[str, float] = {}
+        app.enricher.add_usage_listener(self._heard)
+
+    async def _heard(self, spent: Sequence[tuple[Episode, Mapping[str, Usage]]]) -> None:
+        now = time.perf_counter()
+        for episode, _ in spent:
+            self.at.setdefault(episode.id, now)
+
+
+def lags(recorded: Mapping[str, float], commits: Commits) -> list[float]:
+    return [commits.at[e] - t for e, t in recorded.items() if e in commits.at]
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.0f} ms"
+
+
+def secs(seconds: float) -> str:
+    return f"{seconds:.2f} s"
+
+
+async def record_users(
+    app: Sonality, persona: str, users: int, messages: int, recorded: dict[str, float]
+) -> None:
+    """``users`` concurrent users, each recording ``messages`` exchanges in a row."""
+
+    async def user(u: int) -> None:
+        for n in range(messages):
+            episode_id = f"{persona}-u{u}-{n}"
+            await app.record(
+                persona,
+                user_id=f"u{u}",
+                conversation_id=f"c{u}",
+                message=message(u, n),
+                response="I see. Tell me more about the studies.",
+                episode_id=episode_id,
+            )
+            recorded[episode_id] = time.perf_counter()
+
+    await asyncio.gather(*(user(u) for u in range(users)))
+
+
+# sections ------------------------------------------------------------------------------------
+
+
+async def floor(bench: Bench) -> list[Row]:
+    from sonality.llm.prompts import Prompt
+    from sonality.mind.enrichment import Enricher
+    from sonality.mind.enrichment_prompt import EvidenceReply
+
+    app = await Sonality.open(bench.settings("floor"))
+    try:
+        assert app.llm is not None
+        calls = []
+        for n in range(10):
+            started = time.perf_counter()
+            await app.llm.structured(
+                Prompt.ASSESS_EVIDENCE,
+                {"user_message": message(0, n)},
+                EvidenceReply,
+                component="enrichment",
+            )
+            calls.append(time.perf_counter() - started)
+        call = statistics.median(calls)
+        bench.floors["call"] = call
+        await app.create_persona("floor", name="Ada", core_identity=IDENTITY)
+        n = bench.args.floor_episodes
+        await app.record_batch(
+            "floor",
+            [Exchange(f"u{i % 5}", f"c{i % 5}", message(i, i), "Go on.") for i in range(n)],
+        )
+        one_by_one = Enricher(
+            store=app.store,
+            llm=app.llm,
+            clock=app.clock,
+            params=app.opinion,
+            chunk_size=1,
+            concurrency=1,
+        )
+        started = time.perf_counter()
+        report = await one_by_one.enrich_pending("floor")
+        rate = report.enriched / (time.perf_counter() - started)
+        bench.floors["one_by_one"] = rate
+    finally:
+        await app.close()
+    return [
+        Row("floor", "one model call (p50 of 10)", ms(call), "", f"model {bench.latency} s"),
+        Row("floor", f"one-by-one enrichment ({n} episodes)", f"{rate:.2f} ep/s", "1.0x"),
+    ]
+
+
+async def digest(bench: Bench) -> list[Row]:
+    app = await Sonality.open(bench.settings("digest"))
+    try:
+        await app.create_persona("ada", name="Ada", core_identity=IDENTITY)
+        commits = Commits(app)
+        recorded: dict[str, float] = {}
+        started = time.perf_counter()
+        await record_users(app, "ada", bench.args.users, bench.args.messages, recorded)
+        assert await app.drain("ada", max_seconds=600)
+        took = time.perf_counter() - started
+    finally:
+        await app.close()
+    total = len(recorded)
+    rate = total / took
+    lag = lags(recorded, commits)
+    one = bench.floors.get("one_by_one")
+    bench.floors["one_persona"] = rate
+    who = f"1 persona, {bench.args.users} users x {bench.args.messages} messages"
+    return [
+        Row(
+            "digest",
+            f"{who}: digested",
+            f"{rate:.1f} ep/s ({total} in {took:.1f} s)",
+            f"{rate / one:.1f}x one-by-one" if one else "",
+            ">= 8 ep/s",
+        ),
+        Row("digest", f"{who}: lag p50 / p95", f"{secs(pct(lag, 0.5))} / {secs(pct(lag, 0.95))}"),
+    ]
+
+
+async def steady(bench: Bench) -> list[Row]:
+    app = await Sonality.open(bench.settings("steady"))
+    rate = bench.args.offered_rate
+    count = bench.args.offered
+    try:
+        await app.create_persona("ada", name="Ada", core_identity=IDENTITY)
+        commits = Commits(app)
+        recorded: dict[str, float] = {}
+        pending: list[asyncio.Task[Any]] = []
+        started = time.perf_counter()
+
+        async def one(i: int) -> None:
+            episode_id = f"steady-{i}"
+            await app.record(
+                "ada",
+                user_id=f"u{i % 20}",
+                conversation_id=f"c{i % 20}",
+                message=message(i % 20, i),
+                response="Noted.",
+                episode_id=episode_id,
+            )
+            recorded[episode_id] = time.perf_counter()
+
+        for i in range(count):
+            due = started + i / rate
+            await asyncio.sleep(max(0.0, due - time.perf_counter()))
+            pending.append(asyncio.create_task(one(i)))
+        await asyncio.gather(*pending)
+        assert await app.drain("ada", max_seconds=600)
+    finally:
+        await app.close()
+    lag = lags(recorded, commits)
+    return [
+        Row(
+            "steady",
+            f"1 persona offered {rate:g} ep/s ({count}): lag p50 / p95",
+            f"{secs(pct(lag, 0.5))} / {secs(pct(lag, 0.95))}",
+            f"p95 {pct(lag, 0.95) / bench.latency:.1f}x model latency",
+            "p95 <= 10 s",
+        )
+    ]
+
+
+async def personas(bench: Bench) -> list[Row]:
+    app = await Sonality.open(bench.settings("personas"))
+    count = bench.args.personas
+    each = bench.args.per_persona
+    try:
+        ids = [f"p{i}" for i in range(count)]
+        for pid in ids:
+            await app.create_persona(pid, name="Ada", core_identity=IDENTITY)
+        commits = Commits(app)
+        recorded: dict[str, float] = {}
+        started = time.perf_counter()
+        users = 10
+        await asyncio.gather(
+            *(record_users(app, pid, users, max(1, each // users), recorded) for pid in ids)
+        )
+        await asyncio.gather(*(app.drain(pid, max_seconds=900) for pid in ids))
+        took = time.perf_counter() - started
+    finally:
+        await app.close()
+    total = len(recorded)
+    rate = total / took
+    lag = lags(recorded, commits)
+    one = bench.floors.get("one_persona")
+    return [
+        Row(
+            "personas",
+            f"{count} personas x {total // count} episodes: digested",
+            f"{rate:.1f} ep/s ({total} in {took:.1f} s)",
+            f"{rate / one:.1f}x one persona" if one else "",
+            ">= 20 ep/s",
+        ),
+        Row(
+            "personas",
+            f"{count} personas: lag p50 / p95",
+            f"{secs(pct(lag, 0.5))} / {secs(pct(lag, 0.95))}",
+        ),
+    ]
+
+
+async def cpu(bench: Bench) -> list[Row]:
+    rows = []
+    for transport in ("auto", "litellm"):
+        app = await Sonality.open(bench.settings(f"cpu-{transport}", llm_transport=transport))
+        try:
+            await app.create_persona("ada", name="Ada", core_identity=IDENTITY)
+            n = bench.args.cpu_episodes
+            await app.record_batch(
+                "ada",
+                [Exchange(f"u{i % 20}", f"c{i % 20}", message(i % 20, i), "Ok.") for i in range(n)],
+            )
+            await app.record(  # warm: first-use imports (litellm's take seconds of CPU)
+                "ada", user_id="w", conversation_id="w", message=message(0, 0), response="Ok."
+            )
+            await app.drain("ada", max_seconds=600)
+            await app.record_batch(
+                "ada",
+                [Exchange(f"v{i % 20}", f"d{i % 20}", message(i % 20, i), "Ok.") for i in range(n)],
+            )
+            spent = time.process_time()
+            report = await app.enrich_pending("ada")
+            spent = time.process_time() - spent
+        finally:
+            await app.close()
+        per = spent / max(1, report.enriched)
+        label = "lean OpenAI-compatible client" if transport == "auto" else "through litellm"
+        rows.append(
+            Row(
+                "cpu",
+                f"Sonality CPU per enriched episode ({label})",
+                f"{per * 1000:.1f} ms ({report.enriched} episodes)",
+                "",
+                "<= 10 ms" if transport == "auto" else "",
+            )
+        )
+    return rows
+
+
+async def respond(bench: Bench) -> list[Row]:
+    app = await Sonality.open(bench.settings("respond"))
+    overheads: list[float] = []
+    talkers: list[float] = []
+    try:
+        # warm up (first-use costs of a process: imports, schema builds, pools) as a
+        # server is warm: one exchange of another persona, thought through
+        await app.create_persona("warm", name="Ada", core_identity=IDENTITY)
+        await app.respond("warm", user_id="u", conversation_id="c", message=message(0, 0))
+        assert await app.drain("warm", max_seconds=120)
+        await app.create_persona("ada", name="Ada", core_identity=IDENTITY)
+        last: list[float] = []
+
+        async def conversation(c: int) -> None:
+            for t in range(bench.args.turns):
+                reply = await app.respond(
+                    "ada",
+                    user_id=f"u{c}",
+                    conversation_id=f"conv{c}",
+                    message=message(c, t),
+                )
+                overheads.append((reply.latency_ms - reply.talker_ms) / 1000)
+                talkers.append(reply.talker_ms / 1000)
+                if t < bench.args.turns - 1:
+                    await asyncio.sleep(bench.args.pause)
+            last.append(time.perf_counter())
+
+        probes: list[float] = []
+        lags: list[float] = []
+        talking = asyncio.Event()
+
+        async def probe() -> None:
+            """The floor, under the same load: one store round trip, and how late the
+            event loop wakes a 10 ms sleep."""
+            while not talking.is_set():
+                started = time.perf_counter()
+                await app.store.get_persona("ada")
+                probes.append(time.perf_counter() - started)
+                started = time.perf_counter()
+                await asyncio.sleep(0.01)
+                lags.append(time.perf_counter() - started - 0.01)
+
+        prober = asyncio.create_task(probe())
+        await asyncio.gather(*(conversation(c) for c in range(bench.args.conversations)))
+        talking.set()
+        await prober
+        assert await app.drain("ada", max_seconds=600)
+        drained = time.perf_counter() - max(last)
+        left = await app.pending("ada")
+    finally:
+        await app.close()
+    who = f"{bench.args.conversations} conversations x {bench.args.turns} turns"
+    talker = statistics.median(talkers)
+    trip = pct(probes, 0.95)
+    return [
+        Row(
+            "respond",
+            "floor: one store round trip p50 / p95 (same run)",
+            f"{ms(pct(probes, 0.5))} / {ms(trip)}",
+            f"loop wake-up lag p95 {ms(pct(lags, 0.95))}",
+        ),
+        Row(
+            "respond",
+            f"{who}: overhead over the Talker p50 / p95",
+            f"{ms(pct(overheads, 0.5))} / {ms(pct(overheads, 0.95))}",
+            f"p95 {pct(overheads, 0.95) / trip:.1f}x a round trip's p95",
+            "p95 <= 30 ms",
+        ),
+        Row(
+            "respond",
+            f"{who}: Talker call p50",
+            ms(talker),
+            f"{talker / bench.latency:.2f}x model",
+        ),
+        Row(
+            "respond",
+            f"{who}: Thinker drained after the last reply",
+            secs(drained),
+            f"left pending: {left.episodes} episodes, {left.turns} turns",
+            "<= 5 s",
+        ),
+    ]
+
+
+register("floor", floor)
+register("digest", digest)
+register("steady", steady)
+register("personas", personas)
+register("cpu", cpu)
+register("respond", respond)
+
+
+def table(rows: Sequence[Row], latency: float) -> str:
+    head = ("section", "what", "measured", "ratio", "goal")
+    cells = [head] + [(r.section, r.what, r.value, r.ratio, r.goal) for r in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(head))]
+    lines = [f"model latency {latency} s (fake over HTTP in its own process), SQLite"]
+    for i, row in enumerate(cells):
+        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+        if i == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+async def main(args: argparse.Namespace) -> None:
+    chosen = [s for s in args.only.split(",") if s] if args.only else list(SECTIONS)
+    unknown = sorted(set(chosen) - set(SECTIONS))
+    if unknown:
+        raise SystemExit(f"unknown sections: {', '.join(unknown)}")
+    with tempfile.TemporaryDirectory() as tmp, fake_model(args.latency) as url:
+        bench = Bench(url=url, latency=args.latency, folder=Path(tmp), args=args)
+        for name in SECTIONS:
+            if name in chosen:
+                started = time.perf_counter()
+                bench.rows += await SECTIONS[name](bench)
+                print(f"[{name} done in {time.perf_counter() - started:.1f} s]", file=sys.stderr)
+    print(table(bench.rows, args.latency))
+
+
+def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--latency", type=float, default=0.5, help="seconds per model call")
+    p.add_argument("--only", default="", help=f"comma-separated sections of {list(SECTIONS)}")
+    p.add_argument("--floor-episodes", type=int, default=10)
+    p.add_argument("--users", type=int, default=20)
+    p.add_argument("--messages", type=int, default=10)
+    p.add_argument("--offered-rate", type=float, default=5.0)
+    p.add_argument("--offered", type=int, default=100)
+    p.add_argument("--personas", type=int, default=16)
+    p.add_argument("--per-persona", type=int, default=50)
+    p.add_argument("--cpu-episodes", type=int, default=200)
+    p.add_argument("--conversations", type=int, default=8)
+    p.add_argument("--turns", type=int, default=10)
+    p.add_argument("--pause", type=float, default=1.0, help="user pause between turns, s")
+    p.add_argument(
+        "--model-concurrency",
+        type=int,
+        default=0,
+        help="SONALITY_MODEL_CONCURRENCY for every section (0: the default, 64)",
+    )
+    return p.parse_args(argv)
+
+
+if __name__ == "__main__":
+    configure_logging(level="ERROR", fmt="json")
+    asyncio.run(main(parse()))
