@@ -38,7 +38,7 @@ from enum import StrEnum
 from functools import partial
 from typing import Any, NoReturn
 
-from sonality.errors import ConfigError, SonalityError
+from sonality.errors import ConfigError, SonalityError, StoreError
 from sonality.llm.usage import Usage
 from sonality.mind.accounting import book_usage, usage_rows
 from sonality.mind.enrichment import Enricher, EnrichReport
@@ -152,13 +152,25 @@ class EnrichLanes:
             episode, created = await self._recorder.append_exchange(persona_id, exchange)
         report: EnrichReport | None = None
         pending = episode.enrichment_status is EnrichmentStatus.PENDING
-        if inline and not self._has_model:
-            report = await self._enricher.enrich_pending(persona_id)  # says: no model
-        elif mode is EnrichMode.BACKGROUND and pending and self._has_model:
-            self.later(persona_id)
-        elif inline and pending:
-            report, stored = await self._inline(episode, backlog, passes)
-            episode = stored or await self._store.get_episode(persona_id, episode.id)
+        try:
+            if inline and not self._has_model:
+                report = await self._enricher.enrich_pending(persona_id)  # says: no model
+            elif mode is EnrichMode.BACKGROUND and pending and self._has_model:
+                self.later(persona_id)
+            elif inline and pending:
+                report, stored = await self._inline(episode, backlog, passes)
+                episode = stored or await self._store.get_episode(persona_id, episode.id)
+        except StoreError as exc:
+            # the exchange is stored: a read after it that fails never makes the record
+            # look failed; the episode comes back as stored (pending), the lane or the
+            # worker enriches it once the store answers
+            log.warning(
+                "record_enrichment_skipped",
+                persona_id=persona_id,
+                episode_id=episode.id,
+                error=type(exc).__name__,
+            )
+            return episode, created, None
         return episode, created, report
 
     def later(self, persona_id: str) -> asyncio.Future[Any]:

@@ -8,13 +8,14 @@ with the facade's own message). Reads need ``read``, anything that writes needs
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from sonality.errors import NotFoundError, ValidationError
+from sonality.errors import NotFoundError, StoreError, ValidationError
 from sonality.mind.archive import Imported
 from sonality.mind.context import Context
 from sonality.mind.enrichment import EnrichReport
@@ -43,7 +44,7 @@ from sonality.server.auth import Caller
 from sonality.server.deps import CallerDep, SonalityDep
 from sonality.server.errors import HttpError
 from sonality.server.lag import readiness
-from sonality.service import Recorded, Sonality
+from sonality.service import EnrichMode, Exchange, Recorded, Sonality
 
 __all__ = ["router"]
 
@@ -199,35 +200,64 @@ def exchanges(messages: Sequence[ChatMessage]) -> list[tuple[str, str]]:
 async def record(
     persona_id: str, body: RecordIn, caller: CallerDep, app: SonalityDep
 ) -> list[Recorded]:
-    """Store exchanges durably (then enrich them); idempotent on ``episode_id``."""
+    """Store exchanges durably (then enrich them); idempotent on ``episode_id``. A
+    ``messages`` list is all or nothing: every exchange (and its ``<episode_id>-<n>``) is
+    checked first and the list is written in one unit of work."""
     caller.require(persona_id, WRITE)
-    if body.messages is not None:
-        if body.message is not None or body.response is not None:
-            raise ValidationError("give message/response or messages, not both", field="messages")
-        pairs = exchanges(body.messages)
-        if not pairs:
-            raise ValidationError("messages hold no user message", field="messages")
-    else:
+    if body.messages is None:
         if body.message is None:
             raise ValidationError("message is required", field="message")
-        pairs = [(body.message, body.response or "")]
-    recorded = []
-    for n, (message, response) in enumerate(pairs, start=1):
-        episode_id = body.episode_id
-        if episode_id is not None and body.messages is not None:
-            episode_id = f"{episode_id}-{n}"
-        recorded.append(
-            await app.record(
-                persona_id,
-                user_id=body.user_id,
-                conversation_id=body.conversation_id,
-                message=message,
-                response=response,
-                episode_id=episode_id,
-                enrich=body.enrich,
-            )
-        )
-    return recorded
+        exchange = (body.message, body.response or "")
+        return [await _record_one(app, persona_id, body, *exchange, body.episode_id)]
+    if body.message is not None or body.response is not None:
+        raise ValidationError("give message/response or messages, not both", field="messages")
+    pairs = exchanges(body.messages)
+    if not pairs:
+        raise ValidationError("messages hold no user message", field="messages")
+    prefix = body.episode_id or f"ep_{uuid.uuid4().hex}"
+    ids = [f"{prefix}-{n}" for n in range(1, len(pairs) + 1)]
+    batch = [
+        Exchange(body.user_id, body.conversation_id, message, response, episode_id)
+        for (message, response), episode_id in zip(pairs, ids, strict=True)
+    ]
+    mode = app.lanes.mode(body.enrich)
+    inline = mode is EnrichMode.INLINE
+    created = await app.record_batch(persona_id, batch, enrich=EnrichMode.OFF if inline else mode)
+    try:
+        if inline:  # stored: each call below finds its exchange and enriches it
+            recorded = [
+                await _record_one(app, persona_id, body, x.message, x.response, x.episode_id)
+                for x in batch
+            ]
+        else:
+            recorded = [
+                Recorded(episode=await app.store.get_episode(persona_id, i), created=False)
+                for i in ids
+            ]
+    except StoreError as exc:  # the list is stored: say so, so that a retry is safe
+        raise type(exc)(
+            exc.message, **{**exc.context, "episode_ids": ids, "stored": "pending"}
+        ) from exc
+    return [r.model_copy(update={"created": new}) for r, new in zip(recorded, created, strict=True)]
+
+
+async def _record_one(
+    app: Sonality,
+    persona_id: str,
+    body: RecordIn,
+    message: str,
+    response: str,
+    episode_id: str | None,
+) -> Recorded:
+    return await app.record(
+        persona_id,
+        user_id=body.user_id,
+        conversation_id=body.conversation_id,
+        message=message,
+        response=response,
+        episode_id=episode_id,
+        enrich=body.enrich,
+    )
 
 
 class ContextIn(Body):

@@ -153,6 +153,50 @@ async def test_a_killed_neo4j_fails_fast_and_recovers(server: Any, neo4j_app: So
     assert again.episode.turn == first.episode.turn + 1
 
 
+@pytest.mark.neo4j
+@pytest.mark.slow
+async def test_a_record_whose_write_landed_is_never_reported_failed(
+    server: Any, neo4j_app: Sonality, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server freezes right after an inline record's append committed: the enrichment
+    read that follows fails, and the record answers with the stored episode, pending,
+    within the bound (it used to raise StoreUnavailable for ``list_pending_episodes``, and
+    a client retrying without the id stored the exchange twice). Thawed, the episode is
+    there once, pending. (SQLite has no such window: a read of a WAL file never waits for
+    another connection's lock, and the store's connection stays open.)"""
+    app, pid = neo4j_app, server.current.pid
+    store = app.store
+    append = store.append_episode
+
+    async def append_then_freeze(*args: Any, **kwargs: Any) -> Any:
+        stored = await append(*args, **kwargs)
+        os.kill(pid, signal.SIGSTOP)
+        return stored
+
+    monkeypatch.setattr(store, "append_episode", append_then_freeze)
+    started = time.monotonic()
+    try:
+        recorded = await asyncio.wait_for(
+            app.record(
+                "ada",
+                user_id="u1",
+                conversation_id="c1",
+                message="landed",
+                response="Noted.",
+                enrich="inline",
+            ),
+            60,
+        )
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert time.monotonic() - started < BOUND
+    assert recorded.created and recorded.status == "pending" and recorded.enrichment is None
+    episodes = await store.list_episodes("ada", conversation_id="c1", limit=10)
+    assert [(e.id, e.enrichment_status.value) for e in episodes] == [
+        (recorded.episode.id, "pending")
+    ]
+
+
 @pytest.fixture
 async def sqlite_app(tmp_path: Path) -> AsyncIterator[Sonality]:
     from sonality.storage.sqlite.store import SqliteStore

@@ -1,0 +1,503 @@
+"""Fault benchmark, round 3 (issue 29), per store, against a real ``sonality serve``:
+
+1. outage: ``--writers`` clients record into one persona over HTTP (every other call
+   inline, the rest the server's background default, each with its own ``episode_id``)
+   while the store goes away for ``--outage`` seconds: Neo4j is killed (SIGKILL) and
+   restarted on the same data; SQLite's file is write-locked by another connection.
+   ``/readyz`` is polled meanwhile. Prints: acknowledged (200), stored, lost (acknowledged
+   but not stored), failed-but-stored (a failed call whose exchange landed: honest when
+   the error names its id), the longest call and the bound it must keep
+   (``SONALITY_NEO4J_RETRY_SECONDS`` + ``SONALITY_NEO4J_CONNECT_SECONDS``, or SQLite's busy
+   timeout, +1 s), the longest ``/readyz`` while down and its statuses, and the recovery:
+   from the store answering again to the first acknowledged record.
+2. busy conversation: ``--crowd`` records at once into one conversation (128 connections,
+   ``--key-concurrency 256``): failures and turn gaps.
+3. hung model: the OpenAI-compatible fake (a process of its own) stops answering; the
+   longest call of each path and its bound: REST respond and ``/v1/chat/completions``
+   (``SONALITY_RESPOND_DEADLINE_SECONDS``), an inline record
+   (``SONALITY_RECORD_DEADLINE_SECONDS``), CLI ``sonality record`` (the same), and the
+   server's SIGTERM with those calls in flight (``SONALITY_SHUTDOWN_SECONDS``).
+
+    python tools/bench_outage.py                    # both stores (a Neo4j dev server)
+    python tools/bench_outage.py --store sqlite --outage 10
+
+Exit 1 when anything acknowledged is lost, a failed call hides a stored exchange, a busy
+conversation fails or has a gap, or a call passes its bound by more than a second.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+TOOLS = Path(__file__).resolve().parent
+sys.path.insert(0, str(TOOLS))
+sys.path.insert(0, str(TOOLS.parent))
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+import httpx  # noqa: E402
+from bench_server import SONALITY, prepare, server_env, start_server  # noqa: E402
+from benchkit import load_devserver  # noqa: E402
+
+RETRY, CONNECT, BUSY = 5.0, 5.0, 10.0
+"""The documented defaults: SONALITY_NEO4J_RETRY_SECONDS, SONALITY_NEO4J_CONNECT_SECONDS,
+SQLite's busy timeout."""
+RESPOND, RECORD, SHUTDOWN = 30.0, 10.0, 10.0
+"""SONALITY_RESPOND_DEADLINE_SECONDS, SONALITY_RECORD_DEADLINE_SECONDS,
+SONALITY_SHUTDOWN_SECONDS (defaults)."""
+PERSONA = "fault"
+failures: list[str] = []
+
+
+def check(ok: bool, what: str) -> str:
+    if not ok:
+        failures.append(what)
+    return "ok" if ok else "FAIL"
+
+
+@dataclass
+class Call:
+    episode_id: str
+    seconds: float
+    status: int
+    body: Any
+
+
+@dataclass
+class Outage:
+    calls: list[Call] = field(default_factory=list)
+    readyz: list[tuple[float, float, int]] = field(default_factory=list)
+    """(when, how long, status) of each /readyz poll."""
+    down: tuple[float, float] = (0.0, 0.0)
+    back: float = 0.0
+
+
+@contextlib.contextmanager
+def fake_model() -> Iterator[tuple[str, Callable[[bool], None]]]:
+    """The fake in a process of its own, answering at once; yields its ``api_base`` and
+    ``hang(on)``, which freezes (SIGSTOP) or thaws the process: a model that does not
+    answer, its connections open."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "sonality.testing.openai_server"],
+        cwd=TOOLS.parent,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONPATH": str(TOOLS.parent)},
+    )
+
+    def hang(on: bool) -> None:
+        os.kill(process.pid, signal.SIGSTOP if on else signal.SIGCONT)
+
+    try:
+        assert process.stdout is not None
+        yield process.stdout.readline().decode().strip(), hang
+    finally:
+        hang(False)
+        process.terminate()
+        process.wait(timeout=30)
+
+
+async def writer(
+    client: httpx.AsyncClient, n: int, stop: asyncio.Event, outage: Outage, t0: float
+) -> None:
+    i = 0
+    while not stop.is_set():
+        episode_id = f"w{n}-{i}"
+        body = {
+            "user_id": f"u{n}",
+            "conversation_id": f"c{n}",
+            "message": f"message {i} of writer {n}",
+            "response": "Noted.",
+            "episode_id": episode_id,
+        }
+        if i % 2 == 0:
+            body["enrich"] = "inline"
+        started = time.monotonic()
+        try:
+            r = await client.post(f"/v1/personas/{PERSONA}/record", json=body)
+            status, payload = r.status_code, r.json()
+        except httpx.HTTPError as exc:
+            status, payload = 0, {"error": type(exc).__name__}
+        outage.calls.append(Call(episode_id, time.monotonic() - started, status, payload))
+        i += 1
+        if status != 200:
+            await asyncio.sleep(0.2)
+
+
+async def poll_readyz(url: str, stop: asyncio.Event, outage: Outage, t0: float) -> None:
+    async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+        while not stop.is_set():
+            started = time.monotonic()
+            try:
+                status = (await client.get("/readyz")).status_code
+            except httpx.HTTPError:
+                status = 0
+            outage.readyz.append((started - t0, time.monotonic() - started, status))
+            await asyncio.sleep(0.25)
+
+
+def wait_until(ready: Callable[[], bool]) -> None:
+    while not ready():
+        time.sleep(0.05)
+
+
+async def outage_run(
+    url: str,
+    token: str,
+    writers: int,
+    seconds: float,
+    go_down: Callable[[], None],
+    come_back: Callable[[], None],
+    is_back: Callable[[], bool],
+) -> Outage:
+    outage = Outage()
+    stop = asyncio.Event()
+    t0 = time.monotonic()
+    headers = {"Authorization": f"Bearer {token}"}
+    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=120) as client:
+        tasks = [asyncio.create_task(writer(client, n, stop, outage, t0)) for n in range(writers)]
+        tasks.append(asyncio.create_task(poll_readyz(url, stop, outage, t0)))
+        await asyncio.sleep(3)
+        down = time.monotonic() - t0
+        await asyncio.to_thread(go_down)
+        await asyncio.sleep(seconds)
+        await asyncio.to_thread(come_back)
+        await asyncio.to_thread(wait_until, is_back)
+        outage.down = (down, time.monotonic() - t0)
+        back_at = len(outage.calls)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            done = outage.calls[back_at:]
+            if any(c.status == 200 for c in done):
+                break
+            await asyncio.sleep(0.05)
+        outage.back = time.monotonic() - t0 - outage.down[1]
+        await asyncio.sleep(2)
+        stop.set()
+        await asyncio.gather(*tasks)
+    return outage
+
+
+async def stored_ids(url: str, token: str, writers: int) -> set[str]:
+    headers = {"Authorization": f"Bearer {token}"}
+    ids: set[str] = set()
+    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=120) as client:
+        for n in range(writers):
+            before: int | None = None
+            while True:
+                params: dict[str, Any] = {"conversation_id": f"c{n}", "limit": 1000}
+                if before is not None:
+                    params["before"] = before
+                page = (await client.get(f"/v1/personas/{PERSONA}/episodes", params=params)).json()
+                ids |= {e["id"] for e in page}
+                if len(page) < 1000:
+                    break
+                before = page[-1]["seq"]
+    return ids
+
+
+def report_outage(store: str, outage: Outage, stored: set[str], bound: float) -> None:
+    acked = {c.episode_id for c in outage.calls if c.status == 200}
+    failed = [c for c in outage.calls if c.status != 200]
+    hidden = [
+        c
+        for c in failed
+        if c.episode_id in stored and c.episode_id not in str(c.body.get("detail", ""))
+    ]
+    named = [c for c in failed if c.episode_id in stored]
+    lost = acked - stored
+    longest = max(c.seconds for c in outage.calls)
+    down_polls = [p for p in outage.readyz if outage.down[0] + 0.5 <= p[0] <= outage.down[1]]
+    readyz_max = max((p[1] for p in down_polls), default=0.0)
+    statuses = sorted({p[2] for p in down_polls})
+    print(f"  outage {outage.down[1] - outage.down[0]:.1f} s, {len(outage.calls)} calls")
+    print(
+        f"  acknowledged {len(acked)}, stored {len(stored)}, lost {len(lost)}"
+        f" [{check(not lost, f'{store}: lost')}]"
+    )
+    print(
+        f"  failed {len(failed)}, of which stored {len(named)}, stored but not named"
+        f" {len(hidden)} [{check(not hidden, f'{store}: failed but stored')}]"
+    )
+    print(
+        f"  longest call {longest:.2f} s (bound {bound:g} s + 1)"
+        f" [{check(longest <= bound + 1, f'{store}: call over its bound')}]"
+    )
+    print(
+        f"  /readyz while down: longest {readyz_max:.2f} s, statuses {statuses}"
+        f" [{check(readyz_max <= 1.0, f'{store}: readyz slow')}]"
+    )
+    print(
+        f"  recovery: first acknowledged record {outage.back:.2f} s after the store answered"
+        f" [{check(outage.back <= 2.0, f'{store}: slow recovery')}]"
+    )
+
+
+async def crowd_run(url: str, token: str, n: int) -> tuple[int, int, list[int]]:
+    limits = httpx.Limits(max_connections=128, max_keepalive_connections=128)
+    headers = {"Authorization": f"Bearer {token}"}
+    async with httpx.AsyncClient(
+        base_url=url, headers=headers, limits=limits, timeout=120
+    ) as client:
+
+        async def one(i: int) -> int:
+            r = await client.post(
+                f"/v1/personas/{PERSONA}/record",
+                json={
+                    "user_id": f"u{i % 5}",
+                    "conversation_id": "crowd",
+                    "message": f"crowd message {i}",
+                    "response": "ok",
+                    "enrich": "off",
+                },
+            )
+            return r.status_code
+
+        started = time.monotonic()
+        statuses = await asyncio.gather(*(one(i) for i in range(n)))
+        elapsed = time.monotonic() - started
+        episodes = (
+            await client.get(
+                f"/v1/personas/{PERSONA}/episodes",
+                params={"conversation_id": "crowd", "limit": 1000},
+            )
+        ).json()
+    turns = sorted(e["turn"] for e in episodes)
+    gaps = [t for t in range(1, n + 1) if t not in set(turns)]
+    print(f"  {n} writers, one conversation: {elapsed:.1f} s")
+    return sum(s != 200 for s in statuses), len(turns), gaps
+
+
+async def timed_post(client: httpx.AsyncClient, path: str, body: Any) -> tuple[float, int]:
+    started = time.monotonic()
+    try:
+        status = (await client.post(path, json=body)).status_code
+    except httpx.HTTPError:
+        status = 0
+    return time.monotonic() - started, status
+
+
+async def hung_run(url: str, token: str, env: dict[str, str], server: Any) -> None:
+    headers = {"Authorization": f"Bearer {token}"}
+    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=300) as client:
+        respond, chat, record = await asyncio.gather(
+            timed_post(
+                client,
+                f"/v1/personas/{PERSONA}/respond",
+                {"user_id": "h1", "conversation_id": "h1", "message": "Are you there?"},
+            ),
+            timed_post(
+                client,
+                "/v1/chat/completions",
+                {
+                    "model": f"sonality/{PERSONA}",
+                    "user": "h2",
+                    "messages": [{"role": "user", "content": "Hello?"}],
+                },
+            ),
+            timed_post(
+                client,
+                f"/v1/personas/{PERSONA}/record",
+                {
+                    "user_id": "h3",
+                    "conversation_id": "h3",
+                    "message": "Noted?",
+                    "response": "Noted.",
+                    "enrich": "inline",
+                },
+            ),
+        )
+        in_flight = asyncio.create_task(
+            timed_post(
+                client,
+                "/v1/chat/completions",
+                {
+                    "model": f"sonality/{PERSONA}",
+                    "user": "h4",
+                    "messages": [{"role": "user", "content": "Still there?"}],
+                },
+            )
+        )
+        await asyncio.sleep(1)
+        started = time.monotonic()
+        server.process.send_signal(signal.SIGTERM)
+        await asyncio.to_thread(server.process.wait, 120)
+        closing = time.monotonic() - started
+        await in_flight
+    started = time.monotonic()
+    cli = await asyncio.to_thread(
+        subprocess.run,
+        [
+            SONALITY,
+            "record",
+            "--persona",
+            PERSONA,
+            "--user",
+            "h5",
+            "--message",
+            "Hi",
+            "--response",
+            "Hello",
+        ],
+        env=env,
+        capture_output=True,
+        timeout=600,
+    )
+    cli_seconds = time.monotonic() - started
+    rows = [
+        ("REST respond", respond, RESPOND),
+        ("/v1/chat/completions", chat, RESPOND),
+        ("REST record, inline", record, RECORD),
+        ("CLI sonality record", (cli_seconds, cli.returncode), RECORD + 3),
+        ("SIGTERM with a chat in flight", (closing, 0), SHUTDOWN),
+    ]
+    for name, (seconds, status), bound in rows:
+        verdict = check(seconds <= bound + 1, f"hung model: {name} over its bound")
+        print(
+            f"  {name:32} {seconds:6.2f} s  (status/exit {status}; bound {bound:g} s) [{verdict}]"
+        )
+
+
+class WriteLock:
+    """Another connection holding the SQLite file's write lock (the outage of a file)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.release = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    def hold(self) -> None:
+        held = threading.Event()
+
+        def run() -> None:
+            conn = sqlite3.connect(self.path, isolation_level=None, timeout=5)
+            conn.execute("BEGIN IMMEDIATE")
+            held.set()
+            self.release.wait(600)
+            conn.execute("ROLLBACK")
+            conn.close()
+
+        self.release.clear()
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.thread.start()
+        held.wait(10)
+
+    def free(self) -> None:
+        self.release.set()
+        if self.thread is not None:
+            self.thread.join(10)
+
+
+def bolt_answers(uri: str) -> bool:
+    import neo4j
+
+    try:
+        with neo4j.GraphDatabase.driver(uri, connection_timeout=1) as driver:
+            driver.verify_connectivity()
+        return True
+    except Exception:
+        return False
+
+
+async def bench_store(store: str, tmp: Path, opts: argparse.Namespace) -> None:
+    print(f"\n== {store} ==")
+    neo4j_server: Any = None
+    holder: dict[str, Any] = {}
+    if store == "sqlite":
+        db = tmp / "sonality.db"
+        url = f"sqlite:///{db}"
+    else:
+        devserver = load_devserver()
+        neo4j_server = devserver.DevServer.start(
+            data_dir=tmp / "neo4j-data", log_path=tmp / "neo4j.log"
+        )
+        url = neo4j_server.bolt_uri
+    try:
+        token = await prepare(url, [PERSONA])
+        with fake_model() as (api_base, hang):
+            env = server_env(url, api_base)
+            server = start_server(env, tmp / f"{store}-server.log", "--key-concurrency", "256")
+            try:
+                if neo4j_server is not None:
+                    holder["server"] = neo4j_server
+
+                    def go_down() -> None:
+                        holder["server"].process.kill()
+                        holder["server"].process.wait()
+
+                    def come_back() -> None:
+                        holder["server"] = devserver.DevServer.start(
+                            data_dir=tmp / "neo4j-data",
+                            bolt_port=neo4j_server.bolt_port,
+                            log_path=tmp / "neo4j.log",
+                        )
+
+                    def is_back() -> bool:
+                        return bolt_answers(url)
+
+                    bound = RETRY + CONNECT
+                else:
+                    lock = WriteLock(db)
+                    go_down, come_back, is_back = lock.hold, lock.free, lambda: True
+                    bound = BUSY
+                print("outage:")
+                outage = await outage_run(
+                    server.url, token, opts.writers, opts.outage, go_down, come_back, is_back
+                )
+                stored = await stored_ids(server.url, token, opts.writers)
+                report_outage(store, outage, stored, bound)
+                print("busy conversation:")
+                failed, turns, gaps = await crowd_run(server.url, token, opts.crowd)
+                print(
+                    f"  failures {failed} [{check(failed == 0, f'{store}: crowd failures')}],"
+                    f" turns {turns}, gaps {len(gaps)}"
+                    f" [{check(not gaps, f'{store}: turn gaps')}]"
+                )
+                print("hung model:")
+                hang(True)
+                try:
+                    await hung_run(server.url, token, env, server)
+                finally:
+                    hang(False)
+            finally:
+                if server.process.poll() is None:
+                    server.process.terminate()
+                    server.process.wait(60)
+    finally:
+        if neo4j_server is not None:
+            with contextlib.suppress(Exception):
+                holder.get("server", neo4j_server).stop()
+
+
+async def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--store", choices=("sqlite", "neo4j", "both"), default="both")
+    parser.add_argument("--writers", type=int, default=8)
+    parser.add_argument("--outage", type=float, default=15.0, help="seconds the store is down")
+    parser.add_argument("--crowd", type=int, default=200)
+    opts = parser.parse_args()
+    stores = ("sqlite", "neo4j") if opts.store == "both" else (opts.store,)
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    for store in stores:
+        with tempfile.TemporaryDirectory(prefix=f"bench-outage-{store}-") as tmp:
+            await bench_store(store, Path(tmp), opts)
+    print("\nresult:", "all within the goals" if not failures else "; ".join(failures))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(asyncio.run(main()))
