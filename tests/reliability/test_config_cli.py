@@ -42,6 +42,8 @@ def env(request: pytest.FixtureRequest, tmp_path: Any, monkeypatch: pytest.Monke
         "SONALITY_LOG_LEVEL": "CRITICAL",
         "SONALITY_MODEL": "",
         "SONALITY_LLM_MAX_RETRIES": "0",
+        # not a deadline test: the first call (litellm loads) may be slow on a loaded machine
+        "SONALITY_RECORD_DEADLINE_SECONDS": "600",
     }
     assert invoke(env, "migrate").exit_code == 0
     created = invoke(env, "persona", "create", "ada", "--name", "Ada", "--identity", "I am Ada.")

@@ -31,9 +31,10 @@ from sonality.testing.openai_server import FakeOpenAI
 from tests.conftest import EMBEDDING_DIMENSIONS
 
 DEADLINE = 1.5
-WRITE = 3.0
-"""What the write that keeps a late message may add to the deadline on a loaded test
-machine (its bound is the store's; ``tools/bench_faults.py`` measures it)."""
+WRITE = 5.0
+"""What the write that keeps a late message may add to the deadline: its documented bound
+is the store's (``SONALITY_NEO4J_RETRY_SECONDS``, 5 s; ``tools/bench_outage.py`` measures
+the whole call)."""
 
 
 @pytest.fixture
@@ -42,7 +43,7 @@ def model() -> Iterator[FakeOpenAI]:
         yield server
 
 
-def hung_app(store: Any, model: FakeOpenAI) -> Sonality:
+def hung_app(store: Any, model: FakeOpenAI, deadline: float = DEADLINE) -> Sonality:
     """A facade whose model is the fake behind the real adapter, with a long timeout (so
     only the deadline can cut a hung call short)."""
     llm = LiteLLM("openai/fake", api_base=model.url, api_key="unused", timeout=60, max_retries=3)
@@ -50,7 +51,7 @@ def hung_app(store: Any, model: FakeOpenAI) -> Sonality:
         store=store,
         llm=llm,
         embedder=HashEmbedder(EMBEDDING_DIMENSIONS),
-        limits=Limits(respond_deadline_seconds=DEADLINE, record_deadline_seconds=DEADLINE),
+        limits=Limits(respond_deadline_seconds=deadline, record_deadline_seconds=deadline),
     )
 
 
@@ -92,6 +93,9 @@ async def test_respond_past_its_deadline_stores_the_message_and_answers_on_retry
         )
     assert again.value.context["episode_id"] == stored.id
     model.release()
+    await app.close()
+    # the client's retry, on a process whose deadline a loaded test machine cannot miss
+    app = hung_app(store, model, deadline=120)
     reply = await app.respond(
         "ada", user_id="u1", conversation_id="c1", message="Any tea tips?", episode_id=stored.id
     )
@@ -112,8 +116,9 @@ async def test_respond_past_its_deadline_stores_the_message_and_answers_on_retry
 def test_cli_record_stops_enriching_at_the_record_deadline(
     store: Any, model: FakeOpenAI, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    """``sonality record`` with a hung model exits 0 within the record deadline (+3 s for
-    the process), the exchange stored and pending (it waited 4 x 60 s before)."""
+    """``sonality record`` with a hung model exits 0 within the record deadline (plus what
+    the same command takes with the model answering, measured first, + 1 s), the exchange
+    stored and pending (it waited 4 x 60 s before)."""
     if store.backend == "sqlite":
         url = f"sqlite:///{store.path}"
     else:
@@ -131,14 +136,15 @@ def test_cli_record_stops_enriching_at_the_record_deadline(
         main, ["persona", "create", "ada", "--name", "Ada", "--identity", "I am."], env=env
     )
     assert made.exit_code == 0, made.output
+    command = ["record", "--persona", "ada", "--user", "u1", "--response", "Hello", "--message"]
+    started = time.monotonic()
+    floor = runner.invoke(main, [*command, "Hello"], env=env)
+    assert floor.exit_code == 0 and "enrichment enriched" in floor.output, floor.output
+    floor_seconds = time.monotonic() - started
     model.hang()
     started = time.monotonic()
-    result = runner.invoke(
-        main,
-        ["record", "--persona", "ada", "--user", "u1", "--message", "Hi", "--response", "Hello"],
-        env=env,
-    )
-    assert time.monotonic() - started < DEADLINE + 3
+    result = runner.invoke(main, [*command, "Hi"], env=env)
+    assert time.monotonic() - started < floor_seconds + DEADLINE + 1
     model.release()
     assert result.exit_code == 0, result.output
     assert "enrichment pending" in result.output
