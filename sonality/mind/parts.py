@@ -57,7 +57,8 @@ class Limits(BaseModel):
     context_token_budget: int = 2_000
     context_episodes: int = 5
     context_fact_tokens: int = Field(default=1_000, ge=1)
-    """Tokens for the pinned facts in ``context``; what does not fit is counted there."""
+    """Tokens for the preferences and neutral facts in ``context`` (constraints are always
+    all there); what does not fit is counted there."""
     enrichment_max_attempts: int = 5
     disagreement_window: int = 50
     record_enrich: EnrichMode = EnrichMode.INLINE
