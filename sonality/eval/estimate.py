@@ -21,6 +21,7 @@ from sonality.eval.tables import table
 __all__ = ["OUTPUT_TOKENS", "Estimate", "EstimateRow", "prompt_tokens", "tokens"]
 
 OUTPUT_TOKENS: Mapping[str, int] = {
+    "bare": 180,
     "talk": 180,
     "monologue": 220,
     "controller": 380,
@@ -36,6 +37,7 @@ OUTPUT_TOKENS: Mapping[str, int] = {
 """Assumed reply sizes, in tokens, per prompt."""
 
 COMPONENT_OF: Mapping[str, str] = {
+    "bare": "talker",
     "talk": "talker",
     "monologue": "monologue",
     "controller": "controller",

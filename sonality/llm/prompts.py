@@ -60,6 +60,9 @@ class Prompt(StrEnum):
     AFFECT_PLAN = "affect_plan"
     AFFECT_UPDATE = "affect_update"
     ASSESS_EVIDENCE = "assess_evidence"
+    BARE = "bare"
+    """The bare model of ``sonality eval curate --modes bare``: an identity line and the
+    conversation, nothing of Sonality's (MIRROR's baseline)."""
     CONTROLLER = "controller"
     DECAY_REVIEW = "decay_review"
     EXTRACT_INSIGHT = "extract_insight"
