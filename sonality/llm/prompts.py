@@ -66,6 +66,9 @@ class Prompt(StrEnum):
     CONTROLLER = "controller"
     DECAY_REVIEW = "decay_review"
     EXTRACT_INSIGHT = "extract_insight"
+    FORMULATE = "formulate"
+    """The Talker when the affect stages ran for this very message (placement ``talker``):
+    seed 002's formulation, from the appraisal, the plan and the self-model."""
     JUDGE_CURATE = "judge_curate"
     JUDGE_STANCE = "judge_stance"
     JUDGE_TRAITS = "judge_traits"

@@ -11,9 +11,10 @@ first, by severity, then oldest first. No count of them is capped at read time; 
 their number bounded is deduplication by meaning at write time (``core.enrichment``).
 Should the constraints' lines alone pass :data:`COMPACT_CONSTRAINT_TOKENS`, they are
 rendered compactly (their texts only, one line), still all of them, and a
-``constraints_compact`` warning names the user (someone should look at their facts). Preferences and neutral facts share their own ``fact_tokens``
-budget, ranked by relevance to the message (a shared word), then severity, then age; those
-that do not fit are counted in the block (``facts_omitted``) — never silently.
+``constraints_compact`` warning names the user (someone should look at their facts).
+Preferences and neutral facts share their own ``fact_tokens`` budget, ranked by relevance
+to the message (a shared word), then severity, then age; those that do not fit are counted
+in the block (``facts_omitted``) — never silently.
 
 The beliefs are read bounded by what the block shows (``Store.context_reads``): those
 whose topic embedding is most similar to the message, the strongest few, and those whose

@@ -84,6 +84,7 @@ def persona_llm(settings: object = None) -> ScriptedLLM:
     """The persona's model for CuRaTe and latency runs."""
     llm = ScriptedLLM()
     llm.default("talk", talk)
+    llm.default("formulate", talk)
     llm.default("bare", bare)
     llm.default("monologue", monologue)
     llm.default("controller", controller)
