@@ -471,6 +471,7 @@ def _estimate_sonality(unit: CurateUnit, affect: str, est: Estimate) -> None:
         if affect != "off":
             est.call(mode, "affect_update", 300 + message + talk_out)
             est.call(mode, "affect_appraise", 300 + message)
+            est.call(mode, "affect_plan", 200 + message)
         if mode in ("threads", "full"):
             excerpt = min(history + message + talk_out, 2000)
             est.call(mode, "monologue", 60 + monologue_history + excerpt)

@@ -232,7 +232,7 @@ async def test_memories_are_recalled_by_the_interpretation_not_the_words(
         await app.drain("ada")
         [appraise] = llm.calls_to("affect_appraise")
         assert "allergic to peanuts" in appraise.variables["memories"]
-        assert "allergic to peanuts" in llm.calls_to("talk")[-1].variables["background"]
+        assert "allergic to peanuts" in llm.calls_to("formulate")[-1].variables["background"]
         await app.respond("ada", user_id="u1", conversation_id="now", message=curt, affect="off")
         assert "allergic to peanuts" not in llm.calls_to("talk")[-1].variables["background"]
     finally:
