@@ -153,6 +153,9 @@ async def test_one_allergy_said_five_ways_is_one_fact_backed_by_every_exchange(
     # the prompt listed the known fact for the model to point at
     asked = llm.calls_to("assess_evidence")
     assert "1. [constraint] The user has a severe peanut allergy." in asked[1].rendered.user
+    await app.delete_episode("ada", episode_id=stored.episode_id)  # the first disclosure
+    (kept,) = await store.list_facts("ada", "u1")
+    assert kept.id == stored.id and stored.episode_id not in {kept.episode_id, *kept.also_from}
 
 
 async def test_a_same_as_naming_no_known_fact_makes_a_new_fact(
