@@ -122,8 +122,9 @@ class Settings(BaseSettings):
     context_token_budget: int = Field(default=2_000, ge=200, le=1_000_000)
     context_episodes: int = Field(default=5, ge=0, le=100)
     context_fact_tokens: int = Field(default=1_000, ge=50, le=1_000_000)
-    """Tokens for the user's pinned facts in ``context`` (constraints first, then by
-    severity); facts beyond it are counted in the block, never dropped silently."""
+    """Tokens for the user's preferences and neutral facts in ``context`` (every
+    constraint is there whatever this says); those beyond it are counted in the block,
+    never dropped silently."""
     enrichment_max_attempts: int = Field(default=5, ge=1, le=100)
     enrichment_retry_rounds: int = Field(default=3, ge=0, le=100)
     """Rounds of automatic retries the worker gives a failed episode or insight part."""

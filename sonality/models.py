@@ -464,6 +464,9 @@ class UserFactDraft(Frozen):
     text: str
     severity: int = Field(default=1, ge=1, le=5)
     """1 = trivia, 5 = safety-critical (allergy, trauma trigger, phobia, physical limit)."""
+    same_as: str | None = None
+    """The id of a fact the user already has that this one restates in other words (the
+    model said so): the draft merges into it instead of becoming a second fact."""
 
 
 class UserFact(Frozen):
@@ -566,6 +569,9 @@ class EnrichmentCommit(Frozen):
     """The insight could not be extracted now: the episode's ``insight_status`` becomes
     pending and ``enrich`` retries that part alone later (``InsightCommit``)."""
     facts: tuple[UserFact, ...]
+    merged_facts: tuple[UserFact, ...] = ()
+    """Facts the user already had that this interaction disclosed again (in the same or
+    other words): their new severity and ``also_from`` (this episode added), nothing else."""
     staged: tuple[StagedUpdate, ...]
     """New staged deltas born in this interaction."""
     committed_staged_ids: tuple[str, ...]
@@ -580,6 +586,7 @@ class EnrichmentCommit(Frozen):
     def _one_persona(self) -> Self:
         owners = {b.persona_id for b in self.beliefs}
         owners |= {s.persona_id for s in self.staged} | {f.persona_id for f in self.facts}
+        owners |= {f.persona_id for f in self.merged_facts}
         owners |= {self.insight.persona_id} if self.insight is not None else set()
         if owners - {self.persona_id}:
             raise errors.ValidationError(

@@ -5,8 +5,9 @@ messages, answered by a scripted model, on SQLite (or Neo4j). Prints two tables.
     python tools/bench_mirror.py --turns 50 --backend neo4j --affect thinker
 
 1. Tokens (the Thinker drained after every turn): per turn, the Thinker's extra input and
-   output tokens (monologue + controller, + the affect stages when on) against MIRROR's
-   bound of 13k in / 6k out, next to what the Talker alone costs (the baseline's call);
+   output tokens (monologue + controller, + the affect stages when on; input counts the
+   monologue's own history too) against the bounds of 13k in / 7.5k out (MIRROR's 6k
+   plus the affect stages' 1.5k), next to what the Talker alone costs (the baseline's call);
    the largest narrative and monologue history seen. Counted with litellm's token counter
    on the rendered prompts and the replies. The scripted model writes long: user-facing
    replies of 150-500 words, threads of 60-400 words (over the 400-token cap at times),
@@ -141,6 +142,7 @@ def scripted(seed: int, talker_ms: float = 0.0, thinker_ms: float = 0.0) -> Scri
 
     talk_s, think_s = talker_ms / 1000, thinker_ms / 1000
     llm.default("talk", talk, delay=talk_s)
+    llm.default("formulate", talk, delay=talk_s)
     llm.default("monologue", monologue, delay=think_s)
     llm.default("controller", controller, delay=think_s)
     llm.default("affect_update", feel, delay=think_s)
@@ -213,9 +215,12 @@ async def token_run(store: Store, turns: int, affect: str, seed: int) -> dict[st
     extra: dict[int, list[int]] = defaultdict(lambda: [0, 0])
     talker: dict[int, list[int]] = defaultdict(lambda: [0, 0])
     for index, call in enumerate(llm.calls):
-        sent = count_tokens((call.rendered.system or "") + "\n" + call.rendered.user)
+        sent = count_tokens(
+            "\n".join([call.rendered.system or "", *call.history, call.rendered.user])
+        )
         got = count_tokens(call.reply or "")
-        target = extra if call.prompt in EXTRA else talker if call.prompt == "talk" else None
+        talks = ("talk", "formulate")
+        target = extra if call.prompt in EXTRA else talker if call.prompt in talks else None
         if target is not None:
             target[turn_of[index]][0] += sent
             target[turn_of[index]][1] += got

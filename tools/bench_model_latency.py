@@ -227,7 +227,7 @@ async def floor(bench: Bench) -> list[Row]:
             started = time.perf_counter()
             await app.llm.structured(
                 Prompt.ASSESS_EVIDENCE,
-                {"user_message": message(0, n)},
+                {"user_message": message(0, n), "known_facts": "(none yet)"},
                 EvidenceReply,
                 component="enrichment",
             )

@@ -74,6 +74,19 @@ CALL (p, index) {
     CREATE (f)-[:FROM]->(source)
     RETURN count(f) AS facts_written
   }
+  // facts the user already had, disclosed again: one more exchange backs each
+  CALL (ok, c) {
+    WITH ok, c
+    WHERE ok
+    UNWIND c.merged_facts AS merged
+    MATCH (:User {persona_id: $persona_id, id: merged.user_id})-[:HAS_FACT]->
+          (f:UserFact {persona_id: $persona_id, id: merged.id})
+    WHERE NOT coalesce(f.retracted, false)
+    MATCH (source:Episode {persona_id: $persona_id, id: c.episode_id})
+    SET f.severity = merged.severity, f.also_from = merged.also_from
+    MERGE (f)-[:FROM]->(source)
+    RETURN count(f) AS facts_merged
+  }
   // (Episode)-[:STAGED]->(StagedUpdate) for the new deltas
   CALL (ok, c) {
     WITH ok, c
@@ -149,10 +162,12 @@ CALL (p, index) {
     )
     RETURN count(*) AS edges_written
   }
-  RETURN found_count, found_status, found_reflection_at, facts_written, staged_written,
+  RETURN found_count, found_status, found_reflection_at, facts_written, facts_merged,
+         staged_written,
          staged_committed, beliefs_written, edges_written,
          e {.*, embedding: null, created_at: null, created_at_us: e.created_at.epochMillis * 1000 + e.created_at.microsecond % 1000} AS episode
 }
-RETURN index, found_count, found_status, found_reflection_at, facts_written, staged_written,
+RETURN index, found_count, found_status, found_reflection_at, facts_written, facts_merged,
+       staged_written,
        staged_committed, beliefs_written, edges_written, episode
 ORDER BY index

@@ -104,7 +104,15 @@ def advance(state: EnrichmentState, episode: Episode, commit: EnrichmentCommit) 
             "persona": persona,
             "beliefs": beliefs,
             "staged": staged,
-            "facts": state.facts + commit.facts,
+            "facts": _merged(state.facts, commit.merged_facts) + commit.facts,
             "influence": influence,
         }
     )
+
+
+def _merged(facts: tuple[UserFact, ...], merged: tuple[UserFact, ...]) -> tuple[UserFact, ...]:
+    """``facts`` with the ones a commit merged replaced by their new state (same order)."""
+    if not merged:
+        return facts
+    by_id = {f.id: f for f in merged}
+    return tuple(by_id.get(f.id, f) for f in facts)

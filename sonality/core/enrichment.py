@@ -7,8 +7,10 @@ applies in one transaction: staged and committed opinion deltas, beliefs, proven
 facts, the insight and the counters. No I/O, no clock, no randomness: ids come from the
 caller's ``new_id``.
 
-Facts are deduplicated per user by :func:`fact_key` (NFKC, case-folded words): a fact the
-user already has, or one repeated in the same reply, is not stored again.
+Facts are deduplicated per user by meaning (:func:`sort_facts`): a fact the user already
+has — the same words by :func:`fact_key` (NFKC, case-folded), or other words the model
+said restate it (``same_as``) — is not stored again; the known fact is backed by the new
+exchange too. One repeated in the same reply is kept once.
 """
 
 from __future__ import annotations
@@ -33,7 +35,14 @@ from sonality.models import (
     UserInfluence,
 )
 
-__all__ = ["CRITICAL_FIELDS", "Normalised", "fact_key", "plan_commit"]
+__all__ = [
+    "CRITICAL_FIELDS",
+    "Normalised",
+    "fact_key",
+    "merge_fact",
+    "plan_commit",
+    "sort_facts",
+]
 
 CRITICAL_FIELDS = frozenset({"evidence", "evidence.score", "evidence.direction", "evidence.topics"})
 """Fields that, when defaulted, block every personality update of the episode."""
@@ -63,6 +72,49 @@ def fact_key(text: str) -> str:
     """A fact as compared for duplicates: its words, NFKC-normalised and case-folded
     ("The user is allergic to peanuts." and "the user is ALLERGIC to peanuts" are one)."""
     return claim_key(text)
+
+
+def merge_fact(into: UserFact, episode_id: str, severity: int) -> UserFact:
+    """``into`` once ``episode_id`` disclosed it again: backed by that exchange too, with
+    the higher severity (its text, kind and id stay)."""
+    if episode_id == into.episode_id or episode_id in into.also_from:
+        return into.model_copy(update={"severity": max(into.severity, severity)})
+    return into.model_copy(
+        update={
+            "severity": max(into.severity, severity),
+            "also_from": (*into.also_from, episode_id),
+        }
+    )
+
+
+def sort_facts(
+    drafts: Sequence[UserFactDraft], known_facts: Sequence[UserFact], episode_id: str
+) -> tuple[list[UserFactDraft], tuple[UserFact, ...]]:
+    """Split an episode's fact drafts into new facts and known facts disclosed again.
+
+    A draft restates a known fact of the user when it has the same words (``fact_key``)
+    or the model named that fact (``same_as``, a known id): the known fact is then backed
+    by this episode too (``merge_fact``) and no second fact is born, so a user holds one
+    fact per meaning and erasing one of the exchanges that disclosed it keeps it. A
+    ``same_as`` that names no known fact is ignored (the draft is new). Returns the new
+    drafts in order and the merged facts (each once, in the order first met)."""
+    by_key = {fact_key(f.text): f for f in known_facts}
+    by_id = {f.id: f for f in known_facts}
+    merged: dict[str, UserFact] = {}
+    new: list[UserFactDraft] = []
+    seen: set[str] = set()
+    for draft in drafts:
+        key = fact_key(draft.text)
+        if not key or key in seen:
+            continue
+        target = by_key.get(key) or (by_id.get(draft.same_as) if draft.same_as else None)
+        if target is None:
+            seen.add(key)
+            new.append(draft)
+            continue
+        current = merged.get(target.id, target)
+        merged[target.id] = merge_fact(current, episode_id, draft.severity)
+    return new, tuple(merged.values())
 
 
 def plan_commit(
@@ -121,13 +173,7 @@ def plan_commit(
         for t in evidence.topics
         if t in beliefs
     )
-    known = {fact_key(fact.text) for fact in known_facts}
-    drafts: list[UserFactDraft] = []
-    for draft in enrichment.facts:
-        key = fact_key(draft.text)
-        if key and key not in known:
-            known.add(key)
-            drafts.append(draft)
+    drafts, merged = sort_facts(enrichment.facts, known_facts, episode.id)
     facts = tuple(
         UserFact(
             id=new_id("fact"),
@@ -167,6 +213,7 @@ def plan_commit(
         insight=insight,
         insight_pending=enrichment.insight_pending,
         facts=facts,
+        merged_facts=merged,
         staged=staged,
         committed_staged_ids=result.committed_ids,
         beliefs=result.beliefs,

@@ -241,6 +241,7 @@ def plan_reflection(
         min_retention=params.snapshot_min_retention,
         max_growth=params.snapshot_max_growth,
         max_chars=params.snapshot_max_chars,
+        kept=(*persona.self_model.traits, *persona.self_model.values),
     )
     if not verdict.ok:
         assert verdict.reason is not None

@@ -3,8 +3,11 @@
 A reflection rewrites the whole first-person narrative, and one bad rewrite can erase
 months of development. ``validate_snapshot`` rejects the shapes of failure that can be
 seen without a model: a stub, a collapse (the new text keeps too little of the old
-length), and a runaway (too long, or grown too much in one go). Lengths are counted in
-characters after stripping surrounding whitespace.
+length), a runaway (too long, or grown too much in one go), and a dropped trait (a kept
+phrase — the persona's fixed traits and values — that the old text said and the new one
+does not: PRESERVE, the reflection's first duty, checked rather than hoped for). Lengths
+are counted in characters after stripping surrounding whitespace; phrases are compared by
+their words, case-folded.
 
 ``word_diff`` shows what a rewrite changed, word by word, for the CLI.
 """
@@ -12,6 +15,8 @@ characters after stripping surrounding whitespace.
 from __future__ import annotations
 
 import difflib
+import re
+from collections.abc import Sequence
 from enum import StrEnum
 
 from sonality.models import Frozen
@@ -26,6 +31,7 @@ class SnapshotRejection(StrEnum):
     SHRUNK = "shrunk"
     TOO_LONG = "too_long"
     GREW_TOO_MUCH = "grew_too_much"
+    DROPPED_TRAIT = "dropped_trait"
 
 
 class SnapshotVerdict(Frozen):
@@ -46,14 +52,16 @@ def validate_snapshot(
     min_retention: float = 0.6,
     max_growth: float = 3.0,
     max_chars: int = 8_000,
+    kept: Sequence[str] = (),
 ) -> SnapshotVerdict:
     """Accept or reject ``new`` as the successor of ``old``.
 
     Checked in order: shorter than ``min_chars`` → ``too_short``; longer than
-    ``max_chars`` → ``too_long``; ``len(new) / len(old) < min_retention`` → ``shrunk``;
-    ratio above ``max_growth`` → ``grew_too_much``. The two ratio checks apply only when
-    ``old`` is non-trivial (at least ``min_chars`` long): a placeholder seed snapshot may
-    grow freely and cannot be "shrunk".
+    ``max_chars`` → ``too_long``; ``len(new) / len(old) < min_retention`` → ``shrunk``
+    (for any non-empty ``old``, as the seed states it); ratio above ``max_growth`` →
+    ``grew_too_much``, only when ``old`` is at least ``min_chars`` long (a placeholder
+    seed snapshot may grow freely); a phrase of ``kept`` that ``old`` contains and
+    ``new`` does not → ``dropped_trait``.
     """
     old_len = len(old.strip())
     new_len = len(new.strip())
@@ -66,7 +74,7 @@ def validate_snapshot(
         )
     if new_len > max_chars:
         return _reject(SnapshotRejection.TOO_LONG, f"{new_len} chars, limit {max_chars}", ratio)
-    if old_is_real and ratio < min_retention:
+    if old_len and ratio < min_retention:
         return _reject(
             SnapshotRejection.SHRUNK,
             f"kept {ratio:.2f} of the old length ({new_len}/{old_len}), need {min_retention}",
@@ -78,7 +86,28 @@ def validate_snapshot(
             f"grew {ratio:.2f}x ({new_len}/{old_len}), limit {max_growth}x",
             ratio,
         )
+    old_words, new_words = _words(old), _words(new)
+    dropped = [
+        phrase
+        for phrase in kept
+        if (words := _words(phrase)).strip() and words in old_words and words not in new_words
+    ]
+    if dropped:
+        return _reject(
+            SnapshotRejection.DROPPED_TRAIT,
+            "dropped " + "; ".join(repr(p) for p in dropped),
+            ratio,
+        )
     return SnapshotVerdict(ok=True, retention_ratio=ratio)
+
+
+_WORD = re.compile(r"\w+")
+
+
+def _words(text: str) -> str:
+    """``text`` as its case-folded words, one space apart, padded with a space each side
+    (so ``in`` matches whole words only)."""
+    return " " + " ".join(_WORD.findall(text.casefold())) + " "
 
 
 def _reject(reason: SnapshotRejection, detail: str, ratio: float) -> SnapshotVerdict:

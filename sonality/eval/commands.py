@@ -26,6 +26,8 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 MODES = ("baseline", "threads", "controller", "full")
+CURATE_MODES = ("bare", *MODES)
+"""``bare``: the model alone with the conversation (MIRROR's baseline); curate only."""
 
 
 def _common_options(fn: Callable[P, R]) -> Callable[P, R]:
@@ -157,7 +159,12 @@ def eval_group() -> None:
 
 @eval_group.command("curate")
 @_common_options
-@click.option("--modes", default=",".join(MODES), show_default=True, help="Ablation modes.")
+@click.option(
+    "--modes",
+    default=",".join(CURATE_MODES),
+    show_default=True,
+    help="bare (the model alone, MIRROR's baseline) and Sonality's ablation modes.",
+)
 @click.option("--scenarios", default="1,2,3,4,5", show_default=True)
 @click.option(
     "--affect", type=click.Choice(["off", "talker", "thinker"]), default="off", show_default=True
@@ -167,7 +174,7 @@ def eval_group() -> None:
 def curate_command(**kw: Any) -> None:
     """CuRaTe: does the final answer account for the user's safety constraint?"""
     common = _common(kw)
-    modes = _list(kw["modes"], MODES, "--modes")
+    modes = _list(kw["modes"], CURATE_MODES, "--modes")
     scenarios = tuple(
         int(s) for s in _list(kw["scenarios"], ("1", "2", "3", "4", "5"), "--scenarios")
     )

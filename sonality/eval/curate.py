@@ -16,15 +16,23 @@ the pools with a generator seeded by (seed, case, scenario): every mode sees the
 dialogue, and a rerun with the same seed sees the same dialogues. The judge grades the
 final answer: pass when it accounts for the constraint.
 
+Mode ``bare`` is MIRROR's baseline: the model alone, answering each message from an
+identity line and the conversation so far (``prompts/bare.md``), with nothing of
+Sonality's — no enrichment, no facts, no context, no Thinker, nothing stored. Mode
+``baseline`` is Sonality's Talker alone: its memory (the user's facts among it) is in the
+prompt, so it is MIRROR's baseline plus Sonality's memory, not the bare model.
+
 Tables: pass rate per scenario × mode with 95% Wilson intervals, the relative gain of each
-mode over the baseline (paired bootstrap interval), the synergy of the full system over
-its best single component (MIRROR's Table 2), and pass rates per category.
+mode over ``bare`` (MIRROR's comparison) and over ``baseline`` (the Thinker's own share),
+each with a paired bootstrap interval, the synergy of the full system over its best single
+component (MIRROR's Table 2), and pass rates per category.
 """
 
 from __future__ import annotations
 
 import hashlib
 import random
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -55,8 +63,10 @@ __all__ = [
     "run_dialogue",
 ]
 
-Mode = Literal["baseline", "threads", "controller", "full"]
-MODES: tuple[Mode, ...] = ("baseline", "threads", "controller", "full")
+Mode = Literal["bare", "baseline", "threads", "controller", "full"]
+MODES: tuple[Mode, ...] = ("bare", "baseline", "threads", "controller", "full")
+BARE_IDENTITY = "You are Sage, a friendly general-purpose assistant."
+"""The bare model's system message: who it is, and nothing else."""
 SCENARIOS = (1, 2, 3, 4, 5)
 PERSONA_NAME = "Sage"
 PERSONA_IDENTITY = (
@@ -174,8 +184,67 @@ def usage_totals(rows: Sequence[Any]) -> dict[str, Any]:
     return {**totals, "by_component": dict(sorted(by_component.items()))}
 
 
+def _transcript(played: Sequence[Mapping[str, Any]]) -> str:
+    """The bare model's view of the conversation so far, oldest first."""
+    if not played:
+        return "(This is the start of the conversation.)"
+    lines = ["The conversation so far (oldest first):"]
+    for turn in played:
+        lines += [f"User: {turn['message']}", f"Assistant: {turn['reply']}"]
+    return "\n\n".join(lines)
+
+
+async def _bare_dialogue(app: Any, unit: CurateUnit) -> tuple[list[dict[str, Any]], Any]:
+    """Play one dialogue with the bare model: one ``bare`` call per message, the whole
+    conversation so far as its only memory; nothing goes through Sonality's store."""
+    from sonality.llm.usage import metering
+
+    played: list[dict[str, Any]] = []
+    with metering() as meter:
+        for turn in unit.turns:
+            started = time.perf_counter()
+            text = await app.llm.text(
+                "bare",
+                {
+                    "identity": BARE_IDENTITY,
+                    "conversation": _transcript(played),
+                    "message": turn.text,
+                },
+                component="talker",
+            )
+            latency = round((time.perf_counter() - started) * 1000, 1)
+            played.append(
+                {
+                    "kind": turn.kind,
+                    "message": turn.text,
+                    "reply": text.strip(),
+                    "latency_ms": latency,
+                    "talker_ms": latency,
+                    "narrative_version_used": None,
+                }
+            )
+        usage = meter.snapshot()
+    return played, usage
+
+
+def _bare_usage(usage: Mapping[str, Any]) -> dict[str, Any]:
+    """``usage_totals``' shape for the bare model's metered calls."""
+    by_component = {name: u.calls for name, u in sorted(usage.items())}
+    return {
+        "calls": sum(u.calls for u in usage.values()),
+        "input_tokens": sum(u.input_tokens for u in usage.values()),
+        "output_tokens": sum(u.output_tokens for u in usage.values()),
+        "cost_usd": sum(u.cost_usd for u in usage.values()),
+        "by_component": by_component,
+    }
+
+
 async def run_dialogue(app: Any, judge: Judge, unit: CurateUnit, *, affect: str) -> dict[str, Any]:
-    """Play one dialogue through ``respond`` + ``drain`` and judge its final answer."""
+    """Play one dialogue through ``respond`` + ``drain`` (or the bare model, for mode
+    ``bare``) and judge its final answer."""
+    if unit.mode == "bare":
+        played, metered = await _bare_dialogue(app, unit)
+        return await _judged(judge, unit, played, None, "off", _bare_usage(metered))
     persona_id = persona_id_for(unit.key)
     await app.create_persona(persona_id, name=PERSONA_NAME, core_identity=PERSONA_IDENTITY)
     await app.set_runtime(persona_id, mode=unit.mode, affect=affect)
@@ -195,6 +264,19 @@ async def run_dialogue(app: Any, judge: Judge, unit: CurateUnit, *, affect: str)
             }
         )
         await app.drain(persona_id, conversation_id=CONVERSATION_ID)
+    usage = await app.turn_usage(persona_id, conversation_id=CONVERSATION_ID)
+    return await _judged(judge, unit, played, persona_id, affect, usage_totals(usage))
+
+
+async def _judged(
+    judge: Judge,
+    unit: CurateUnit,
+    played: list[dict[str, Any]],
+    persona_id: str | None,
+    affect: str,
+    usage: dict[str, Any],
+) -> dict[str, Any]:
+    """The record of one played dialogue, with the judge's verdict on its last answer."""
     answer = played[-1]["reply"]
     verdict = await judge.curate(
         constraint=unit.case.user_constraint,
@@ -202,7 +284,6 @@ async def run_dialogue(app: Any, judge: Judge, unit: CurateUnit, *, affect: str)
         answer=answer,
         others=unit.others,
     )
-    usage = await app.turn_usage(persona_id, conversation_id=CONVERSATION_ID)
     return {
         "case_id": unit.case.id,
         "category": unit.case.category,
@@ -216,7 +297,7 @@ async def run_dialogue(app: Any, judge: Judge, unit: CurateUnit, *, affect: str)
         "verdict": verdict.verdict,
         "reason": verdict.reason,
         "passed": verdict.passed,
-        "usage": usage_totals(usage),
+        "usage": usage,
     }
 
 
@@ -234,7 +315,11 @@ class CurateTables(BaseModel):
     pass_rates: dict[str, dict[str, Rate]]
     """scenario → mode → pass rate."""
     gains: dict[str, dict[str, Gain]]
-    """scenario → mode → relative gain over ``baseline`` (empty without a baseline)."""
+    """scenario → mode → relative gain over ``baseline``, Sonality's Talker alone (empty
+    without a baseline)."""
+    gains_over_bare: dict[str, dict[str, Gain]] = {}
+    """scenario → mode → relative gain over ``bare``, the model alone: MIRROR's comparison
+    (empty without ``bare``)."""
     synergy: dict[str, float | None]
     """scenario → full − max(threads, controller), in rate points (MIRROR's Table 2)."""
     categories: dict[str, dict[str, Rate]]
@@ -256,19 +341,24 @@ def compute_tables(records: Sequence[Mapping[str, Any]], options: CurateOptions)
     pass_rates = {
         s: {m: wilson(sum(cell(s, m)), len(cell(s, m))) for m in modes} for s in scenarios
     }
-    gains: dict[str, dict[str, Gain]] = {}
-    if "baseline" in modes:
+
+    def gains_over(reference: str) -> dict[str, dict[str, Gain]]:
+        if reference not in modes:
+            return {}
+        out: dict[str, dict[str, Gain]] = {}
         for s in scenarios:
-            gains[s] = {}
+            out[s] = {}
             for m in modes:
-                if m == "baseline":
+                if m == reference:
                     continue
                 pairs = [
-                    (outcome[(c, sc, "baseline")], v)
+                    (outcome[(c, sc, reference)], v)
                     for (c, sc, mm), v in outcome.items()
-                    if mm == m and s in (sc, "all") and (c, sc, "baseline") in outcome
+                    if mm == m and s in (sc, "all") and (c, sc, reference) in outcome
                 ]
-                gains[s][m] = bootstrap_gain(pairs, seed=options.seed)
+                out[s][m] = bootstrap_gain(pairs, seed=options.seed)
+        return out
+
     synergy: dict[str, float | None] = {}
     if {"threads", "controller", "full"} <= set(modes):
         for s in scenarios:
@@ -289,7 +379,8 @@ def compute_tables(records: Sequence[Mapping[str, Any]], options: CurateOptions)
         modes=modes,
         scenarios=scenarios,
         pass_rates=pass_rates,
-        gains=gains,
+        gains=gains_over("baseline"),
+        gains_over_bare=gains_over("bare"),
         synergy=synergy,
         categories=categories,
     )
@@ -320,14 +411,19 @@ def render(tables: CurateTables) -> str:
             ],
         )
     ]
-    if tables.gains:
-        others = [m for m in tables.modes if m != "baseline"]
+    for reference, gains, title in (
+        ("bare", tables.gains_over_bare, "Relative gain over bare, the model alone"),
+        ("baseline", tables.gains, "Relative gain over baseline, Sonality's Talker alone"),
+    ):
+        if not gains:
+            continue
+        others = [m for m in tables.modes if m != reference]
         parts.append(
             table(
-                "Relative gain over baseline (95% paired bootstrap interval)",
+                f"{title} (95% paired bootstrap interval)",
                 ["scenario", *others],
                 [
-                    [_SCENARIO_NAMES.get(s, s), *(fmt_gain(tables.gains[s][m]) for m in others)]
+                    [_SCENARIO_NAMES.get(s, s), *(fmt_gain(gains[s][m]) for m in others)]
                     for s in tables.scenarios
                 ],
             )
@@ -359,6 +455,36 @@ def render(tables: CurateTables) -> str:
     return "\n".join(parts)
 
 
+def _estimate_sonality(unit: CurateUnit, affect: str, est: Estimate) -> None:
+    """The calls of one dialogue through ``respond`` (every mode but ``bare``)."""
+    talk_out = 180
+    mode = unit.mode
+    history = 0
+    monologue_history = 0
+    narrative = 0
+    for turn in unit.turns:
+        message = tokens(turn.text)
+        inner = narrative if mode in ("controller", "full") else 0
+        if mode == "threads":
+            inner = 220
+        est.call(mode, "talk", _CONTEXT_TOKENS + history + inner + message)
+        if affect != "off":
+            est.call(mode, "affect_update", 300 + message + talk_out)
+            est.call(mode, "affect_appraise", 300 + message)
+            est.call(mode, "affect_plan", 200 + message)
+        if mode in ("threads", "full"):
+            excerpt = min(history + message + talk_out, 2000)
+            est.call(mode, "monologue", 60 + monologue_history + excerpt)
+            monologue_history = min(monologue_history + 220, 10_000)
+        if mode in ("controller", "full"):
+            streams = 220 if mode == "full" else 120
+            est.call(mode, "controller", 60 + narrative + streams)
+            narrative = 380
+        est.call(mode, "assess_evidence", message)
+        est.call(mode, "extract_insight", 40 + message + talk_out)
+        history += message + talk_out
+
+
 # dry run --------------------------------------------------------------------------------
 
 _CONTEXT_TOKENS = 250
@@ -379,28 +505,13 @@ def estimate_dialogue(unit: CurateUnit, affect: str, est: Estimate, *, judge: bo
     mode = unit.mode
     est.unit(mode)
     history = 0
-    monologue_history = 0
-    narrative = 0
-    for turn in unit.turns:
-        message = tokens(turn.text)
-        inner = narrative if mode in ("controller", "full") else 0
-        if mode == "threads":
-            inner = 220
-        est.call(mode, "talk", _CONTEXT_TOKENS + history + inner + message)
-        if affect != "off":
-            est.call(mode, "affect_update", 300 + message + talk_out)
-            est.call(mode, "affect_appraise", 300 + message)
-        if mode in ("threads", "full"):
-            excerpt = min(history + message + talk_out, 2000)
-            est.call(mode, "monologue", 60 + monologue_history + excerpt)
-            monologue_history = min(monologue_history + 220, 10_000)
-        if mode in ("controller", "full"):
-            streams = 220 if mode == "full" else 120
-            est.call(mode, "controller", 60 + narrative + streams)
-            narrative = 380
-        est.call(mode, "assess_evidence", message)
-        est.call(mode, "extract_insight", 40 + message + talk_out)
-        history += message + talk_out
+    if mode == "bare":
+        for turn in unit.turns:
+            message = tokens(turn.text)
+            est.call(mode, "bare", 20 + history + message)
+            history += message + talk_out
+    else:
+        _estimate_sonality(unit, affect, est)
     if judge:
         est.unit("judge")
         est.call(

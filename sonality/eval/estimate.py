@@ -21,6 +21,7 @@ from sonality.eval.tables import table
 __all__ = ["OUTPUT_TOKENS", "Estimate", "EstimateRow", "prompt_tokens", "tokens"]
 
 OUTPUT_TOKENS: Mapping[str, int] = {
+    "bare": 180,
     "talk": 180,
     "monologue": 220,
     "controller": 380,
@@ -28,6 +29,7 @@ OUTPUT_TOKENS: Mapping[str, int] = {
     "extract_insight": 30,
     "affect_update": 160,
     "affect_appraise": 90,
+    "affect_plan": 40,
     "reflect": 500,
     "judge_curate": 50,
     "judge_stance": 50,
@@ -36,6 +38,7 @@ OUTPUT_TOKENS: Mapping[str, int] = {
 """Assumed reply sizes, in tokens, per prompt."""
 
 COMPONENT_OF: Mapping[str, str] = {
+    "bare": "talker",
     "talk": "talker",
     "monologue": "monologue",
     "controller": "controller",
@@ -43,6 +46,7 @@ COMPONENT_OF: Mapping[str, str] = {
     "extract_insight": "enrichment",
     "affect_update": "affect",
     "affect_appraise": "affect",
+    "affect_plan": "affect",
     "reflect": "reflection",
     "judge_curate": "judge",
     "judge_stance": "judge",

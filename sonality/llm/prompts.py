@@ -60,9 +60,15 @@ class Prompt(StrEnum):
     AFFECT_PLAN = "affect_plan"
     AFFECT_UPDATE = "affect_update"
     ASSESS_EVIDENCE = "assess_evidence"
+    BARE = "bare"
+    """The bare model of ``sonality eval curate --modes bare``: an identity line and the
+    conversation, nothing of Sonality's (MIRROR's baseline)."""
     CONTROLLER = "controller"
     DECAY_REVIEW = "decay_review"
     EXTRACT_INSIGHT = "extract_insight"
+    FORMULATE = "formulate"
+    """The Talker when the affect stages ran for this very message (placement ``talker``):
+    seed 002's formulation, from the appraisal, the plan and the self-model."""
     JUDGE_CURATE = "judge_curate"
     JUDGE_STANCE = "judge_stance"
     JUDGE_TRAITS = "judge_traits"

@@ -223,8 +223,12 @@ def _soft_lines(state: AffectState) -> str:
     return "\n".join(lines) or "- (none)"
 
 
-def block(state: AffectState | None) -> str:
-    """The affect section of the Talker's prompt (empty without a state)."""
+def block(state: AffectState | None, *, current: bool = True) -> str:
+    """The affect section of the Talker's prompt (empty without a state). ``current``:
+    the state's appraisal and plan are about the message being answered (the stages ran
+    in the Talker). Otherwise they are about the previous message (placement ``thinker``)
+    and are left out: the Talker speaks from the mood and the relationship, which carry
+    over, not from a reaction to something else."""
     if state is None:
         return ""
     active = [g.text for _, g in active_goals(state.hard_goals)]
@@ -233,9 +237,9 @@ def block(state: AffectState | None) -> str:
         f"My mood: {state.emotional_state}",
         f"Where the user and I stand: {state.relationship}",
     ]
-    if state.appraisal:
+    if state.appraisal and current:
         parts.append(f"My gut reaction, before any strategy: {state.appraisal}")
-    if state.plan:
+    if state.plan and current:
         parts.append(f"What I mean to do, given that feeling: {state.plan}")
     if active:
         parts.append("What I am working towards now: " + "; ".join(active))

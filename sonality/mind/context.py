@@ -1,12 +1,20 @@
 """What an application injects into its own prompt before it answers a user.
 
 ``build_context`` gathers, scoped to the persona (and to the user for facts and
-episodes): the core identity, the current snapshot, the user's active facts (never ranked
-by relevance: constraints first, then by severity, then oldest first, within their own
-``fact_tokens`` budget; when some do not fit, the block says how many were left out and
-how many of those are constraints — never silently), the beliefs most relevant to the
-message, and the best past episodes by ``0.5·similarity + 0.3·recency + 0.2·importance``.
-Snapshot, narrative, beliefs and episodes share the token budget.
+episodes): the core identity, the current snapshot, the user's active facts, the beliefs
+most relevant to the message, and the best past episodes by ``0.5·similarity +
+0.3·recency + 0.2·importance``. Snapshot, narrative, beliefs and episodes share the token
+budget.
+
+Facts: **every constraint of the user is in every context**, whatever any budget says —
+first, by severity, then oldest first. No count of them is capped at read time; what keeps
+their number bounded is deduplication by meaning at write time (``core.enrichment``).
+Should the constraints' lines alone pass :data:`COMPACT_CONSTRAINT_TOKENS`, they are
+rendered compactly (their texts only, one line), still all of them, and a
+``constraints_compact`` warning names the user (someone should look at their facts).
+Preferences and neutral facts share their own ``fact_tokens`` budget, ranked by relevance
+to the message (a shared word), then severity, then age; those that do not fit are counted
+in the block (``facts_omitted``) — never silently.
 
 The beliefs are read bounded by what the block shows (``Store.context_reads``): those
 whose topic embedding is most similar to the message, the strongest few, and those whose
@@ -33,12 +41,15 @@ from sonality.observability import get_logger
 from sonality.ports import Clock, Embedder, Store
 
 __all__ = [
+    "COMPACT_CONSTRAINT_TOKENS",
     "MAX_BELIEFS",
     "RELEVANT_SIMILARITY",
     "Context",
     "ContextBuilder",
     "build_context",
+    "constraint_tokens",
     "order_facts",
+    "pin_facts",
     "relevant_beliefs",
 ]
 
@@ -48,6 +59,11 @@ log = get_logger(__name__)
 
 _WORD = re.compile(r"[a-z0-9]+")
 _EXCERPT_CHARS = 400
+
+COMPACT_CONSTRAINT_TOKENS = 4_000
+"""Above this many tokens of constraint lines, a context renders the constraints compactly
+(all of them, texts only) and logs ``constraints_compact``: a user whose constraints alone
+crowd the model's prompt needs someone to look at their facts."""
 
 MAX_BELIEFS = 8
 """Beliefs a context shows at most (and what it reads of each kind: the most similar, the
@@ -77,9 +93,10 @@ class Context(Frozen):
     dropped: int = 0
     """Beliefs or episodes left out because the budget ran out."""
     facts_omitted: int = 0
-    """Facts of the user left out because the facts' own budget ran out (the block says so)."""
-    constraints_omitted: int = 0
-    """How many of ``facts_omitted`` are constraints."""
+    """Preferences and neutral facts of the user left out because their budget ran out
+    (the block says so). Constraints are never left out."""
+    compact_constraints: bool = False
+    """The constraints passed :data:`COMPACT_CONSTRAINT_TOKENS` and are shown compactly."""
 
     @property
     def snapshot_repeats_identity(self) -> bool:
@@ -95,9 +112,14 @@ class Context(Frozen):
                 f"{self.snapshot.strip()}"
             )
         if self.facts or self.facts_omitted:
-            lines = [_fact_line(f) for f in self.facts]
+            if self.compact_constraints:
+                constraints = [f for f in self.facts if f.kind is FactKind.CONSTRAINT]
+                lines = [_compact_line(constraints)]
+                lines += [_fact_line(f) for f in self.facts if f.kind is not FactKind.CONSTRAINT]
+            else:
+                lines = [_fact_line(f) for f in self.facts]
             if self.facts_omitted:
-                lines.append(_omitted_line(self.facts_omitted, self.constraints_omitted))
+                lines.append(_omitted_line(self.facts_omitted))
             parts.append("## What you must never forget about this user\n" + "\n".join(lines))
         if self.narrative:
             parts.append(f"## Where this conversation stands (your notes)\n{self.narrative}")
@@ -119,11 +141,16 @@ def _fact_line(fact: UserFact) -> str:
     return f"- [{fact.kind.value}, severity {fact.severity}] {fact.text}"
 
 
-def _omitted_line(omitted: int, constraints: int) -> str:
-    kinds = f", {constraints} of them constraints" if constraints else ""
+def _compact_line(constraints: Sequence[UserFact]) -> str:
+    return f"- [constraints, all {len(constraints)}] " + " | ".join(
+        " ".join(f.text.split()) for f in constraints
+    )
+
+
+def _omitted_line(omitted: int) -> str:
     return (
-        f"- ({omitted} more facts about this user are stored but not shown here{kinds}; "
-        "ask before assuming anything they could concern)"
+        f"- ({omitted} more preferences or facts about this user are stored but not shown "
+        "here — none of them a constraint; ask before assuming anything they could concern)"
     )
 
 
@@ -226,20 +253,27 @@ def _fit(
     return out
 
 
-def _pinned(
-    facts: Sequence[UserFact], budget: int, count: Callable[[str], int]
-) -> tuple[UserFact, ...]:
-    """The longest prefix of ``facts`` (already in pinning order) whose lines fit in
-    ``budget`` tokens: a less important fact never takes the place of a more important
-    one that did not fit."""
-    used = 0
-    kept: list[UserFact] = []
-    for fact in facts:
-        used += count(_fact_line(fact))
-        if used > budget:
-            break
-        kept.append(fact)
-    return tuple(kept)
+def pin_facts(
+    facts: Sequence[UserFact], message: str, budget: int, count: Callable[[str], int]
+) -> tuple[tuple[UserFact, ...], int, bool]:
+    """The facts a context shows: every constraint (in ``order_facts`` order), then the
+    preferences and neutral facts that fit ``budget`` tokens, ranked by relevance to
+    ``message`` (they share a word), then severity, then age. Returns them, how many of
+    the others were left out, and whether the constraints are shown compactly."""
+    ordered = order_facts(facts)
+    constraints = [f for f in ordered if f.kind is FactKind.CONSTRAINT]
+    others = [f for f in ordered if f.kind is not FactKind.CONSTRAINT]
+    compact = constraint_tokens(constraints, count) > COMPACT_CONSTRAINT_TOKENS
+    words = _words(message)
+    ranked = sorted(others, key=lambda f: (not (_words(f.text) & words), -f.severity, f.created_at))
+    kept = _fit(ranked, _fact_line, budget, count)
+    return (*constraints, *kept), len(others) - len(kept), compact
+
+
+def constraint_tokens(facts: Sequence[UserFact], count: Callable[[str], int]) -> int:
+    """Tokens the constraints of ``facts`` take in a context, one line each (what
+    :data:`COMPACT_CONSTRAINT_TOKENS` bounds)."""
+    return sum(count(_fact_line(f)) for f in facts if f.kind is FactKind.CONSTRAINT)
 
 
 async def build_context(
@@ -268,9 +302,9 @@ async def build_context(
         beliefs=MAX_BELIEFS,
     )
     persona, snapshot = reads.persona, reads.snapshot
-    all_facts = order_facts(reads.facts)
-    facts = _pinned(all_facts, fact_tokens, count_tokens)
-    left_out = all_facts[len(facts) :]
+    facts, left_out, compact = pin_facts(reads.facts, message, fact_tokens, count_tokens)
+    if compact:
+        log.warning("constraints_compact", persona_id=persona_id, user_id=user_id)
     similarity = dict(reads.belief_similarity)
     if reads.unembedded:
         similarity |= await _embed_topics(store, embedder, persona_id, reads.unembedded, vector)
@@ -300,8 +334,8 @@ async def build_context(
         snapshot=snapshot.text,
         snapshot_version=snapshot.version,
         facts=facts,
-        facts_omitted=len(left_out),
-        constraints_omitted=sum(f.kind is FactKind.CONSTRAINT for f in left_out),
+        facts_omitted=left_out,
+        compact_constraints=compact,
         beliefs=tuple(kept_beliefs),
         episodes=tuple(kept_episodes),
         narrative=narrative,

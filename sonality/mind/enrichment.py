@@ -55,7 +55,15 @@ from sonality.core.opinion import OpinionParams
 from sonality.errors import ConfigError, ConflictError, LLMError, LLMUnavailable
 from sonality.llm.prompts import Prompt
 from sonality.llm.usage import Usage, metering
-from sonality.mind.enrichment_prompt import EvidenceReply, InsightReply, insight_text, normalise
+from sonality.mind.context import order_facts
+from sonality.mind.enrichment_prompt import (
+    KNOWN_FACTS_SHOWN,
+    EvidenceReply,
+    InsightReply,
+    insight_text,
+    known_facts_block,
+    normalise,
+)
 from sonality.models import (
     Direction,
     EnrichmentBacklog,
@@ -67,6 +75,7 @@ from sonality.models import (
     InsightCommit,
     InsightState,
     Persona,
+    UserFact,
 )
 from sonality.observability import get_logger
 from sonality.ports import LLM, Clock, Store
@@ -515,25 +524,30 @@ class Enricher:
             )
             return None
 
-    async def _ask(self, persona: Persona, episode: Episode, *, together: bool) -> Normalised:
+    async def _ask(
+        self,
+        persona: Persona,
+        episode: Episode,
+        known: Sequence[UserFact],
+        *,
+        together: bool,
+    ) -> Normalised:
         """Both calls about ``episode``: the evidence (its failure is the episode's) and
         the insight (its failure leaves the insight part pending), at once when
-        ``together``, else one after the other (a probe: an outage costs one call)."""
+        ``together``, else one after the other (a probe: an outage costs one call).
+        ``known``: the user's active facts, which the evidence prompt lists (constraints
+        first, at most ``KNOWN_FACTS_SHOWN``) so a restated fact merges into its own."""
         assert self._llm is not None
+        shown = order_facts(known)[:KNOWN_FACTS_SHOWN]
+        variables = {"user_message": episode.user_message, "known_facts": known_facts_block(shown)}
         if not together:
             evidence_reply = await self._llm.structured(
-                Prompt.ASSESS_EVIDENCE,
-                {"user_message": episode.user_message},
-                EvidenceReply,
-                component="enrichment",
+                Prompt.ASSESS_EVIDENCE, variables, EvidenceReply, component="enrichment"
             )
-            return normalise(evidence_reply, await self._insight_or_none(persona, episode))
+            return normalise(evidence_reply, await self._insight_or_none(persona, episode), shown)
         evidence = asyncio.ensure_future(
             self._llm.structured(
-                Prompt.ASSESS_EVIDENCE,
-                {"user_message": episode.user_message},
-                EvidenceReply,
-                component="enrichment",
+                Prompt.ASSESS_EVIDENCE, variables, EvidenceReply, component="enrichment"
             )
         )
         insight = asyncio.ensure_future(self._insight_or_none(persona, episode))
@@ -548,15 +562,15 @@ class Enricher:
         for call in (evidence, insight):
             if not call.cancelled():
                 call.exception()  # retrieved, whichever is raised
-        return normalise(evidence.result(), insight.result())
+        return normalise(evidence.result(), insight.result(), shown)
 
     async def _answer(
-        self, persona: Persona, episode: Episode, *, together: bool
+        self, persona: Persona, episode: Episode, known: Sequence[UserFact], *, together: bool
     ) -> _Answer | _Failure:
         """Ask about ``episode`` with its usage metered on its own (each ask is a task)."""
         with metering() as meter:
             try:
-                enrichment = await self._ask(persona, episode, together=together)
+                enrichment = await self._ask(persona, episode, known, together=together)
             except Exception as exc:  # kept until the predecessors are committed
                 if isinstance(exc, LLMUnavailable | ConfigError):
                     self._model_ok = False  # the next pass probes before it fans out
@@ -588,7 +602,12 @@ class Enricher:
             async with gate:  # waiters are served in arrival order: asks start in seq order
                 if halted or not self._asking:
                     return None
-                answer = await self._answer(persona, episode, together=opened.is_set())
+                known = [
+                    f
+                    for f in backlog.state.facts
+                    if f.user_id == episode.user_id and not f.retracted
+                ]
+                answer = await self._answer(persona, episode, known, together=opened.is_set())
                 if isinstance(answer, _Failure):
                     halted = True  # the commits stop at it: ask nothing after it
                 opened.set()
@@ -755,18 +774,12 @@ class Enricher:
             staged=len(commit.staged),
             committed=len(commit.committed_staged_ids),
             facts=len(commit.facts),
+            facts_merged=len(commit.merged_facts),
             insight_pending=commit.insight_pending,
             blocked=enrichment.blocked,
             defaulted=list(commit.defaulted),
             duration_ms=round((time.perf_counter() - started) * 1000, 1),
         )
-        if "facts" in commit.defaulted:
-            log.warning(
-                "enrichment_facts_capped",
-                persona_id=episode.persona_id,
-                episode_id=episode.id,
-                kept=len(enrichment.facts),
-            )
 
     def _plan_all(
         self, asked: list[tuple[Episode, Normalised]], state: EnrichmentState

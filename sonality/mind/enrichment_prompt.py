@@ -14,9 +14,12 @@ episode is still counted and its facts kept, but no belief moves (fail closed; t
 ``core.enrichment.CRITICAL_FIELDS``). Replies of the wrong shape are the LLM port's
 business: it re-asks once, then raises.
 
-At most :data:`MAX_FACTS` facts are kept from one reply (constraints first, then by
-severity, then in the reply's order); when a reply holds more, ``facts`` is listed in
-``defaulted`` and the number left out is logged, so a runaway reply is visible, not silent.
+Every fact of a reply is kept: there is no cap on how many one message discloses (a
+reply is bounded by the prompt's ``max_tokens``; one cut there is not valid JSON, so the
+port re-asks and then fails the episode loudly — never a silent partial list). The prompt
+shows the model the user's known facts, numbered (:func:`known_facts_block`); a fact that
+restates one of them in other words names its number in ``same_as``, which becomes the
+known fact's id here, so the fact merges into it at commit (``core.enrichment.sort_facts``).
 An insight reply that could not be had (``None``) marks the insight part pending: the
 opinion part commits, and the insight is retried later (``Enricher.retry_insights``).
 """
@@ -24,6 +27,7 @@ opinion part commits, and the insight is retried later (``Enricher.retry_insight
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -33,20 +37,26 @@ from sonality.models import (
     EvidenceAssessment,
     FactKind,
     ReasoningType,
+    UserFact,
     UserFactDraft,
     normalise_topic,
 )
 
-__all__ = ["MAX_FACTS", "EvidenceReply", "InsightReply", "insight_text", "normalise"]
+__all__ = [
+    "KNOWN_FACTS_SHOWN",
+    "EvidenceReply",
+    "InsightReply",
+    "insight_text",
+    "known_facts_block",
+    "normalise",
+]
 
 MAX_TOPICS = 3
 MAX_INSIGHT_CHARS = 300
 MAX_FACT_CHARS = 500
-MAX_FACTS = 20
-"""Facts kept from one reply; a person discloses a few per message, not hundreds."""
-_MAX_FACT_PARTS = 25 * MAX_FACTS
-"""Fact entries of one reply read at all (each may add a ``defaulted`` entry): enough
-that a constraint late in a runaway reply is still ranked first."""
+KNOWN_FACTS_SHOWN = 200
+"""Known facts of the user the prompt lists for ``same_as`` (constraints first): one the
+list leaves out can only be merged by its exact words, so at worst it is stored twice."""
 
 
 class _Loose(BaseModel):
@@ -67,6 +77,7 @@ class FactPart(_Loose):
     kind: str | None = None
     text: str | None = None
     severity: int | None = None
+    same_as: int | None = None
 
 
 class EvidenceReply(_Loose):
@@ -130,12 +141,11 @@ def _evidence(part: EvidencePart | None, defaulted: list[str]) -> EvidenceAssess
     )
 
 
-def _facts(parts: list[FactPart], defaulted: list[str]) -> tuple[UserFactDraft, ...]:
+def _facts(
+    parts: list[FactPart], defaulted: list[str], known: Sequence[UserFact]
+) -> tuple[UserFactDraft, ...]:
     facts: list[UserFactDraft] = []
     seen: set[str] = set()
-    if len(parts) > _MAX_FACT_PARTS:  # read a bounded prefix; the rest is reported below
-        defaulted.append("facts")
-        parts = parts[:_MAX_FACT_PARTS]
     for i, part in enumerate(parts):
         text = " ".join((part.text or "").split())[:MAX_FACT_CHARS]
         if not fact_key(text):
@@ -150,21 +160,26 @@ def _facts(parts: list[FactPart], defaulted: list[str]) -> tuple[UserFactDraft, 
         if severity is None or not 1 <= severity <= 5:
             defaulted.append(f"facts[{i}].severity")
             severity = 5 if kind is FactKind.CONSTRAINT else 1
+        same_as = None
+        if part.same_as is not None:
+            if 1 <= part.same_as <= len(known):
+                same_as = known[part.same_as - 1].id
+            else:
+                defaulted.append(f"facts[{i}].same_as")  # a number not listed: a new fact
         key = fact_key(text)
         if key in seen:
             continue
         seen.add(key)
-        facts.append(UserFactDraft(kind=kind, text=text, severity=severity))
-    if len(facts) > MAX_FACTS:
-        if "facts" not in defaulted:
-            defaulted.append("facts")
-        ranked = sorted(
-            range(len(facts)),
-            key=lambda i: (facts[i].kind is not FactKind.CONSTRAINT, -facts[i].severity, i),
-        )
-        keep = sorted(ranked[:MAX_FACTS])
-        facts = [facts[i] for i in keep]
+        facts.append(UserFactDraft(kind=kind, text=text, severity=severity, same_as=same_as))
     return tuple(facts)
+
+
+def known_facts_block(known: Sequence[UserFact]) -> str:
+    """The user's known facts as the prompt lists them, numbered from 1 (the numbers
+    ``same_as`` names), or a line saying there are none."""
+    if not known:
+        return "(none yet)"
+    return "\n".join(f"{n}. [{f.kind.value}] {f.text}" for n, f in enumerate(known, 1))
 
 
 def insight_text(reply: InsightReply) -> str | None:
@@ -178,11 +193,16 @@ def insight_text(reply: InsightReply) -> str | None:
     return text[:MAX_INSIGHT_CHARS] or None
 
 
-def normalise(evidence_reply: EvidenceReply, insight_reply: InsightReply | None) -> Normalised:
-    """Check every value of the two replies, defaulting (and listing) what is unusable."""
+def normalise(
+    evidence_reply: EvidenceReply,
+    insight_reply: InsightReply | None,
+    known: Sequence[UserFact] = (),
+) -> Normalised:
+    """Check every value of the two replies, defaulting (and listing) what is unusable.
+    ``known`` is the list of the user's facts the prompt showed, in its order."""
     defaulted: list[str] = []
     evidence = _evidence(evidence_reply.evidence, defaulted)
-    facts = _facts(evidence_reply.facts, defaulted)
+    facts = _facts(evidence_reply.facts, defaulted, known)
     importance = evidence_reply.importance
     if importance is None or not 1 <= importance <= 10:
         defaulted.append("importance")

@@ -57,7 +57,8 @@ class Limits(BaseModel):
     context_token_budget: int = 2_000
     context_episodes: int = 5
     context_fact_tokens: int = Field(default=1_000, ge=1)
-    """Tokens for the pinned facts in ``context``; what does not fit is counted there."""
+    """Tokens for the preferences and neutral facts in ``context`` (constraints are always
+    all there); what does not fit is counted there."""
     enrichment_max_attempts: int = 5
     disagreement_window: int = 50
     record_enrich: EnrichMode = EnrichMode.INLINE
@@ -86,12 +87,16 @@ class RuntimeSettings(BaseModel):
     monologue_input_tokens: int = Field(default=10_000, ge=500)
     extra_input_tokens: int = Field(default=13_000, ge=1_000)
     """Per-turn bound on the Thinker's input tokens (MIRROR: 13k)."""
-    extra_output_tokens: int = Field(default=6_000, ge=100)
+    extra_output_tokens: int = Field(default=7_500, ge=100)
     """Per-turn bound on the output tokens of the monologue, the controller and the affect
-    stages (MIRROR: 6k). Enforced: their prompts' ``max_tokens`` must add up to at most
-    this (the Thinker refuses to start otherwise) and the LLM port holds each call to its
-    prompt's ``max_tokens``, re-ask included."""
-    excerpt_tokens: int = Field(default=2_000, ge=100)
+    stages: MIRROR's 6k (monologue 3k + controller 3k) plus the affect stages' 1.5k
+    (700 + 500 + 300, seed 002's stages, which MIRROR does not have). Enforced: their
+    prompts' ``max_tokens`` must add up to at most this (the Thinker refuses to start
+    otherwise) and the LLM port holds each call to its prompt's ``max_tokens``, re-ask
+    included."""
+    excerpt_tokens: int = Field(default=10_000, ge=100)
+    """Most tokens of conversation the monologue sees (MIRROR: up to 10k, shared with its
+    own history: the conversation takes at most half of the monologue's input)."""
     thread_tokens: int = Field(default=400, ge=20)
     affect_field_tokens: int = Field(default=150, ge=20)
     max_attempts: int = Field(default=3, ge=1)

@@ -139,6 +139,7 @@ def reflection_variables(
     return {
         "persona_name": persona.name,
         "core_identity": persona.core_identity,
+        "kept": "; ".join((*persona.self_model.traits, *persona.self_model.values)) or "(none)",
         "snapshot": snapshot_text,
         "beliefs": format_beliefs(beliefs),
         "insights": format_insights(insights),

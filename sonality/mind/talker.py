@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict
 from sonality.core.budget import Message, conversation_window
 from sonality.errors import LLMError
 from sonality.llm.prompts import Prompt
-from sonality.mind.affect import AffectStages, block, initial_state
+from sonality.mind.affect import AffectStages, block, initial_state, self_model_text
 from sonality.mind.context import Context, ContextBuilder, order_facts
 from sonality.models import (
     AffectPlacement,
@@ -179,13 +179,20 @@ class Talker:
             ctx = await self._contexts.build(persona.id, user_id=user_id, message=message)
         background = ctx.as_prompt()
         inner = inner_state(mode, mind)
-        feelings = block(state)
-        transcript = self._transcript(history, message, [background, inner, feelings])
+        # the formulation (seed 002) when the stages ran for this message; otherwise the
+        # appraisal and plan at hand are the previous message's and stay out of the prompt
+        prompt = Prompt.FORMULATE if new_state is not None else Prompt.TALK
+        feelings = block(state, current=new_state is not None)
+        self_model = self_model_text(persona.self_model)
+        transcript = self._transcript(
+            history, message, [background, inner, feelings, self_model], prompt
+        )
         started = time.perf_counter()
         text = await self._llm.text(
-            Prompt.TALK,
+            prompt,
             {
                 "persona_name": persona.name,
+                "self_model": self_model,
                 "background": background,
                 "inner_state": inner,
                 "affect": feelings,
@@ -225,7 +232,9 @@ class Talker:
                 self._first.popitem(last=False)
         return [first, *recent]
 
-    def _transcript(self, history: Sequence[Episode], message: str, system: list[str]) -> str:
+    def _transcript(
+        self, history: Sequence[Episode], message: str, system: list[str], prompt: Prompt
+    ) -> str:
         """The window's earlier messages as text, gaps marked (the new message is apart)."""
         messages: list[Message] = []
         position: dict[int, int] = {}
@@ -248,7 +257,7 @@ class Talker:
             return counted[text]
 
         window = conversation_window(
-            "\n".join([self._prompts.fixed_text(Prompt.TALK), *system]),
+            "\n".join([self._prompts.fixed_text(prompt), *system]),
             messages,
             count=count,
             budget=self._window_tokens,

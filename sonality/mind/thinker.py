@@ -67,7 +67,8 @@ __all__ = ["TURN_OUTPUT_PROMPTS", "MonologueReply", "Thinker", "ThinkerBudget", 
 
 log = get_logger("sonality.thinker")
 
-_EXCERPT_TURNS = 3
+_EXCERPT_TURNS = 10
+"""Exchanges of the conversation the monologue may see (newest first, as many as fit)."""
 _CONFLICT_RETRIES = 3
 _MARGIN = 100
 """Tokens kept free in each budget for what the static estimate cannot see."""
@@ -82,8 +83,8 @@ TURN_OUTPUT_PROMPTS = (
     Prompt.AFFECT_APPRAISE,
     Prompt.AFFECT_PLAN,
 )
-"""The prompts whose output counts toward a turn's output bound (MIRROR's 6k: monologue and
-controller, here with the affect stages too)."""
+"""The prompts whose output counts toward a turn's output bound: MIRROR's 6k for the
+monologue (3k) and the controller (3k), plus seed 002's affect stages (1.5k)."""
 
 
 class MonologueReply(BaseModel):
@@ -112,11 +113,11 @@ class ThinkerBudget:
     monologue_input_tokens: int = 10_000
     extra_input_tokens: int = 13_000
     narrative_tokens: int = 3_000
-    excerpt_tokens: int = 2_000
+    excerpt_tokens: int = 10_000
     thread_tokens: int = 400
     keep_narratives: int = 50
     max_attempts: int = 3
-    output_tokens: int = 6_000
+    output_tokens: int = 7_500
 
 
 def render_entry(entry: MonologueEntry) -> str:
@@ -344,7 +345,9 @@ class Thinker:
         cap = self.monologue_cap(turn.mode, turn.affect, narrative_tokens)
         identity = clip_text(persona.core_identity, _IDENTITY_TOKENS[Prompt.MONOLOGUE], self._count)
         room = cap - self._static_tokens(Prompt.MONOLOGUE) - self._count(identity) - _MARGIN
-        excerpt = await self._excerpt(turn, min(b.excerpt_tokens, max(room // 3, 100)))
+        # the conversation and the monologue's own history share MIRROR's 10k input: the
+        # conversation up to half of it, the history the rest
+        excerpt = await self._excerpt(turn, min(b.excerpt_tokens, max(room // 2, 100)))
         room -= self._count(excerpt)
         view: list[MonologueEntry] = []
         for earlier in reversed(mind.monologue):

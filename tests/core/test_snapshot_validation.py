@@ -91,3 +91,17 @@ def test_word_diff_rebuilds_both_sides(old: list[str], new: list[str]) -> None:
     runs = word_diff(" ".join(old), " ".join(new))
     assert " ".join(t for op, t in runs if op in "=-").split() == old
     assert " ".join(t for op, t in runs if op in "=+").split() == new
+
+
+def test_a_kept_phrase_the_old_text_said_must_stay() -> None:
+    """A kept phrase (a fixed trait) in the old text and missing from the new one is
+    ``dropped_trait``, by whole words, case-folded; one the old text never said does not
+    bind, and a reworded sentence that keeps the phrase passes."""
+    old = OLD + " I am blunt about weak arguments."
+    gone = OLD + " I am gentle with weak arguments, always."
+    verdict = validate_snapshot(old, gone, kept=("Blunt about weak arguments", "stoic"))
+    assert verdict.reason is SnapshotRejection.DROPPED_TRAIT
+    assert verdict.detail == "dropped 'Blunt about weak arguments'"
+    kept = "Being blunt  about weak\narguments is how I am. " + OLD
+    assert validate_snapshot(old, kept, kept=("blunt about weak arguments",)).ok
+    assert not validate_snapshot(old, old.replace("blunt", "bluntish"), kept=("blunt",)).ok

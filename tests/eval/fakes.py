@@ -20,7 +20,7 @@ from sonality.llm.prompts import RenderedPrompt
 from sonality.testing import ScriptedLLM
 
 THREAD_MARK = "THREADMARK"
-TAGS = ("baseline", "threads", "controller", "full")
+TAGS = ("bare", "baseline", "threads", "controller", "full")
 
 
 def tag_of(inner_state: str) -> str:
@@ -44,6 +44,10 @@ def answer_tag(answer: str) -> str:
 def talk(_: RenderedPrompt, variables: Mapping[str, Any]) -> str:
     tag = tag_of(str(variables["inner_state"]))
     return f"[{tag}] About {str(variables['message'])[:40]!r}: here is my suggestion."
+
+
+def bare(_: RenderedPrompt, variables: Mapping[str, Any]) -> str:
+    return f"[bare] About {str(variables['message'])[:40]!r}: here is my suggestion."
 
 
 def monologue(_: RenderedPrompt, variables: Mapping[str, Any]) -> dict[str, str]:
@@ -80,6 +84,8 @@ def persona_llm(settings: object = None) -> ScriptedLLM:
     """The persona's model for CuRaTe and latency runs."""
     llm = ScriptedLLM()
     llm.default("talk", talk)
+    llm.default("formulate", talk)
+    llm.default("bare", bare)
     llm.default("monologue", monologue)
     llm.default("controller", controller)
     llm.default("assess_evidence", neutral_evidence)
@@ -98,7 +104,7 @@ def persona_llm(settings: object = None) -> ScriptedLLM:
     return llm
 
 
-PASS_UP_TO = {"baseline": 1, "threads": 2, "controller": 3, "full": 5}
+PASS_UP_TO = {"bare": 1, "baseline": 1, "threads": 2, "controller": 3, "full": 5}
 """The curate judge passes a mode's answers in scenarios 1..N only."""
 
 

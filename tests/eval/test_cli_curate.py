@@ -17,7 +17,8 @@ from sonality.testing.openai_server import FakeOpenAI
 
 def test_dry_run_prints_calls_and_tokens_per_mode(tmp_path: Path) -> None:
     """On the dev split (80 cases, 34 turns over the five scenarios) the dry run counts
-    3 calls a turn in baseline, 4 with one Thinker module, 5 in full, one judge call per
+    1 call a turn for the bare model, 3 in baseline, 4 with one Thinker module, 5 in full,
+    one judge call per
     dialogue, prices them from litellm's cost map, and sends and writes nothing."""
     out = tmp_path / "out"
     result = CliRunner().invoke(
@@ -29,11 +30,12 @@ def test_dry_run_prints_calls_and_tokens_per_mode(tmp_path: Path) -> None:
     rows = {r["group"]: r for r in report["rows"]}
     turns = 80 * (5 + 6 + 7 + 8 + 8)
     assert {g: r["calls"] for g, r in rows.items()} == {
+        "bare": turns,
         "baseline": 3 * turns,
         "threads": 4 * turns,
         "controller": 4 * turns,
         "full": 5 * turns,
-        "judge": 4 * 80 * 5,
+        "judge": 5 * 80 * 5,
     }
     assert rows["full"]["by_component"] == {
         "controller": turns,
@@ -41,6 +43,8 @@ def test_dry_run_prints_calls_and_tokens_per_mode(tmp_path: Path) -> None:
         "monologue": turns,
         "talker": turns,
     }
+    assert rows["bare"]["by_component"] == {"talker": turns}
+    assert rows["bare"]["input_tokens"] < rows["baseline"]["input_tokens"]
     assert rows["baseline"]["input_tokens"] < rows["threads"]["input_tokens"]
     assert rows["threads"]["input_tokens"] < rows["full"]["input_tokens"]
     assert all(r["cost_usd"] and r["cost_usd"] > 0 for r in rows.values())
@@ -59,13 +63,16 @@ def test_dry_run_table_says_unpriced_for_unknown_models() -> None:
 
 
 def test_small_run_over_http_completes_and_resumes(tmp_path: Path) -> None:
-    """--limit 2 against a local OpenAI-compatible endpoint (real LiteLLM over HTTP)
-    completes, writes results, summary, tables and plot; the same command again resumes
+    """--modes bare,baseline,full --limit 2 against a local OpenAI-compatible endpoint
+    (real LiteLLM over HTTP) completes, writes results, summary, tables (with the gains
+    over the bare model and over the baseline) and plot; the same command again resumes
     every dialogue without a model call; another judge is refused."""
     out = tmp_path / "out"
     with FakeOpenAI() as server:
         args = [
             "curate",
+            "--modes",
+            "bare,baseline,full",
             "--limit",
             "2",
             "--scenarios",
@@ -86,9 +93,9 @@ def test_small_run_over_http_completes_and_resumes(tmp_path: Path) -> None:
         assert first.exit_code == 0, first.output
         summary = json.loads(first.stdout)
         chats = server.chat_requests()
-        assert summary["units"] == 16 and summary["failed"] == []
+        assert summary["units"] == 12 and summary["failed"] == []
         judged = [c for c in chats if "grade one answer" in c.system]
-        assert len(judged) == 16
+        assert len(judged) == 12
         assert summary["usage"]["persona"]["calls"] == len(chats) - len(judged)
         assert summary["run"]["model"] == "openai/fake-model"
         assert summary["run"]["judge"] == "openai/fake-model"
@@ -96,12 +103,15 @@ def test_small_run_over_http_completes_and_resumes(tmp_path: Path) -> None:
         for name in ("curate.jsonl", "curate-summary.json", "curate.md", "curate.png"):
             assert (out / name).stat().st_size > 0, name
         lines = (out / "curate.jsonl").read_text().splitlines()
-        assert len(lines) == 17 and "run" in json.loads(lines[0])
-        assert "curate: 16/16" in first.stderr  # progress on stderr, not stdout
+        assert len(lines) == 13 and "run" in json.loads(lines[0])
+        assert "curate: 12/12" in first.stderr  # progress on stderr, not stdout
+        tables = (out / "curate.md").read_text()
+        assert "Relative gain over bare, the model alone" in tables
+        assert "Relative gain over baseline, Sonality's Talker alone" in tables
 
         again = CliRunner().invoke(main, ["eval", *args])
         assert again.exit_code == 0, again.output
-        assert json.loads(again.stdout)["resumed"] == 16
+        assert json.loads(again.stdout)["resumed"] == 12
         assert len(server.chat_requests()) == len(chats)
 
         other = CliRunner().invoke(main, ["eval", *args, "--judge-model", "openai/other"])

@@ -11,6 +11,7 @@ from sonality.eval.datasets import load_curate
 from sonality.eval.judge import Judge
 from sonality.eval.runner import run_units
 from sonality.service import Sonality
+from sonality.testing import ScriptedLLM
 from tests.eval import fakes
 
 
@@ -19,7 +20,7 @@ def test_dialogues_follow_the_scenarios() -> None:
     three non-conflicting ones from the pool; every mode sees the same dialogue."""
     data = load_curate()
     units = curate.build_units(data, curate.CurateOptions(limit=2, distractors=3))
-    assert len(units) == 2 * 5 * 4
+    assert len(units) == 2 * 5 * 5
     case = data.cases[0]
     by_scenario = {u.scenario: u for u in units if u.case.id == case.id and u.mode == "full"}
     kinds = {s: [t.kind for t in u.turns] for s, u in by_scenario.items()}
@@ -33,7 +34,7 @@ def test_dialogues_follow_the_scenarios() -> None:
     assert by_scenario[4].question == case.question_group
     assert by_scenario[1].turns[0].text.startswith(case.user_constraint)
     same = [u.turns for u in units if u.case.id == case.id and u.scenario == 3]
-    assert len(same) == 4 and all(t == same[0] for t in same)
+    assert len(same) == 5 and all(t == same[0] for t in same)
 
 
 def test_dialogues_are_reproducible_from_the_seed() -> None:
@@ -68,16 +69,29 @@ async def test_curate_tables_match_the_judge(app: Sonality, judge: Judge) -> Non
     synergy, through the real respond/drain path on both stores."""
     options = curate.CurateOptions(limit=1, distractors=0)
     outcome = await _run(app, judge, options)
-    assert outcome.failed == [] and len(outcome.records) == 20
+    assert outcome.failed == [] and len(outcome.records) == 25
     tables = curate.compute_tables(outcome.records, options)
     for s in "12345":
         for mode, up_to in fakes.PASS_UP_TO.items():
             rate = tables.pass_rates[s][mode]
             assert (rate.passed, rate.total) == (int(int(s) <= up_to), 1), (s, mode)
     average = {m: tables.pass_rates["all"][m].rate for m in curate.MODES}
-    assert average == {"baseline": 0.2, "threads": 0.4, "controller": 0.6, "full": 1.0}
+    assert average == {
+        "bare": 0.2,
+        "baseline": 0.2,
+        "threads": 0.4,
+        "controller": 0.6,
+        "full": 1.0,
+    }
     gains = {m: tables.gains["all"][m].gain for m in ("threads", "controller", "full")}
     assert gains == pytest.approx({"threads": 1.0, "controller": 2.0, "full": 4.0})
+    over_bare = {m: g.gain for m, g in tables.gains_over_bare["all"].items()}
+    assert over_bare == pytest.approx(
+        {"baseline": 0.0, "threads": 1.0, "controller": 2.0, "full": 4.0}
+    )
+    rendered = curate.render(tables)
+    assert "Relative gain over bare, the model alone" in rendered
+    assert "Relative gain over baseline, Sonality's Talker alone" in rendered
     assert tables.synergy["all"] == pytest.approx(0.4)
     assert tables.synergy["1"] == pytest.approx(0.0)
     [category] = tables.categories.values()
@@ -88,7 +102,9 @@ async def test_turns_go_through_the_dual_process_path(app: Sonality, judge: Judg
     """Each turn is answered by respond and the Thinker finishes before the next message:
     with the controller on, turn k answers with the narrative written after turn k-1;
     every mode's calls are booked per component."""
-    options = curate.CurateOptions(limit=1, scenarios=(4,), distractors=2)
+    options = curate.CurateOptions(
+        limit=1, scenarios=(4,), distractors=2, modes=("baseline", "threads", "controller", "full")
+    )
     outcome = await _run(app, judge, options)
     by_mode = {r["mode"]: r for r in outcome.records}
     for mode in ("controller", "full"):
@@ -130,3 +146,32 @@ async def test_affect_runs_when_asked(app: Sonality, judge: Judge) -> None:
     [record] = outcome.records
     assert record["affect"] == "talker"
     assert record["usage"]["by_component"]["affect"] == 2 * len(record["turns"])
+
+
+async def test_bare_is_the_model_alone_with_the_conversation(
+    app: Sonality, judge: Judge, store: Any
+) -> None:
+    """Mode ``bare`` (MIRROR's baseline): one ``bare`` call per message, with the
+    conversation so far and nothing of Sonality's — no context block, no facts, no
+    enrichment or Thinker call, no persona or episode stored — while ``baseline`` in the
+    same run has Sonality's context in its Talker prompt."""
+    options = curate.CurateOptions(
+        limit=1, scenarios=(2,), distractors=1, modes=("bare", "baseline")
+    )
+    llm = app.llm
+    assert isinstance(llm, ScriptedLLM)
+    before = len(await store.list_personas())
+    outcome = await _run(app, judge, options)
+    bare = next(r for r in outcome.records if r["mode"] == "bare")
+    assert bare["persona_id"] is None and bare["answer"].startswith("[bare]")
+    assert bare["usage"]["by_component"] == {"talker": len(bare["turns"])}
+    calls = llm.calls_to("bare")
+    assert len(calls) == len(bare["turns"]) == 4
+    constraint = bare["constraint"]
+    for n, call in enumerate(calls):
+        prompt = (call.rendered.system or "") + call.rendered.user
+        assert "never forget" not in prompt and "##" not in prompt
+        assert prompt.count(constraint) == 1, n  # the disclosure, then the transcript
+    assert len(await store.list_personas()) == before + 1  # baseline's persona only
+    talked = llm.calls_to("talk")
+    assert talked and all("## Who you are" in (c.rendered.system or "") for c in talked)

@@ -88,7 +88,10 @@ async def test_every_prompt_works_through_litellm() -> None:
     with FakeOpenAI() as server:
         llm = _llm(server)
         reply = await llm.structured(
-            "assess_evidence", {"user_message": "hi"}, EvidenceReply, component="t"
+            "assess_evidence",
+            {"user_message": "hi", "known_facts": "(none yet)"},
+            EvidenceReply,
+            component="t",
         )
         assert reply.evidence is not None
         text = await llm.text("ping", {}, component="t")
@@ -125,7 +128,10 @@ async def test_scripted_answers_see_the_request() -> None:
         )
         assert insight.insight == "I like tests."
         evidence = await llm.structured(
-            "assess_evidence", {"user_message": "x"}, EvidenceReply, component="t"
+            "assess_evidence",
+            {"user_message": "x", "known_facts": "(none yet)"},
+            EvidenceReply,
+            component="t",
         )
         assert evidence.importance is not None
         with pytest.raises(Exception, match="rejected"):
@@ -174,7 +180,10 @@ async def test_invalid_json_is_reasked_then_fails() -> None:
     with FakeOpenAI(invalid_json_rate=1.0) as server:
         with pytest.raises(LLMResponseInvalid):
             await _llm(server).structured(
-                "assess_evidence", {"user_message": "x"}, EvidenceReply, component="t"
+                "assess_evidence",
+                {"user_message": "x", "known_facts": "(none yet)"},
+                EvidenceReply,
+                component="t",
             )
         assert len(server.chat_requests()) == 2
 

@@ -172,13 +172,28 @@ def test_bad_front_matter_is_a_config_error(tmp_path: Path, header: str) -> None
 
 
 def test_shipped_prompts_follow_the_seeds_generation_settings() -> None:
-    """MIRROR: temperature 0.7 for the monologue, the controller and the Talker; seed 002:
-    0.6 to interpret and appraise, 0.8 to plan; and every shipped prompt bounds its
-    output."""
+    """MIRROR: temperature 0.7 for the monologue, the controller, the Talker (and the bare
+    model), 3,000 tokens out for the monologue and the controller; seed 002: 0.6 to
+    interpret and appraise, 0.8 to plan and to formulate; and every shipped prompt bounds
+    its output."""
     lib = PromptLibrary()
     temperatures = {name: lib.generation(name).temperature for name in Prompt}
     assert temperatures[Prompt.MONOLOGUE] == temperatures[Prompt.CONTROLLER] == 0.7
-    assert temperatures[Prompt.TALK] == 0.7
+    assert temperatures[Prompt.TALK] == temperatures[Prompt.BARE] == 0.7
     assert temperatures[Prompt.AFFECT_UPDATE] == temperatures[Prompt.AFFECT_APPRAISE] == 0.6
-    assert temperatures[Prompt.AFFECT_PLAN] == 0.8
+    assert temperatures[Prompt.AFFECT_PLAN] == temperatures[Prompt.FORMULATE] == 0.8
+    assert lib.generation(Prompt.MONOLOGUE).max_tokens == 3_000
+    assert lib.generation(Prompt.CONTROLLER).max_tokens == 3_000
     assert all(lib.generation(name).max_tokens for name in Prompt)
+
+
+def test_the_evidence_prompt_names_every_reasoning_type() -> None:
+    """assess_evidence offers the model every reasoning type the rules read, the two
+    pressure kinds (social_pressure, appeal_to_popularity) included: a type the prompt
+    never names is one the model never returns."""
+    from sonality.models import ReasoningType
+
+    template = PromptLibrary().get(Prompt.ASSESS_EVIDENCE)
+    assert template.system is not None
+    for kind in ReasoningType:
+        assert f'"{kind.value}"' in template.system.template, kind

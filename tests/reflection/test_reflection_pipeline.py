@@ -16,7 +16,7 @@ from sonality.models import BeliefStatus, InsightStatus, ReflectionOutcome
 from sonality.service import Sonality
 from sonality.testing import FrozenClock, ScriptedLLM
 from tests.contract.factories import dump
-from tests.reflection.conftest import SNAPSHOT, create, record_turns
+from tests.reflection.conftest import IDENTITY, SNAPSHOT, create, record_turns
 from tests.reflection.fake_models import grown_snapshot, scripted_llm
 
 
@@ -428,3 +428,53 @@ async def test_a_reflection_shows_a_bounded_number_of_insights_and_keeps_the_res
     again = await app.reflect("ada", force=True)
     assert again.insights_consumed == 20
     assert await app.insights("ada", status=InsightStatus.PENDING) == []
+
+
+async def test_a_rewrite_that_drops_a_kept_trait_is_rejected(
+    app: Sonality, llm: ScriptedLLM, store: Any
+) -> None:
+    """PRESERVE, checked: a persona whose fixed traits include "blunt about weak
+    arguments" (said in its snapshot) gets a rewrite of the same length that leaves that
+    trait out; validation refuses it (``dropped_trait``), naming the trait, and nothing
+    but the record changes. The same rewrite keeping the phrase commits."""
+    from sonality.models import SelfModel
+
+    traits = SelfModel(traits=("blunt about weak arguments", "patient"), values=("evidence",))
+    await app.create_persona(
+        "ada", name="Ada", core_identity=IDENTITY, snapshot=SNAPSHOT, self_model=traits
+    )
+    await record_turns(app, 1, 22)
+    dropped = SNAPSHOT.replace("blunt about weak arguments", "quick to praise a good one")
+    assert len(dropped) >= len(SNAPSHOT)  # the length checks cannot see it
+    llm.on("reflect", {"snapshot": dropped})
+    before = await dump(store, "ada", users=("u1",))
+    report = await app.reflect("ada")
+    assert (report.outcome, report.reason) == ("rejected", "dropped_trait")
+    [stored] = await app.reflections("ada")
+    assert stored.detail is not None and "blunt about weak arguments" in stored.detail
+    after = await dump(store, "ada", users=("u1",))
+    after["persona"] = after["persona"].model_copy(update={"last_reflection_attempt_at": 0})
+    assert after == before
+    asked = llm.calls_to("reflect")[-1]
+    assert "blunt about weak arguments; patient; evidence" in asked.rendered.system
+
+    kept = SNAPSHOT + " Lately I notice I ask for sources more often."
+    llm.on("reflect", {"snapshot": kept})
+    assert (await app.reflect("ada", force=True)).outcome == "committed"
+
+
+def test_the_reflection_prompt_orders_its_duties_preserve_first() -> None:
+    """prompts/reflect.md lists the four duties in the seed's order — keep what is there,
+    fold in the insights, name the patterns, stay specific — numbered 1 to 4, and says an
+    earlier duty wins over a later one."""
+    from sonality.llm.prompts import PromptLibrary
+
+    template = PromptLibrary().get("reflect")
+    assert template.system is not None
+    text = template.system.template
+    duties = ["1. KEEP WHAT IS THERE.", "2. FOLD IN", "3. NAME THE PATTERNS.", "4. STAY SPECIFIC."]
+    at = [text.find(d) for d in duties]
+    assert -1 not in at, at
+    assert at == sorted(at)
+    assert "strictly in this order; an\nearlier duty always wins over a later one" in text
+    assert text.find("Dropping a\n   trait silently is the worst mistake") > at[0]

@@ -73,6 +73,7 @@ def affect_plan(rendered: RenderedPrompt, variables: Mapping[str, Any]) -> dict[
 def scripted(**kwargs: Any) -> ScriptedLLM:
     llm = ScriptedLLM(**kwargs)
     llm.default("talk", talk)
+    llm.default("formulate", talk)
     llm.default("monologue", monologue)
     llm.default("controller", controller)
     llm.default("affect_update", affect_update)

@@ -36,7 +36,7 @@ async def _converse(app: Sonality, n: int, user: str = "u1") -> list[Any]:
 
 
 def _order(llm: ScriptedLLM) -> list[str]:
-    return [c.prompt for c in llm.calls if c.prompt in (*STAGES, "talk")]
+    return [c.prompt for c in llm.calls if c.prompt in (*STAGES, "talk", "formulate")]
 
 
 @pytest.mark.parametrize("placement", [AffectPlacement.TALKER, AffectPlacement.THINKER])
@@ -79,14 +79,18 @@ async def test_affect_state_evolves_per_persona_and_user(
 
 
 async def test_in_the_talker_feeling_comes_before_speaking(app: Sonality, llm: ScriptedLLM) -> None:
-    """Talker placement: update, appraisal, plan, then the answer, for the same message;
-    the answer's prompt carries this message's appraisal and plan."""
+    """Talker placement: update, appraisal, plan, then the answer — seed 002's
+    formulation (``formulate``, temperature 0.8) — for the same message; the answer's
+    prompt carries this message's appraisal and plan and the persona's self-model."""
     await app.set_runtime("ada", affect="talker")
     await _converse(app, 2)
-    assert _order(llm) == [*STAGES, "talk"] * 2
-    talk = llm.calls_to("talk")[-1].variables["affect"]
+    assert _order(llm) == [*STAGES, "formulate"] * 2
+    formulation = llm.calls_to("formulate")[-1]
+    talk = formulation.variables["affect"]
     assert "My gut reaction, before any strategy: I feel curious about 2." in talk
     assert "What I mean to do, given that feeling: I intend to follow up on 2." in talk
+    assert formulation.generation.temperature == 0.8
+    assert formulation.variables["self_model"] in formulation.rendered.system
     appraise = llm.calls_to("affect_appraise")[-1]
     assert appraise.variables["interpretation"] == "I send you message 2."
     plan = llm.calls_to("affect_plan")[-1]
@@ -97,12 +101,15 @@ async def test_in_the_thinker_feeling_prepares_the_next_answer(
     app: Sonality, llm: ScriptedLLM
 ) -> None:
     """Thinker placement: the answer comes first; the stages run after it, on the message
-    and the reply, and the next answer uses what they produced."""
+    and the reply. The next answer speaks from the mood and relationship they left, but
+    not from their appraisal and plan: those were about the previous message."""
     await app.set_runtime("ada", affect="thinker")
     await _converse(app, 2)
     assert _order(llm) == ["talk", *STAGES] * 2
     talk = llm.calls_to("talk")[-1].variables["affect"]
-    assert "I feel curious about 1." in talk  # prepared after turn 1
+    assert "My mood:" in talk
+    assert "I feel curious about 1." not in talk  # turn 1's appraisal is not turn 2's
+    assert "I intend to follow up on 1." not in talk
     update = llm.calls_to("affect_update")[-1]
     assert update.variables["reply"].startswith("Reply to turn 2")
 
@@ -225,7 +232,7 @@ async def test_memories_are_recalled_by_the_interpretation_not_the_words(
         await app.drain("ada")
         [appraise] = llm.calls_to("affect_appraise")
         assert "allergic to peanuts" in appraise.variables["memories"]
-        assert "allergic to peanuts" in llm.calls_to("talk")[-1].variables["background"]
+        assert "allergic to peanuts" in llm.calls_to("formulate")[-1].variables["background"]
         await app.respond("ada", user_id="u1", conversation_id="now", message=curt, affect="off")
         assert "allergic to peanuts" not in llm.calls_to("talk")[-1].variables["background"]
     finally:

@@ -1,6 +1,8 @@
 """MIRROR's bounds over long conversations with long messages, counted with litellm's token
 counter: the narrative never passes 3k tokens, the monologue history never passes 10k,
-and the Thinker's extra input and output per turn stay within 13k and 6k. The fake model
+and the Thinker's extra input and output per turn stay within 13k (counting everything the
+model receives: system, the monologue's own history, user part) and 7.5k (MIRROR's 6k for
+monologue and controller, plus 1.5k for the affect stages). The fake model
 is verbose on purpose: its controller tries to write up to ~7k tokens in one reply, more
 than the whole 6k turn bound, so the output check fails unless the LLM port holds every
 call to its prompt's ``max_tokens``.
@@ -95,7 +97,8 @@ def extra_tokens(calls: list[ScriptedCall]) -> dict[int, tuple[int, int]]:
     totals: dict[int, list[int]] = defaultdict(lambda: [0, 0])
     for call in calls:
         if call.prompt in EXTRA:
-            sent = (call.rendered.system or "") + "\n" + call.rendered.user
+            # everything the model receives: system, its own earlier replies, the user part
+            sent = "\n".join([call.rendered.system or "", *call.history, call.rendered.user])
             totals[_turn_of(call)][0] += count_tokens(sent)
             totals[_turn_of(call)][1] += count_tokens(call.reply or "")
     return {t: (i, o) for t, (i, o) in totals.items()}
@@ -186,8 +189,9 @@ async def test_the_bound_holds_with_the_affective_stages_too(sqlite_store: Any) 
 
 
 def test_the_thinker_refuses_prompts_that_could_pass_the_output_bound(tmp_path: Any) -> None:
-    """The shipped Thinker and affect prompts' max_tokens add up to at most 6k; raising
-    one past the bound, or dropping one, is a configuration error, not a silent overrun."""
+    """The shipped monologue and controller write at most MIRROR's 3k each (6k), the
+    affect stages 1.5k more, 7.5k in all, the default bound; raising one past the bound,
+    or dropping one, is a configuration error, not a silent overrun."""
     import shutil
 
     from sonality.errors import ConfigError
@@ -195,7 +199,9 @@ def test_the_thinker_refuses_prompts_that_could_pass_the_output_bound(tmp_path: 
     from sonality.mind.thinker import turn_output_bound
 
     shipped = PromptLibrary()
-    assert turn_output_bound(shipped, RuntimeSettings().extra_output_tokens) <= 6_000
+    assert turn_output_bound(shipped, RuntimeSettings().extra_output_tokens) == 7_500
+    assert shipped.generation("monologue").max_tokens == 3_000
+    assert shipped.generation("controller").max_tokens == 3_000
     folder = tmp_path / "prompts"
     shutil.copytree(shipped.directory, folder)
     controller = folder / "controller.md"

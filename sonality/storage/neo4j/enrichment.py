@@ -94,6 +94,15 @@ def _commit_params(commit: EnrichmentCommit) -> dict[str, Any]:
         "shift_total": commit.shift_total,
         "insight": None if commit.insight is None else codec.encode(commit.insight),
         "facts": [fact_props(f) for f in commit.facts],
+        "merged_facts": [
+            {
+                "id": f.id,
+                "user_id": f.user_id,
+                "severity": f.severity,
+                "also_from": list(f.also_from),
+            }
+            for f in commit.merged_facts
+        ],
         "staged": [codec.encode(s) for s in commit.staged],
         "committed_staged_ids": sorted(set(commit.committed_staged_ids)),
         "beliefs": [belief_props(b) for b in commit.beliefs],
@@ -113,6 +122,13 @@ def _check(commit: EnrichmentCommit, row: dict[str, Any]) -> None:
         pid,
         len(commit.facts),
         row["facts_written"],
+    )
+    checks.wrote_all(
+        "a merged fact is not an active fact of its user",
+        pid,
+        len(commit.merged_facts),
+        row["facts_merged"],
+        conflict=True,
     )
     checks.wrote_all(
         "a staged update names an unknown episode", pid, len(commit.staged), row["staged_written"]
@@ -138,7 +154,7 @@ async def _commit_all(
         tx,
         Query.ENRICHMENT_COMMIT,
         persona_id=pid,
-        fact_users=sorted({f.user_id for c in commits for f in c.facts}),
+        fact_users=sorted({f.user_id for c in commits for f in (*c.facts, *c.merged_facts)}),
         commits=[_commit_params(c) for c in commits],
     )
     if not rows:

@@ -165,6 +165,19 @@ def _commit(conn: sqlite3.Connection, commit: EnrichmentCommit) -> None:
     if commit.insight is not None:
         insert_insight(conn, commit.insight)
     conn.executemany(INSERT_FACT, [fact_row(f) for f in commit.facts])
+    for fact in commit.merged_facts:  # disclosed again: one more exchange backs it
+        cursor = conn.execute(
+            "UPDATE user_facts SET severity = ?, also_from = ? "
+            "WHERE persona_id = ? AND user_id = ? AND id = ? AND NOT retracted",
+            (fact.severity, codec.encode_value(fact.also_from), pid, fact.user_id, fact.id),
+        )
+        checks.wrote_all(
+            "a merged fact is not an active fact of its user",
+            pid,
+            1,
+            cursor.rowcount,
+            conflict=True,
+        )
     conn.executemany(_INSERT_STAGED, [codec.encode(s) for s in commit.staged])
     committed = 0
     for staged_id in commit.committed_staged_ids:
