@@ -700,11 +700,14 @@ class Sonality(Reads):
         episode_id: str | None = None,
         mode: RuntimeMode | str | None = None,
         affect: AffectPlacement | str | None = None,
+        on_text: Callable[[str], None] | None = None,
     ) -> Reply:
         """Answer ``message`` now (the Talker), record the exchange durably, and leave the
         deliberation to the Thinker in the background. ``mode``/``affect`` override the
         persona's settings for this call; a repeated ``episode_id`` returns the stored
-        reply. Raises ``LLMError`` when the Talker's own call fails (nothing recorded)."""
+        reply. ``on_text`` gets the reply in pieces as the model writes it (the stored
+        reply is their join, stripped; a replayed reply is not passed). Raises
+        ``LLMError`` when the Talker's own call fails (nothing recorded)."""
         check_id(persona_id, "persona_id")
         check_id(user_id, "user_id")
         check_id(conversation_id, "conversation_id")
@@ -723,6 +726,7 @@ class Sonality(Reads):
             episode_id=episode_id,
             mode=run_mode,
             affect=placement,
+            on_text=on_text,
         )
 
     async def drain(

@@ -139,9 +139,11 @@ class DualProcess:
         episode_id: str | None,
         mode: RuntimeMode | None,
         affect: AffectPlacement | None,
+        on_text: Callable[[str], None] | None = None,
     ) -> Reply:
         """Answer, record, hand the turn to the Thinker (see the module docstring). The
-        caller has validated ids and the message."""
+        caller has validated ids and the message; ``on_text`` gets the Talker's reply as it
+        is written (never a replayed one's)."""
         started = time.perf_counter()
         persona = await self._store.get_persona(persona_id)
         mode = RuntimeMode(mode) if mode is not None else persona.runtime_mode
@@ -161,6 +163,7 @@ class DualProcess:
                 message=message,
                 mode=mode,
                 placement=placement,
+                on_text=on_text,
             )
         text = spoken.text[: self._max_response_chars]
         if "\x00" in text:  # stored text never holds NUL (``record`` refuses it too)

@@ -34,7 +34,7 @@ from sonality.models import (
     RuntimeMode,
 )
 from sonality.observability import get_logger
-from sonality.ports import LLM, Clock, PromptSource, Store
+from sonality.ports import LLM, Clock, PromptSource, Store, StreamingLLM
 
 __all__ = ["Reply", "Spoken", "Talker", "inner_state"]
 
@@ -138,7 +138,10 @@ class Talker:
         message: str,
         mode: RuntimeMode,
         placement: AffectPlacement,
+        on_text: Callable[[str], None] | None = None,
     ) -> Spoken:
+        """The reply; with ``on_text``, each piece of it is passed there as the model
+        writes it (when the model streams: else the whole reply at once)."""
         mind = await self._store.conversation_mind(persona.id, conversation_id)
         history = await self._history(persona.id, conversation_id)
         spent = 0.0
@@ -177,18 +180,24 @@ class Talker:
         feelings = block(state)
         transcript = self._transcript(history, message, [background, inner, feelings])
         started = time.perf_counter()
-        text = await self._llm.text(
-            Prompt.TALK,
-            {
-                "persona_name": persona.name,
-                "background": background,
-                "inner_state": inner,
-                "affect": feelings,
-                "conversation": transcript,
-                "message": message,
-            },
-            component="talker",
-        )
+        variables = {
+            "persona_name": persona.name,
+            "background": background,
+            "inner_state": inner,
+            "affect": feelings,
+            "conversation": transcript,
+            "message": message,
+        }
+        if on_text is not None and isinstance(self._llm, StreamingLLM):
+            pieces = []
+            async for piece in self._llm.stream_text(Prompt.TALK, variables, component="talker"):
+                pieces.append(piece)
+                on_text(piece)
+            text = "".join(pieces)
+        else:
+            text = await self._llm.text(Prompt.TALK, variables, component="talker")
+            if on_text is not None:
+                on_text(text)
         spent += time.perf_counter() - started
         return Spoken(
             text=text.strip(),

@@ -27,7 +27,13 @@ from sonality.errors import SonalityError
 from sonality.server import chat, mcp_tools, rest
 from sonality.server.auth import NO_AUTH, Caller, KeyCheck, Limiter
 from sonality.server.deps import ServerConfig, ServerState
-from sonality.server.errors import HttpError, body, status_and_kind
+from sonality.server.errors import (
+    RETRY_AFTER_UNAVAILABLE,
+    HttpError,
+    error_body,
+    is_openai_route,
+    status_and_kind,
+)
 from sonality.service import Sonality
 
 __all__ = ["ServerConfig", "create_app"]
@@ -53,22 +59,32 @@ class Guard:
         self.app = app
         self.state = state
         self.limit = state.config.max_body_bytes
-        self._too_large = json.dumps(
-            body("the request body is too large", "too_large", {"limit_bytes": self.limit})
-        ).encode()
+        self._too_large = {
+            openai: json.dumps(
+                error_body(
+                    "/v1/chat/" if openai else "/",
+                    413,
+                    "too_large",
+                    "the request body is too large",
+                    {"limit_bytes": self.limit},
+                )
+            ).encode()
+            for openai in (False, True)
+        }
 
-    async def _refuse(self, send: Send) -> None:
+    async def _refuse(self, scope: Scope, send: Send) -> None:
+        payload = self._too_large[is_openai_route(scope.get("path", ""))]
         await send(
             {
                 "type": "http.response.start",
                 "status": 413,
                 "headers": [
                     (b"content-type", b"application/json"),
-                    (b"content-length", str(len(self._too_large)).encode()),
+                    (b"content-length", str(len(payload)).encode()),
                 ],
             }
         )
-        await send({"type": "http.response.body", "body": self._too_large})
+        await send({"type": "http.response.body", "body": payload})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get(_WARM_UP):
@@ -78,7 +94,7 @@ class Guard:
         status = 500
         for name, value in scope.get("headers", ()):
             if name == b"content-length" and (not value.isdigit() or int(value) > self.limit):
-                await self._refuse(send)
+                await self._refuse(scope, send)
                 self._observe(scope, 413, started)
                 return
         seen = 0
@@ -102,7 +118,7 @@ class Guard:
             await self.app(scope, counted, sending)
         except _BodyTooLarge:
             status = 413
-            await self._refuse(send)
+            await self._refuse(scope, send)
         finally:
             self._observe(scope, status, started)
 
@@ -160,19 +176,28 @@ async def _route_once(app: ASGIApp) -> None:
     await app(scope, receive, send)
 
 
-def _error_response(status: int, kind: str, message: str, detail: dict[str, Any]) -> JSONResponse:
-    return JSONResponse(body(message, kind, detail), status_code=status)
+def _error_response(
+    request: Request, status: int, kind: str, message: str, detail: dict[str, Any]
+) -> JSONResponse:
+    """Every error response: its body in the route's shape (``errors.error_body``), and a
+    ``Retry-After`` on a 503."""
+    response = JSONResponse(
+        error_body(request.url.path, status, kind, message, detail), status_code=status
+    )
+    if status == 503:
+        response.headers["Retry-After"] = str(RETRY_AFTER_UNAVAILABLE)
+    return response
 
 
 def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(SonalityError)
     async def sonality_error(request: Request, exc: SonalityError) -> JSONResponse:
         status, kind = status_and_kind(exc)
-        return _error_response(status, kind, exc.message, exc.context)
+        return _error_response(request, status, kind, exc.message, exc.context)
 
     @app.exception_handler(HttpError)
     async def http_error(request: Request, exc: HttpError) -> JSONResponse:
-        response = _error_response(exc.status, exc.kind, exc.message, exc.detail)
+        response = _error_response(request, exc.status, exc.kind, exc.message, exc.detail)
         response.headers.update(exc.headers)
         return response
 
@@ -185,7 +210,7 @@ def _install_error_handlers(app: FastAPI) -> None:
         first = problems[0] if problems else {"loc": [], "msg": "invalid request"}
         where = ".".join(first["loc"])
         return _error_response(
-            422, "request_invalid", f"{where}: {first['msg']}", {"problems": problems}
+            request, 422, "request_invalid", f"{where}: {first['msg']}", {"problems": problems}
         )
 
     @app.exception_handler(StarletteHTTPException)
@@ -196,12 +221,12 @@ def _install_error_handlers(app: FastAPI) -> None:
         detail = (
             {"limit_bytes": _state_of(request).config.max_body_bytes} if kind == "too_large" else {}
         )
-        return _error_response(exc.status_code, kind, str(exc.detail), detail)
+        return _error_response(request, exc.status_code, kind, str(exc.detail), detail)
 
     @app.exception_handler(Exception)
     async def bug(request: Request, exc: Exception) -> JSONResponse:
         log.error("request_failed", path=request.url.path, error=type(exc).__name__)
-        return _error_response(500, "internal", "internal error", {})
+        return _error_response(request, 500, "internal", "internal error", {})
 
 
 def _state_of(request: Request) -> ServerState:

@@ -1,5 +1,9 @@
 """Sonality's error kinds as HTTP statuses, and the one error body every failure has:
-``{"error": message, "kind": kind, "detail": {...}}`` — never a stack trace.
+``{"error": message, "kind": kind, "detail": {...}}`` — never a stack trace. The
+OpenAI-compatible routes (``/v1/chat/completions``, ``/v1/models``) answer the same errors
+in OpenAI's shape instead, ``{"error": {"message", "type", "code", "param"}}`` (``code``
+is the kind, ``param`` the field at fault), so an OpenAI SDK shows the reason
+(:func:`openai_body`). A 429 or 503 carries ``Retry-After`` on every route.
 
 ============================  ======  =================
 error                         status  kind
@@ -35,7 +39,28 @@ from sonality.errors import (
     ValidationError,
 )
 
-__all__ = ["HttpError", "body", "status_and_kind"]
+__all__ = [
+    "RETRY_AFTER_UNAVAILABLE",
+    "HttpError",
+    "body",
+    "error_body",
+    "is_openai_route",
+    "openai_body",
+    "status_and_kind",
+]
+
+RETRY_AFTER_UNAVAILABLE = 5
+"""The ``Retry-After`` (seconds) of a 503 that names none of its own: a model or store
+outage, or a server still starting, is rarely over in less."""
+
+_OPENAI_ROUTES = ("/v1/chat/", "/v1/models")
+_OPENAI_TYPES = {
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    409: "conflict_error",
+    429: "rate_limit_error",
+}
 
 _BRANCHES: tuple[tuple[type[SonalityError], int, str], ...] = (
     (ValidationError, 400, "validation"),
@@ -93,3 +118,41 @@ def _plain(value: Any) -> Any:
 def body(message: str, kind: str, detail: dict[str, Any] | None = None) -> dict[str, Any]:
     """The JSON error body."""
     return {"error": message, "kind": kind, "detail": _plain(detail or {})}
+
+
+def is_openai_route(path: str) -> bool:
+    """Whether ``path`` is one of the OpenAI-compatible routes (their errors are
+    OpenAI-shaped)."""
+    return path.startswith(_OPENAI_ROUTES)
+
+
+def openai_body(status: int, kind: str, message: str, detail: dict[str, Any]) -> dict[str, Any]:
+    """The error body of the OpenAI-compatible routes: OpenAI's shape, ``type`` from the
+    status (``invalid_request_error`` for the 4xx without one of their own,
+    ``server_error`` for a 5xx), ``code`` Sonality's kind, ``param`` the field at fault."""
+    error_type = _OPENAI_TYPES.get(
+        status, "server_error" if status >= 500 else "invalid_request_error"
+    )
+    param = detail.get("field")
+    problems = detail.get("problems")
+    if param is None and isinstance(problems, list) and problems:
+        loc = [p for p in problems[0].get("loc", ()) if p != "body"]
+        param = ".".join(str(p) for p in loc) or None
+    return {
+        "error": {
+            "message": message,
+            "type": error_type,
+            "code": kind,
+            "param": None if param is None else str(param),
+        }
+    }
+
+
+def error_body(
+    path: str, status: int, kind: str, message: str, detail: dict[str, Any]
+) -> dict[str, Any]:
+    """The error body a route answers with: OpenAI's shape on the OpenAI-compatible
+    routes, ``{error, kind, detail}`` everywhere else."""
+    if is_openai_route(path):
+        return openai_body(status, kind, message, _plain(detail))
+    return body(message, kind, detail)
