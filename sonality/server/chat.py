@@ -11,7 +11,7 @@ The conversation is the ``X-Sonality-Conversation`` header (ids are per persona:
 client that names them keeps them apart per user). Without it, the server finds it from
 the history: the conversation holding the exchange the messages end with (the last user
 message before the last assistant message and that reply; among equal histories, the
-chat whose newest exchange it is), or, for a history this server did not answer, one
+chat whose newest exchange it is, then the one the user spoke in last), or, for a history this server did not answer, one
 derived from that whole history. A first message starts a new conversation, so two chats
 that open alike stay apart; it is a repeat of an earlier request only when the client
 says so: an ``Idempotency-Key`` header (the same key, the same conversation), or the
@@ -195,12 +195,14 @@ async def _conversation(
         ]
         if matches:
             # a chat that has moved on past this exchange is another chat with the same
-            # history: prefer the conversation whose newest exchange this is
-            newest: dict[str, str] = {}
-            for e in recent:
-                newest.setdefault(e.conversation_id, e.id)
-            tips = [e for e in matches if newest[e.conversation_id] == e.id]
-            return (tips or matches)[0].conversation_id
+            # history (or this one, its last message edited): prefer the conversation
+            # whose newest exchange this is, then the one the user spoke in last
+            newest: dict[str, tuple[int, str]] = {}
+            for rank, e in enumerate(recent):
+                newest.setdefault(e.conversation_id, (rank, e.id))
+            tips = [e for e in matches if newest[e.conversation_id][1] == e.id]
+            found = min(tips or matches, key=lambda e: newest[e.conversation_id][0])
+            return found.conversation_id
         # a history this server did not answer (or no longer holds): its own conversation
         return derived_conversation(user_id, _transcript_key(user_id, messages[:last]))
     if len(turns) > 1:  # earlier user messages but no reply of ours: not a chat we answered
