@@ -315,7 +315,9 @@ class Sonality(Reads):
         try:
             level = KeyScope(scope)
         except ValueError:
-            raise ValidationError("scope must be read, write or admin", field="scope") from None
+            raise ValidationError(
+                "scope must be read, write, admin or metrics", field="scope"
+            ) from None
         ids = tuple(dict.fromkeys(check_id(p, "persona_id") for p in persona_ids))
         check_text(name, field="name", limit=self.limits.max_name_chars, allow_empty=True)
         personas = [await self.store.get_persona(persona_id) for persona_id in ids]

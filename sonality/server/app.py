@@ -19,7 +19,7 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import Route
+from starlette.routing import Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sonality import __version__
@@ -122,12 +122,24 @@ class Guard:
         finally:
             self._observe(scope, status, started)
 
+    def _route(self, scope: Scope) -> str:
+        """The route template a request matched (its label in the metrics): the one the
+        router set, else matched here (a request refused before routing, a plain
+        Starlette route such as ``/openapi.json``), else ``(unmatched)``."""
+        path = getattr(scope.get("route"), "path", None)
+        if path:
+            return str(path)
+        if scope.get("path", "").startswith("/mcp"):
+            return "/mcp"
+        for route in self.state.routes:
+            match, _ = route.matches(scope)
+            if match is not Match.NONE:
+                return str(getattr(route, "path", "(unmatched)"))
+        return "(unmatched)"
+
     def _observe(self, scope: Scope, status: int, started: float) -> None:
         seconds = time.perf_counter() - started
-        route = scope.get("route")
-        path = getattr(route, "path", None) or (
-            "/mcp" if scope.get("path", "").startswith("/mcp") else "(unmatched)"
-        )
+        path = self._route(scope)
         method = scope.get("method", "-")
         self.state.metrics.request(method, path, status, seconds)
         log.info(
@@ -302,5 +314,6 @@ def create_app(
             allow_methods=["*"],
             allow_headers=["*"],
         )
+    state.routes = list(app.router.routes)
     app.add_middleware(Guard, state=state)
     return app

@@ -11,14 +11,15 @@ The conversation is the ``X-Sonality-Conversation`` header (ids are per persona:
 client that names them keeps them apart per user). Without it, the server finds it from
 the history: the conversation holding the exchange the messages end with (the last user
 message before the last assistant message and that reply; among equal histories, the
-chat whose newest exchange it is, then the one the user spoke in last), or, for a history this server did not answer, one
-derived from that whole history. A first message starts a new conversation, so two chats
-that open alike stay apart; it is a repeat of an earlier request only when the client
-says so: an ``Idempotency-Key`` header (the same key, the same conversation), or the
-OpenAI SDK's ``x-stainless-retry-count`` above 0 (the user's newest conversation that
-opened with that message). The turn's episode id is the conversation and a digest of the
-whole request, so a repeat is answered from the store and an edited last message is a
-new exchange: a well-formed request never meets 409.
+chat whose newest exchange it is, then the one the user spoke in last), or, for a
+history this server did not answer, one derived from that whole history. A first message
+starts a new conversation, so two chats that open alike stay apart; it is a repeat of an
+earlier request only when the client says so: an ``Idempotency-Key`` header (the same
+key, the same conversation), or the OpenAI SDK's ``x-stainless-retry-count`` above 0
+(the user's newest conversation that opened with that message). The turn's episode id is
+the conversation and a digest of the whole request, so a repeat is answered from the
+store and an edited last message is a new exchange: a well-formed request never meets
+409.
 
 ``stream: true`` sends the reply as server-sent events in OpenAI's chunk format as the
 model writes it; the episode is stored when the reply ends (also when the client went

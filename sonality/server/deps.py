@@ -10,6 +10,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.routing import BaseRoute
 
 from sonality.server.auth import NO_AUTH, Caller, KeyCheck, Limiter
 from sonality.server.errors import HttpError
@@ -64,6 +65,8 @@ class ServerState:
     sonality: Sonality | None = None
     keys: KeyCheck | None = None
     limiter: Limiter | None = None
+    routes: list[BaseRoute] = field(default_factory=list)
+    """The app's routes (the metrics label a request the router never saw by them)."""
 
 
 def server_state(request: Request) -> ServerState:
