@@ -39,6 +39,7 @@ from pydantic import BaseModel
 
 from sonality.errors import LLMConfigError, LLMError, LLMResponseInvalid, LLMUnavailable
 from sonality.llm.budget import CallBudget, RateLimiter, priority_of
+from sonality.llm.cost_map import import_litellm
 from sonality.llm.openai_http import ChatReply, ChatStream, OpenAIHTTP, parse_retry_after
 from sonality.llm.prompts import PromptLibrary, RenderedPrompt
 from sonality.llm.replies import ReplyInvalid, parse_reply, reask_message
@@ -75,7 +76,7 @@ log = get_logger("sonality.llm")
 def _litellm() -> Any:
     """litellm, imported on first use (it takes seconds, and the direct transport never
     needs it)."""
-    import litellm
+    litellm = import_litellm()
 
     # litellm prints a "Give Feedback / Get Help" banner to stdout with every exception;
     # that would corrupt the CLI's --json output, and our own logs already say what failed.

@@ -8,6 +8,7 @@ for every failure (``server/errors.py``).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -24,7 +25,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sonality import __version__
 from sonality.errors import SonalityError
-from sonality.server import chat, mcp_tools, rest
+from sonality.server import chat, rest
 from sonality.server.auth import NO_AUTH, Caller, KeyCheck, Limiter
 from sonality.server.deps import ServerConfig, ServerState
 from sonality.server.errors import (
@@ -188,6 +189,65 @@ async def _route_once(app: ASGIApp) -> None:
     await app(scope, receive, send)
 
 
+MCP_PATH = "/mcp"
+"""Where the HTTP server answers MCP (``mcp_tools.PATH``)."""
+
+
+class LazyMCP:
+    """``/mcp``, loaded on its first request: the MCP SDK takes about a second of CPU to
+    import, which a server that never sees an MCP client should not pay at start-up.
+    The first request imports it, builds the server (``mcp_tools.build``) and starts its
+    session manager on a task of its own, which :meth:`stop` ends at shutdown; every
+    request then goes through ``mcp_tools.Guarded`` (the same keys as REST)."""
+
+    def __init__(
+        self,
+        sonality: Callable[[], Sonality | None],
+        caller_of: Callable[[str | None], Awaitable[Caller]],
+        max_body_bytes: int,
+    ) -> None:
+        self._sonality = sonality
+        self._caller_of = caller_of
+        self._max_body_bytes = max_body_bytes
+        self._app: ASGIApp | None = None
+        self._lock = asyncio.Lock()
+        self._stopping = asyncio.Event()
+        self._host: asyncio.Task[None] | None = None
+
+    async def _load(self) -> ASGIApp:
+        async with self._lock:
+            if self._app is None:
+                from sonality.server import mcp_tools
+
+                server = mcp_tools.build(self._sonality)
+                app = mcp_tools.http_app(server, self._max_body_bytes)
+                started = asyncio.Event()
+
+                async def host() -> None:
+                    async with mcp_tools.running(server):
+                        started.set()
+                        await self._stopping.wait()
+
+                self._host = asyncio.create_task(host())
+                waiting = asyncio.create_task(started.wait())
+                await asyncio.wait({self._host, waiting}, return_when=asyncio.FIRST_COMPLETED)
+                waiting.cancel()
+                if self._host.done():  # the session manager failed to start
+                    self._host.result()
+                self._app = mcp_tools.Guarded(app, self._caller_of)
+            return self._app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        app = self._app or await self._load()
+        await app(scope, receive, send)
+
+    async def stop(self) -> None:
+        """End the session manager's task (when the first request had started it)."""
+        self._stopping.set()
+        if self._host is not None:
+            await self._host
+
+
 def _error_response(
     request: Request, status: int, kind: str, message: str, detail: dict[str, Any]
 ) -> JSONResponse:
@@ -253,14 +313,14 @@ def create_app(
     at shutdown)."""
     cfg = config or ServerConfig()
     state = ServerState(config=cfg, open_sonality=open_sonality)
-    mcp_server = mcp_tools.build(lambda: state.sonality)
-    mcp_app = mcp_tools.http_app(mcp_server, cfg.max_body_bytes)
 
     async def mcp_caller(authorization: str | None) -> Caller:
         if not cfg.auth:
             return NO_AUTH
         assert state.keys is not None
         return await state.keys.caller(authorization)
+
+    mcp = LazyMCP(lambda: state.sonality, mcp_caller, cfg.max_body_bytes)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -279,10 +339,11 @@ def create_app(
         state.limiter = Limiter(cfg.key_concurrency)
         state.metrics.attach(sonality)
         try:
-            async with mcp_tools.running(mcp_server):
-                await _route_once(app)
-                yield
+            await _route_once(app)
+            log.info("listening", url=cfg.url or None, docs=f"{cfg.url}/docs" if cfg.url else None)
+            yield
         finally:
+            await mcp.stop()
             state.sonality = None
             await sonality.close()
 
@@ -297,12 +358,7 @@ def create_app(
     app.include_router(rest.router)
     app.include_router(chat.router)
     app.router.routes.append(
-        Route(
-            mcp_tools.PATH,
-            mcp_tools.Guarded(mcp_app, mcp_caller),
-            methods=["GET", "POST", "DELETE"],
-            include_in_schema=False,
-        )
+        Route(MCP_PATH, mcp, methods=["GET", "POST", "DELETE"], include_in_schema=False)
     )
 
     if cfg.cors_origins:

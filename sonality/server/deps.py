@@ -52,6 +52,8 @@ class ServerConfig:
     """Origins allowed by CORS; empty (the default) sends no CORS headers at all."""
     model_prefix: str = "sonality/"
     """``/v1/chat/completions`` names a persona as ``<prefix><persona_id>`` (or bare)."""
+    url: str = ""
+    """Where the server listens (``http://host:port``), logged once it is ready."""
     lag_degraded_seconds: float = 60.0
     """``/readyz`` says ``degraded`` once a persona's oldest pending episode or unthought
     Thinker turn is older than this (``SONALITY_LAG_DEGRADED_SECONDS``)."""

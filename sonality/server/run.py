@@ -102,8 +102,17 @@ def app_from_environment() -> Any:
             key_concurrency=options.key_concurrency,
             cors_origins=options.cors_origins,
             lag_degraded_seconds=settings.lag_degraded_seconds,
+            url=_url(options.host, options.port),
         ),
     )
+
+
+def _url(host: str, port: int) -> str:
+    """The base URL a client uses (a wildcard host as loopback; an IPv6 one bracketed)."""
+    shown = {"0.0.0.0": "127.0.0.1", "::": "[::1]", "": "127.0.0.1"}.get(host, host)
+    if ":" in shown and not shown.startswith("["):
+        shown = f"[{shown}]"
+    return f"http://{shown}:{port}"
 
 
 KEEP_ALIVE_SECONDS = 75
