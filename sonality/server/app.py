@@ -31,6 +31,7 @@ from sonality.server.deps import ServerConfig, ServerState
 from sonality.server.errors import (
     RETRY_AFTER_UNAVAILABLE,
     HttpError,
+    document_errors,
     error_body,
     is_openai_route,
     status_and_kind,
@@ -355,6 +356,14 @@ def create_app(
     )
     app.state.sonality_server = state
     _install_error_handlers(app)
+
+    def openapi() -> dict[str, Any]:
+        """FastAPI's document with every route's real error responses."""
+        if app.openapi_schema is None:
+            app.openapi_schema = document_errors(FastAPI.openapi(app))
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
     app.include_router(rest.router)
     app.include_router(chat.router)
     app.router.routes.append(

@@ -76,8 +76,10 @@ class StreamOptions(BaseModel):
 
 
 class ChatRequest(BaseModel):
-    """OpenAI's request; sampling options are accepted and ignored (the persona's model
-    settings decide)."""
+    """OpenAI's request. Sampling options are accepted and ignored (the persona's model
+    settings decide); ``tools``, ``functions``, a non-text ``response_format`` and ``n``
+    above 1 are refused (400). The user may also come as ``metadata.user_id`` or
+    ``safety_identifier``."""
 
     model_config = ConfigDict(extra="allow")
 
