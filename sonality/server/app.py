@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -20,7 +20,7 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import Match, Route
+from starlette.routing import BaseRoute, Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sonality import __version__
@@ -307,6 +307,17 @@ def _state_of(request: Request) -> ServerState:
     return state
 
 
+def _flat(routes: Iterable[BaseRoute]) -> Iterator[BaseRoute]:
+    """The routes, each included router's in its place (FastAPI keeps an included router
+    as one route; ours are included without a prefix, so their paths are the full ones)."""
+    for route in routes:
+        inner = getattr(route, "original_router", None)
+        if inner is not None:
+            yield from _flat(inner.routes)
+        else:
+            yield route
+
+
 def create_app(
     open_sonality: Callable[[], Awaitable[Sonality]], config: ServerConfig | None = None
 ) -> FastAPI:
@@ -379,6 +390,6 @@ def create_app(
             allow_methods=["*"],
             allow_headers=["*"],
         )
-    state.routes = list(app.router.routes)
+    state.routes = list(_flat(app.router.routes))
     app.add_middleware(Guard, state=state)
     return app

@@ -245,3 +245,24 @@ async def test_the_async_client_streams(client: openai.OpenAI, served: Served) -
         )
         text = "".join([c.choices[0].delta.content or "" async for c in stream if c.choices])
     assert text == "You said: Async stream"
+
+
+def test_litellm_as_a_client(client: openai.OpenAI) -> None:
+    """litellm as a client: it drops ``user=`` (so the server's 400 must say why, and
+    litellm shows that reason), and its ``safety_identifier=`` names the user."""
+    import litellm
+
+    common = {
+        "model": "openai/sonality/cleo",
+        "api_base": str(client.base_url),
+        "api_key": client.api_key,
+        "num_retries": 0,
+        "max_retries": 0,
+    }
+    with pytest.raises(litellm.BadRequestError) as dropped:
+        litellm.completion(messages=[{"role": "user", "content": "Lite"}], user="lite", **common)
+    assert "name the user" in str(dropped.value) and "safety_identifier" in str(dropped.value)
+    done = litellm.completion(
+        messages=[{"role": "user", "content": "Lite"}], safety_identifier="lite", **common
+    )
+    assert done.choices[0].message.content == "You said: Lite"

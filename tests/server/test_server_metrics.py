@@ -31,6 +31,9 @@ def pair(served: Served) -> Iterator[tuple[Served, str]]:
             for i in range(6):
                 said = {"user_id": "u", "conversation_id": "c", "message": f"Nuclear {i}."}
                 assert c.post("/v1/personas/tally/respond", json=said).status_code == 200
+            assert c.get("/openapi.json").status_code == 200
+            big = c.post("/v1/personas/tally/record", content=b"x" * 2_000_000)
+            assert big.status_code == 413
         yield server, metrics_key["token"]
     finally:
         server.stop()
@@ -86,3 +89,20 @@ def test_a_metrics_key_reads_metrics_and_nothing_else(pair: tuple[Served, str]) 
         assert scraper.delete("/v1/users/u").status_code == 403
         assert scraper.get("/v1/personas/tally/export").status_code == 403
         assert scraper.get("/v1/models").status_code == 403
+
+
+def test_requests_the_router_never_saw_are_labelled_by_route(pair: tuple[Served, str]) -> None:
+    """``/openapi.json`` (a plain Starlette route) and a 413 refused before routing count
+    under their route, not ``(unmatched)``."""
+    server, token = pair
+    with server.client(token) as scraper:
+        text = scraper.get("/metrics").text
+    routes = {
+        (s.labels["route"], s.labels["status"])
+        for f in text_string_to_metric_families(text)
+        for s in f.samples
+        if s.name == "sonality_http_requests_total"
+    }
+    assert ("/openapi.json", "200") in routes
+    assert ("/v1/personas/{persona_id}/record", "413") in routes
+    assert not [r for r in routes if r[0] == "(unmatched)"], routes
