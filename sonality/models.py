@@ -1025,13 +1025,17 @@ class TurnUsage(Frozen):
 class KeyScope(StrEnum):
     """What an API key may do, each scope including the ones before it: ``read`` the
     persona's memory, ``write`` to it (record, respond, reflect, facts), ``admin`` manage
-    personas and keys."""
+    personas and keys. ``metrics`` stands apart: it reads the server's ``/metrics`` and
+    nothing else (a scraper's key), and names no personas."""
 
     READ = "read"
     WRITE = "write"
     ADMIN = "admin"
+    METRICS = "metrics"
 
     def allows(self, needed: KeyScope) -> bool:
+        if KeyScope.METRICS in (self, needed):
+            return self is needed or self is KeyScope.ADMIN
         order = (KeyScope.READ, KeyScope.WRITE, KeyScope.ADMIN)
         return order.index(self) >= order.index(needed)
 
@@ -1054,7 +1058,9 @@ class ApiKey(Frozen):
 
     @model_validator(mode="after")
     def _only_admin_is_global(self) -> Self:
-        if not self.persona_ids and self.scope is not KeyScope.ADMIN:
+        if self.scope is KeyScope.METRICS and self.persona_ids:
+            raise errors.ValidationError("a metrics key names no personas", scope="metrics")
+        if not self.persona_ids and self.scope not in (KeyScope.ADMIN, KeyScope.METRICS):
             raise errors.ValidationError(
                 "a read or write key names its personas", scope=self.scope.value
             )

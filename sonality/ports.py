@@ -6,7 +6,7 @@ Adapters (``storage.neo4j.store.Neo4jStore``, ``storage.sqlite.store.SqliteStore
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
@@ -67,6 +67,7 @@ __all__ = [
     "RuntimeStore",
     "SchemaStore",
     "Store",
+    "StreamingLLM",
     "UsageSink",
 ]
 
@@ -163,6 +164,19 @@ class LLM(Protocol):
 
     async def text(self, prompt: str, variables: Mapping[str, Any], *, component: str) -> str:
         """Render prompt file ``prompt`` and return the model's plain-text reply."""
+        ...
+
+
+@runtime_checkable
+class StreamingLLM(Protocol):
+    """An :class:`LLM` that can also stream a plain-text reply as the model writes it (the
+    Talker streams through it when a caller asks; an adapter without it answers whole)."""
+
+    def stream_text(
+        self, prompt: str, variables: Mapping[str, Any], *, component: str
+    ) -> AsyncIterator[str]:
+        """Render prompt file ``prompt`` and yield the model's plain-text reply in pieces as
+        they come; raises as :meth:`LLM.text` does (an empty reply at the end)."""
         ...
 
 

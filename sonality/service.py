@@ -315,7 +315,9 @@ class Sonality(Reads):
         try:
             level = KeyScope(scope)
         except ValueError:
-            raise ValidationError("scope must be read, write or admin", field="scope") from None
+            raise ValidationError(
+                "scope must be read, write, admin or metrics", field="scope"
+            ) from None
         ids = tuple(dict.fromkeys(check_id(p, "persona_id") for p in persona_ids))
         check_text(name, field="name", limit=self.limits.max_name_chars, allow_empty=True)
         personas = [await self.store.get_persona(persona_id) for persona_id in ids]
@@ -701,11 +703,14 @@ class Sonality(Reads):
         episode_id: str | None = None,
         mode: RuntimeMode | str | None = None,
         affect: AffectPlacement | str | None = None,
+        on_text: Callable[[str], None] | None = None,
     ) -> Reply:
         """Answer ``message`` now (the Talker), record the exchange durably, and leave the
         deliberation to the Thinker in the background. ``mode``/``affect`` override the
         persona's settings for this call; a repeated ``episode_id`` returns the stored
-        reply. Raises ``LLMError`` when the Talker's own call fails (nothing recorded), and
+        reply. ``on_text`` gets the reply in pieces as the model writes it (the stored
+        reply is their join, stripped; a replayed reply is not passed). Raises
+        ``LLMError`` when the Talker's own call fails (nothing recorded), and
         ``AnswerTimeout`` when the answer does not come within
         ``Limits.respond_deadline_seconds``: the message is then stored (pending, without
         a response) under the error's ``episode_id``, and a call with that id answers it."""
@@ -727,6 +732,7 @@ class Sonality(Reads):
             episode_id=episode_id,
             mode=run_mode,
             affect=placement,
+            on_text=on_text,
         )
 
     async def drain(

@@ -159,7 +159,7 @@ async def _why(app: Sonality, persona: Persona, topic: str) -> None:
         return
     click.echo(
         f"{key}: {belief.position:+.3f}, confidence {belief.confidence:.2f}, "
-        f"{belief.evidence_count} pieces of evidence"
+        f"{belief.evidence_count} piece{'' if belief.evidence_count == 1 else 's'} of evidence"
     )
     edges = await app.evidence(persona.id, key)
     for edge, episode in edges:

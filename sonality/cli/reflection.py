@@ -108,8 +108,9 @@ async def reflect(
     """Run the reflection pipeline now (the same one the worker runs).
 
     Without --force it reflects only when a trigger holds (cooldown, periodic, event).
-    Exits 1 when a reflection was rejected or failed, 9 when another worker holds a
-    persona's reflection lease (nothing ran; try again later).
+    Exits 1 when a reflection was rejected or failed, 3 when no model is configured, 9
+    when another worker holds a persona's reflection lease (nothing ran; try again
+    later).
     """
     if (persona_id is None) == (not all_personas):
         raise click.UsageError("give exactly one of --persona or --all")
@@ -134,8 +135,11 @@ async def reflect(
 
     payload = [_report_json(r) for r in reports]
     emit(payload if all_personas else payload[0], as_json, text)
-    from sonality.errors import LeaseHeld
-    from sonality.mind.reflection import LEASE_HELD
+    from sonality.errors import ConfigError, LeaseHeld
+    from sonality.mind.reflection import LEASE_HELD, NO_MODEL
+
+    if any(r.outcome == "failed" and r.reason == NO_MODEL for r in reports):
+        raise ConfigError("no model is configured: set SONALITY_MODEL or pass --llm")
 
     busy = [r.persona_id for r in reports if r.outcome == "skipped" and r.reason == LEASE_HELD]
     if busy:

@@ -99,7 +99,10 @@ def key() -> None:
     help="A persona the key sees (repeat for more; none: every persona, admin keys only).",
 )
 @click.option(
-    "--scope", type=click.Choice(["read", "write", "admin"]), default="write", show_default=True
+    "--scope",
+    type=click.Choice(["read", "write", "admin", "metrics"]),
+    default="write",
+    show_default=True,
 )
 @click.option("--name", default="", help="A label for the key.")
 @json_option

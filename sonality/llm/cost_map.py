@@ -12,11 +12,27 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-__all__ = ["token_prices"]
+__all__ = ["LOCAL_COST_MAP_ENV", "import_litellm", "token_prices"]
+
+LOCAL_COST_MAP_ENV = "LITELLM_LOCAL_MODEL_COST_MAP"
+"""litellm reads its bundled cost map when this is ``True``; otherwise its import fetches
+the map from GitHub (seconds of retries and four warnings on an offline machine)."""
+
+
+def import_litellm() -> Any:
+    """litellm, imported (the first time: seconds of CPU) with its bundled cost map unless
+    the environment names ``LITELLM_LOCAL_MODEL_COST_MAP`` itself (``False`` opts back in
+    to litellm's download)."""
+    os.environ.setdefault(LOCAL_COST_MAP_ENV, "True")
+    import litellm
+
+    return litellm
+
 
 _MAP_FILE = "model_prices_and_context_window_backup.json"
 

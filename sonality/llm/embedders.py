@@ -126,9 +126,10 @@ class LiteLLMEmbedder:
         return results
 
     async def _request(self, batch: list[str]) -> list[tuple[float, ...]]:
-        import litellm
-
+        from sonality.llm.cost_map import import_litellm
         from sonality.llm.litellm_llm import with_retries
+
+        litellm = import_litellm()
 
         started = 0.0
 

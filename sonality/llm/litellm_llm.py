@@ -31,7 +31,7 @@ import random
 import re
 import sys
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -39,7 +39,8 @@ from pydantic import BaseModel
 
 from sonality.errors import LLMConfigError, LLMError, LLMResponseInvalid, LLMUnavailable
 from sonality.llm.budget import CallBudget, RateLimiter, priority_of
-from sonality.llm.openai_http import ChatReply, OpenAIHTTP, parse_retry_after
+from sonality.llm.cost_map import import_litellm
+from sonality.llm.openai_http import ChatReply, ChatStream, OpenAIHTTP, parse_retry_after
 from sonality.llm.prompts import PromptLibrary, RenderedPrompt
 from sonality.llm.replies import ReplyInvalid, parse_reply, reask_message
 from sonality.llm.usage import UsageMeter
@@ -75,7 +76,7 @@ log = get_logger("sonality.llm")
 def _litellm() -> Any:
     """litellm, imported on first use (it takes seconds, and the direct transport never
     needs it)."""
-    import litellm
+    litellm = import_litellm()
 
     # litellm prints a "Give Feedback / Get Help" banner to stdout with every exception;
     # that would corrupt the CLI's --json output, and our own logs already say what failed.
@@ -260,6 +261,20 @@ def response_format(schema: type[BaseModel]) -> dict[str, Any]:
 def _token_field(usage: Any, name: str) -> int | None:
     value = getattr(usage, name, None)
     return value if isinstance(value, int) else None
+
+
+async def _deltas(stream: Any, usage: list[Any]) -> AsyncIterator[str]:
+    """The text of litellm's streamed chunks; the usage a chunk carries goes to ``usage``."""
+    async for chunk in stream:
+        found = getattr(chunk, "usage", None)
+        if found is not None:
+            usage.append(found)
+        try:
+            text = chunk.choices[0].delta.content
+        except (AttributeError, IndexError, TypeError):
+            continue
+        if isinstance(text, str) and text:
+            yield text
 
 
 def _content(response: Any) -> str | None:
@@ -496,6 +511,87 @@ class LiteLLM:
         self._log_reply(reply, rendered, component, outcome="ok", reask=False)
         return reply.content
 
+    async def stream_text(
+        self, prompt: str, variables: Mapping[str, Any], *, component: str
+    ) -> AsyncIterator[str]:
+        """Like :meth:`text`, yielding the reply's text as the model writes it. Opening
+        the stream is retried as a call is; once text has come, a broken stream raises
+        ``LLMUnavailable``, and an empty reply ``LLMResponseInvalid`` at its end."""
+        rendered = self.prompts.render(prompt, variables)
+        kwargs = self._kwargs(_messages(rendered), rendered, None, rendered.generation.max_tokens)
+        attempts = 0
+        started = 0.0
+        model = self.model or ""
+
+        async def attempt() -> Any:
+            nonlocal attempts, started
+            attempts += 1
+            await self.rate.wait(model)
+            started = time.perf_counter()
+            async with asyncio.timeout(self.timeout):
+                if self._direct is not None:
+                    return await self._direct.stream(self._body(kwargs))
+                return await _litellm().acompletion(
+                    **kwargs, stream=True, stream_options={"include_usage": True}
+                )
+
+        written: list[str] = []
+        async with self.budget.slot(priority_of(component)):
+            stream = await with_retries(
+                attempt,
+                max_retries=self.max_retries,
+                backoff_base=self.backoff_base,
+                on_failure=self._on_failure(rendered, component, False, lambda: started),
+                context={"model": self.model, "prompt": rendered.name, "component": component},
+                secrets=(self._api_key,),
+            )
+            usage: list[Any] = []
+            pieces = aiter(stream if isinstance(stream, ChatStream) else _deltas(stream, usage))
+            while True:
+                try:
+                    async with asyncio.timeout(self.timeout):
+                        piece = await anext(pieces)
+                except StopAsyncIteration:
+                    break
+                except Exception as exc:
+                    self._on_failure(rendered, component, False, lambda: started)(
+                        attempts, exc, False
+                    )
+                    raise LLMUnavailable(
+                        "the model's stream broke off",
+                        model=self.model,
+                        prompt=rendered.name,
+                        component=component,
+                        error=type(exc).__name__,
+                    ) from None
+                written.append(piece)
+                yield piece
+        content = "".join(written)
+        if isinstance(stream, ChatStream):
+            tokens = (stream.input_tokens, stream.output_tokens)
+        else:
+            found = usage[-1] if usage else None
+            tokens = (
+                _token_field(found, "prompt_tokens"),
+                _token_field(found, "completion_tokens"),
+            )
+        done = ChatReply(
+            {
+                "choices": [{"message": {"content": content}}],
+                "usage": {"prompt_tokens": tokens[0], "completion_tokens": tokens[1]},
+            }
+        )
+        reply = self._reply_of(done, component, attempts, started)
+        if not content.strip():
+            self._log_reply(reply, rendered, component, outcome="invalid", reask=False)
+            raise LLMResponseInvalid(
+                "the model's reply was empty",
+                prompt=prompt,
+                component=component,
+                errors="empty reply",
+            )
+        self._log_reply(reply, rendered, component, outcome="ok", reask=False)
+
     # internals --------------------------------------------------------------------------
 
     async def _complete(
@@ -508,22 +604,7 @@ class LiteLLM:
         reask: bool,
         max_tokens: int | None,
     ) -> _Reply:
-        kwargs: dict[str, Any] = {
-            "model": self.model,
-            "messages": messages,
-            "timeout": self.timeout,
-            "api_base": self.api_base,
-            "api_key": self._api_key,
-            "num_retries": 0,  # retries are ours, with backoff and logging
-            "max_retries": 0,  # and the OpenAI client's own retries are off too
-            "drop_params": True,
-        }
-        if response_format is not None:
-            kwargs["response_format"] = response_format
-        if rendered.generation.temperature is not None:
-            kwargs["temperature"] = rendered.generation.temperature
-        if max_tokens is not None:
-            kwargs["max_tokens"] = max_tokens
+        kwargs = self._kwargs(messages, rendered, response_format, max_tokens)
         attempts = 0
         started = 0.0
         priority = priority_of(component)
@@ -540,6 +621,53 @@ class LiteLLM:
                         return await self._direct.complete(self._body(kwargs))
                     return await _litellm().acompletion(**kwargs)
 
+        response = await with_retries(
+            attempt,
+            max_retries=self.max_retries,
+            backoff_base=self.backoff_base,
+            on_failure=self._on_failure(rendered, component, reask, lambda: started),
+            context={"model": self.model, "prompt": rendered.name, "component": component},
+            secrets=(self._api_key,),
+        )
+        return self._reply_of(response, component, attempts, started)
+
+    def _kwargs(
+        self,
+        messages: list[dict[str, Any]],
+        rendered: RenderedPrompt,
+        response_format: dict[str, Any] | None,
+        max_tokens: int | None,
+    ) -> dict[str, Any]:
+        """litellm's arguments of one call (the direct transport reads its body off them)."""
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "timeout": self.timeout,
+            "api_base": self.api_base,
+            "api_key": self._api_key,
+            "num_retries": 0,  # retries are ours, with backoff and logging
+            "max_retries": 0,  # and the OpenAI client's own retries are off too
+            "drop_params": True,
+        }
+        if response_format is not None:
+            kwargs["response_format"] = response_format
+        if rendered.generation.temperature is not None:
+            kwargs["temperature"] = rendered.generation.temperature
+        if max_tokens is not None:
+            kwargs["max_tokens"] = max_tokens
+        return kwargs
+
+    def _on_failure(
+        self,
+        rendered: RenderedPrompt,
+        component: str,
+        reask: bool,
+        started: Callable[[], float],
+    ) -> Callable[[int, BaseException, bool], None]:
+        """What ``with_retries`` calls after a failed attempt: the rate pause a provider
+        asked for, and the ``llm_call`` log line of the failure."""
+        model = self.model or ""
+
         def failed(number: int, exc: BaseException, will_retry: bool) -> None:
             wait = retry_after(exc)
             if wait is not None:
@@ -555,21 +683,17 @@ class LiteLLM:
                 input_tokens=None,
                 output_tokens=None,
                 cost_usd=None,
-                latency_ms=round((time.perf_counter() - started) * 1000, 1),
+                latency_ms=round((time.perf_counter() - started()) * 1000, 1),
                 outcome=_failure_outcome(exc, will_retry),
                 error=type(exc).__name__,
                 status=getattr(exc, "status_code", None),
                 retry_after=wait,
             )
 
-        response = await with_retries(
-            attempt,
-            max_retries=self.max_retries,
-            backoff_base=self.backoff_base,
-            on_failure=failed,
-            context={"model": self.model, "prompt": rendered.name, "component": component},
-            secrets=(self._api_key,),
-        )
+        return failed
+
+    def _reply_of(self, response: Any, component: str, attempts: int, started: float) -> _Reply:
+        """The reply of a call as the adapter reads it, counted in ``usage``."""
         latency_ms = round((time.perf_counter() - started) * 1000, 1)
         if isinstance(response, ChatReply):
             reply = _Reply(

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -30,6 +31,7 @@ import aiohttp
 
 __all__ = [
     "ChatReply",
+    "ChatStream",
     "OpenAIHTTP",
     "ProviderConnectionError",
     "ProviderStatusError",
@@ -141,6 +143,25 @@ class OpenAIHTTP:
             raise ProviderStatusError(502, "the endpoint's answer is not JSON", None) from None
         return ChatReply(parsed)
 
+    async def stream(self, body: dict[str, Any]) -> ChatStream:
+        """Open a streamed chat completion (``stream: true``, usage asked for); raise on an
+        HTTP error or a connection failure before the first byte of the reply. Iterate
+        the result for the text as the model writes it."""
+        streamed = {**body, "stream": True, "stream_options": {"include_usage": True}}
+        data = json.dumps(streamed, ensure_ascii=False).encode("utf-8")
+        try:
+            response = await self._session().post(self._url, data=data, headers=self._headers)
+        except aiohttp.ClientConnectionError as exc:
+            raise ProviderConnectionError(str(exc) or type(exc).__name__) from exc
+        if response.status >= 400:
+            try:
+                raw = await response.read()
+            finally:
+                response.release()
+            retry_after = parse_retry_after(response.headers.get("Retry-After"))
+            raise ProviderStatusError(response.status, _error_message(raw), retry_after)
+        return ChatStream(response)
+
     async def aclose(self) -> None:
         """Close the session of the running loop (and forget those of closed loops)."""
         loop = asyncio.get_running_loop()
@@ -149,6 +170,49 @@ class OpenAIHTTP:
                 await self._sessions.pop(old).close()
             elif old.is_closed():
                 self._forget(old)
+
+
+class ChatStream:
+    """A streamed reply: ``async for text in stream`` yields the content deltas as they
+    arrive (server-sent events); ``input_tokens``/``output_tokens`` are the usage the last
+    event reported (None until then, or when the endpoint sends none)."""
+
+    def __init__(self, response: aiohttp.ClientResponse) -> None:
+        self._response = response
+        self.input_tokens: int | None = None
+        self.output_tokens: int | None = None
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        try:
+            async for raw in self._response.content:
+                line = raw.strip()
+                if not line.startswith(b"data:"):
+                    continue
+                payload = line[5:].strip()
+                if payload == b"[DONE]":
+                    break
+                try:
+                    event = json.loads(payload)
+                except ValueError:
+                    raise ProviderStatusError(502, "a stream event is not JSON", None) from None
+                if not isinstance(event, dict):
+                    continue
+                if isinstance(event.get("error"), dict | str):
+                    raise ProviderStatusError(502, _error_message(payload), None)
+                usage = ChatReply({"usage": event.get("usage")})
+                if usage.input_tokens is not None:
+                    self.input_tokens = usage.input_tokens
+                if usage.output_tokens is not None:
+                    self.output_tokens = usage.output_tokens
+                text: Any = None
+                with contextlib.suppress(KeyError, IndexError, TypeError):
+                    text = event["choices"][0]["delta"].get("content")
+                if isinstance(text, str) and text:
+                    yield text
+        except aiohttp.ClientConnectionError as exc:
+            raise ProviderConnectionError(str(exc) or type(exc).__name__) from exc
+        finally:
+            self._response.release()
 
 
 def _release(session: aiohttp.ClientSession) -> None:

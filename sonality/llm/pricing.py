@@ -1,10 +1,12 @@
 """Prices from litellm's cost map, for estimates made before any call (``sonality eval
---dry-run``). With ``LITELLM_LOCAL_MODEL_COST_MAP=True`` the map bundled with litellm is
-used and nothing is fetched."""
+--dry-run``). The map bundled with litellm is used and nothing is fetched unless
+``LITELLM_LOCAL_MODEL_COST_MAP`` says otherwise (``llm.cost_map.import_litellm``)."""
 
 from __future__ import annotations
 
-import litellm
+from sonality.llm.cost_map import import_litellm
+
+litellm = import_litellm()
 
 __all__ = ["price"]
 

@@ -162,11 +162,15 @@ def _lean(position: float) -> str:
     return f"{strength} {'in favour' if position > 0 else 'against'}"
 
 
+def _pieces(count: int) -> str:
+    return f"{count} piece{'' if count == 1 else 's'} of evidence"
+
+
 def _belief_line(belief: Belief) -> str:
     return (
         f"- {belief.topic.replace('_', ' ')}: {_lean(belief.position)} "
         f"({belief.position:+.2f}, confidence {belief.confidence:.2f}, "
-        f"{belief.evidence_count} pieces of evidence)"
+        f"{_pieces(belief.evidence_count)})"
     )
 
 

@@ -101,6 +101,8 @@ __all__ = [
 
 log = get_logger("sonality.reflection")
 
+NO_MODEL = "no model configured"
+"""The reason of a reflection that could not run: no model is configured (the CLI exits 3)."""
 LEASE_HELD = "another worker is reflecting"
 """The ``reason`` of a report skipped because another worker holds the persona's lease
 (``sonality reflect`` then exits with ``LeaseHeld``'s code, 9)."""
@@ -254,9 +256,11 @@ class Reflector:
             persona = await self._store.get_persona(persona_id)
             decision = await self.decide(persona, force=force, trigger=trigger)
             if not decision.due:
-                return _skipped(persona_id, decision.kind.value, decision.reason)
+                return _skipped(persona_id, decision.kind.value, decision.reason, dry_run=dry_run)
             if self._llm is None:
-                return _skipped(persona_id, decision.kind.value, "no model configured", "failed")
+                return _skipped(
+                    persona_id, decision.kind.value, NO_MODEL, "failed", dry_run=dry_run
+                )
             if dry_run:
                 return await self._run(persona, decision, dry_run=True)
             lease_at = self._clock.now()
@@ -659,9 +663,11 @@ def _report(
 
 
 def _skipped(
-    persona_id: str, trigger: str, reason: str, outcome: str = "skipped"
+    persona_id: str, trigger: str, reason: str, outcome: str = "skipped", *, dry_run: bool = False
 ) -> ReflectionReport:
-    return ReflectionReport(persona_id=persona_id, trigger=trigger, outcome=outcome, reason=reason)
+    return ReflectionReport(
+        persona_id=persona_id, trigger=trigger, outcome=outcome, reason=reason, dry_run=dry_run
+    )
 
 
 def _log_health(persona_id: str, reflection_id: str, health: tuple[HealthWarning, ...]) -> None:

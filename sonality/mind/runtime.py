@@ -153,9 +153,11 @@ class DualProcess:
         episode_id: str | None,
         mode: RuntimeMode | None,
         affect: AffectPlacement | None,
+        on_text: Callable[[str], None] | None = None,
     ) -> Reply:
         """Answer, record, hand the turn to the Thinker (see the module docstring). The
-        caller has validated ids and the message."""
+        caller has validated ids and the message; ``on_text`` gets the Talker's reply as it
+        is written (never a replayed one's)."""
         started = time.perf_counter()
         deadline = asyncio.get_running_loop().time() + self._deadline_seconds
         unanswered: Episode | None = None
@@ -184,6 +186,7 @@ class DualProcess:
                         mode=mode,
                         placement=placement,
                         before_turn=None if unanswered is None else unanswered.turn,
+                        on_text=on_text,
                     )
         except TimeoutError:
             if not limit.expired():

@@ -34,7 +34,7 @@ from sonality.models import (
     RuntimeMode,
 )
 from sonality.observability import get_logger
-from sonality.ports import LLM, Clock, PromptSource, Store
+from sonality.ports import LLM, Clock, PromptSource, Store, StreamingLLM
 
 __all__ = ["Reply", "Spoken", "Talker", "inner_state"]
 
@@ -139,9 +139,12 @@ class Talker:
         mode: RuntimeMode,
         placement: AffectPlacement,
         before_turn: int | None = None,
+        on_text: Callable[[str], None] | None = None,
     ) -> Spoken:
         """The answer to ``message`` (``before_turn``: the turn it is stored as already,
-        an exchange whose answer did not come in time: the history ends before it)."""
+        an exchange whose answer did not come in time: the history ends before it); with
+        ``on_text``, each piece of it is passed there as the model writes it (when the
+        model streams: else the whole reply at once)."""
         mind = await self._store.conversation_mind(persona.id, conversation_id)
         history = await self._history(persona.id, conversation_id)
         if before_turn is not None:
@@ -188,19 +191,25 @@ class Talker:
             history, message, [background, inner, feelings, self_model], prompt
         )
         started = time.perf_counter()
-        text = await self._llm.text(
-            prompt,
-            {
-                "persona_name": persona.name,
-                "self_model": self_model,
-                "background": background,
-                "inner_state": inner,
-                "affect": feelings,
-                "conversation": transcript,
-                "message": message,
-            },
-            component="talker",
-        )
+        variables = {
+            "persona_name": persona.name,
+            "self_model": self_model,
+            "background": background,
+            "inner_state": inner,
+            "affect": feelings,
+            "conversation": transcript,
+            "message": message,
+        }
+        if on_text is not None and isinstance(self._llm, StreamingLLM):
+            pieces = []
+            async for piece in self._llm.stream_text(prompt, variables, component="talker"):
+                pieces.append(piece)
+                on_text(piece)
+            text = "".join(pieces)
+        else:
+            text = await self._llm.text(prompt, variables, component="talker")
+            if on_text is not None:
+                on_text(text)
         spent += time.perf_counter() - started
         return Spoken(
             text=text.strip(),

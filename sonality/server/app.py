@@ -8,9 +8,10 @@ for every failure (``server/errors.py``).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -19,15 +20,23 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sonality import __version__
 from sonality.errors import SonalityError
-from sonality.server import chat, mcp_tools, rest
+from sonality.server import chat, rest
 from sonality.server.auth import NO_AUTH, Caller, KeyCheck, Limiter
 from sonality.server.deps import ServerConfig, ServerState
-from sonality.server.errors import HttpError, body, retry_after, status_and_kind
+from sonality.server.errors import (
+    RETRY_AFTER_UNAVAILABLE,
+    HttpError,
+    document_errors,
+    error_body,
+    is_openai_route,
+    retry_after,
+    status_and_kind,
+)
 from sonality.service import Sonality
 
 __all__ = ["ServerConfig", "create_app"]
@@ -53,22 +62,32 @@ class Guard:
         self.app = app
         self.state = state
         self.limit = state.config.max_body_bytes
-        self._too_large = json.dumps(
-            body("the request body is too large", "too_large", {"limit_bytes": self.limit})
-        ).encode()
+        self._too_large = {
+            openai: json.dumps(
+                error_body(
+                    "/v1/chat/" if openai else "/",
+                    413,
+                    "too_large",
+                    "the request body is too large",
+                    {"limit_bytes": self.limit},
+                )
+            ).encode()
+            for openai in (False, True)
+        }
 
-    async def _refuse(self, send: Send) -> None:
+    async def _refuse(self, scope: Scope, send: Send) -> None:
+        payload = self._too_large[is_openai_route(scope.get("path", ""))]
         await send(
             {
                 "type": "http.response.start",
                 "status": 413,
                 "headers": [
                     (b"content-type", b"application/json"),
-                    (b"content-length", str(len(self._too_large)).encode()),
+                    (b"content-length", str(len(payload)).encode()),
                 ],
             }
         )
-        await send({"type": "http.response.body", "body": self._too_large})
+        await send({"type": "http.response.body", "body": payload})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get(_WARM_UP):
@@ -78,7 +97,7 @@ class Guard:
         status = 500
         for name, value in scope.get("headers", ()):
             if name == b"content-length" and (not value.isdigit() or int(value) > self.limit):
-                await self._refuse(send)
+                await self._refuse(scope, send)
                 self._observe(scope, 413, started)
                 return
         seen = 0
@@ -102,16 +121,28 @@ class Guard:
             await self.app(scope, counted, sending)
         except _BodyTooLarge:
             status = 413
-            await self._refuse(send)
+            await self._refuse(scope, send)
         finally:
             self._observe(scope, status, started)
 
+    def _route(self, scope: Scope) -> str:
+        """The route template a request matched (its label in the metrics): the one the
+        router set, else matched here (a request refused before routing, a plain
+        Starlette route such as ``/openapi.json``), else ``(unmatched)``."""
+        path = getattr(scope.get("route"), "path", None)
+        if path:
+            return str(path)
+        if scope.get("path", "").startswith("/mcp"):
+            return "/mcp"
+        for route in self.state.routes:
+            match, _ = route.matches(scope)
+            if match is not Match.NONE:
+                return str(getattr(route, "path", "(unmatched)"))
+        return "(unmatched)"
+
     def _observe(self, scope: Scope, status: int, started: float) -> None:
         seconds = time.perf_counter() - started
-        route = scope.get("route")
-        path = getattr(route, "path", None) or (
-            "/mcp" if scope.get("path", "").startswith("/mcp") else "(unmatched)"
-        )
+        path = self._route(scope)
         method = scope.get("method", "-")
         self.state.metrics.request(method, path, status, seconds)
         log.info(
@@ -160,22 +191,101 @@ async def _route_once(app: ASGIApp) -> None:
     await app(scope, receive, send)
 
 
-def _error_response(status: int, kind: str, message: str, detail: dict[str, Any]) -> JSONResponse:
-    return JSONResponse(body(message, kind, detail), status_code=status)
+MCP_PATH = "/mcp"
+"""Where the HTTP server answers MCP (``mcp_tools.PATH``)."""
+
+
+class LazyMCP:
+    """``/mcp``, loaded on its first request: the MCP SDK takes about a second of CPU to
+    import, which a server that never sees an MCP client should not pay at start-up.
+    The first request imports it, builds the server (``mcp_tools.build``) and starts its
+    session manager on a task of its own, which :meth:`stop` ends at shutdown; every
+    request then goes through ``mcp_tools.Guarded`` (the same keys as REST)."""
+
+    def __init__(
+        self,
+        sonality: Callable[[], Sonality | None],
+        caller_of: Callable[[str | None], Awaitable[Caller]],
+        max_body_bytes: int,
+    ) -> None:
+        self._sonality = sonality
+        self._caller_of = caller_of
+        self._max_body_bytes = max_body_bytes
+        self._app: ASGIApp | None = None
+        self._lock = asyncio.Lock()
+        self._stopping = asyncio.Event()
+        self._host: asyncio.Task[None] | None = None
+
+    async def _load(self) -> ASGIApp:
+        async with self._lock:
+            if self._app is None:
+                from sonality.server import mcp_tools
+
+                server = mcp_tools.build(self._sonality)
+                app = mcp_tools.http_app(server, self._max_body_bytes)
+                started = asyncio.Event()
+
+                async def host() -> None:
+                    async with mcp_tools.running(server):
+                        started.set()
+                        await self._stopping.wait()
+
+                self._host = asyncio.create_task(host())
+                waiting = asyncio.create_task(started.wait())
+                await asyncio.wait({self._host, waiting}, return_when=asyncio.FIRST_COMPLETED)
+                waiting.cancel()
+                if self._host.done():  # the session manager failed to start
+                    self._host.result()
+                self._app = mcp_tools.Guarded(app, self._caller_of)
+            return self._app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        app = self._app or await self._load()
+        await app(scope, receive, send)
+
+    async def stop(self) -> None:
+        """End the session manager's task (when the first request had started it)."""
+        self._stopping.set()
+        if self._host is not None:
+            await self._host
+
+
+_UNAVAILABLE = object()
+
+
+def _error_response(
+    request: Request,
+    status: int,
+    kind: str,
+    message: str,
+    detail: dict[str, Any],
+    *,
+    retry: str | object | None = _UNAVAILABLE,
+) -> JSONResponse:
+    """Every error response: its body in the route's shape (``errors.error_body``), and a
+    ``Retry-After``: ``retry`` when given (a Sonality error's own, ``errors.retry_after``:
+    none for a schema error, which needs a migration, not a wait), else on a 503."""
+    response = JSONResponse(
+        error_body(request.url.path, status, kind, message, detail), status_code=status
+    )
+    if retry is _UNAVAILABLE:
+        retry = str(RETRY_AFTER_UNAVAILABLE) if status == 503 else None
+    if isinstance(retry, str):
+        response.headers["Retry-After"] = retry
+    return response
 
 
 def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(SonalityError)
     async def sonality_error(request: Request, exc: SonalityError) -> JSONResponse:
         status, kind = status_and_kind(exc)
-        response = _error_response(status, kind, exc.message, exc.context)
-        if (seconds := retry_after(exc, status)) is not None:
-            response.headers["Retry-After"] = seconds
-        return response
+        return _error_response(
+            request, status, kind, exc.message, exc.context, retry=retry_after(exc, status)
+        )
 
     @app.exception_handler(HttpError)
     async def http_error(request: Request, exc: HttpError) -> JSONResponse:
-        response = _error_response(exc.status, exc.kind, exc.message, exc.detail)
+        response = _error_response(request, exc.status, exc.kind, exc.message, exc.detail)
         response.headers.update(exc.headers)
         return response
 
@@ -188,7 +298,7 @@ def _install_error_handlers(app: FastAPI) -> None:
         first = problems[0] if problems else {"loc": [], "msg": "invalid request"}
         where = ".".join(first["loc"])
         return _error_response(
-            422, "request_invalid", f"{where}: {first['msg']}", {"problems": problems}
+            request, 422, "request_invalid", f"{where}: {first['msg']}", {"problems": problems}
         )
 
     @app.exception_handler(StarletteHTTPException)
@@ -199,17 +309,28 @@ def _install_error_handlers(app: FastAPI) -> None:
         detail = (
             {"limit_bytes": _state_of(request).config.max_body_bytes} if kind == "too_large" else {}
         )
-        return _error_response(exc.status_code, kind, str(exc.detail), detail)
+        return _error_response(request, exc.status_code, kind, str(exc.detail), detail)
 
     @app.exception_handler(Exception)
     async def bug(request: Request, exc: Exception) -> JSONResponse:
         log.error("request_failed", path=request.url.path, error=type(exc).__name__)
-        return _error_response(500, "internal", "internal error", {})
+        return _error_response(request, 500, "internal", "internal error", {})
 
 
 def _state_of(request: Request) -> ServerState:
     state: ServerState = request.app.state.sonality_server
     return state
+
+
+def _flat(routes: Iterable[BaseRoute]) -> Iterator[BaseRoute]:
+    """The routes, each included router's in its place (FastAPI keeps an included router
+    as one route; ours are included without a prefix, so their paths are the full ones)."""
+    for route in routes:
+        inner = getattr(route, "original_router", None)
+        if inner is not None:
+            yield from _flat(inner.routes)
+        else:
+            yield route
 
 
 def create_app(
@@ -219,14 +340,14 @@ def create_app(
     at shutdown)."""
     cfg = config or ServerConfig()
     state = ServerState(config=cfg, open_sonality=open_sonality)
-    mcp_server = mcp_tools.build(lambda: state.sonality)
-    mcp_app = mcp_tools.http_app(mcp_server, cfg.max_body_bytes)
 
     async def mcp_caller(authorization: str | None) -> Caller:
         if not cfg.auth:
             return NO_AUTH
         assert state.keys is not None
         return await state.keys.caller(authorization)
+
+    mcp = LazyMCP(lambda: state.sonality, mcp_caller, cfg.max_body_bytes)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -245,10 +366,11 @@ def create_app(
         state.limiter = Limiter(cfg.key_concurrency)
         state.metrics.attach(sonality)
         try:
-            async with mcp_tools.running(mcp_server):
-                await _route_once(app)
-                yield
+            await _route_once(app)
+            log.info("listening", url=cfg.url or None, docs=f"{cfg.url}/docs" if cfg.url else None)
+            yield
         finally:
+            await mcp.stop()
             state.sonality = None
             await sonality.close()
 
@@ -260,15 +382,18 @@ def create_app(
     )
     app.state.sonality_server = state
     _install_error_handlers(app)
+
+    def openapi() -> dict[str, Any]:
+        """FastAPI's document with every route's real error responses."""
+        if app.openapi_schema is None:
+            app.openapi_schema = document_errors(FastAPI.openapi(app))
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
     app.include_router(rest.router)
     app.include_router(chat.router)
     app.router.routes.append(
-        Route(
-            mcp_tools.PATH,
-            mcp_tools.Guarded(mcp_app, mcp_caller),
-            methods=["GET", "POST", "DELETE"],
-            include_in_schema=False,
-        )
+        Route(MCP_PATH, mcp, methods=["GET", "POST", "DELETE"], include_in_schema=False)
     )
 
     if cfg.cors_origins:
@@ -280,5 +405,6 @@ def create_app(
             allow_methods=["*"],
             allow_headers=["*"],
         )
+    state.routes = list(_flat(app.router.routes))
     app.add_middleware(Guard, state=state)
     return app

@@ -10,6 +10,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.routing import BaseRoute
 
 from sonality.server.auth import NO_AUTH, Caller, KeyCheck, Limiter
 from sonality.server.errors import HttpError
@@ -51,6 +52,8 @@ class ServerConfig:
     """Origins allowed by CORS; empty (the default) sends no CORS headers at all."""
     model_prefix: str = "sonality/"
     """``/v1/chat/completions`` names a persona as ``<prefix><persona_id>`` (or bare)."""
+    url: str = ""
+    """Where the server listens (``http://host:port``), logged once it is ready."""
     lag_degraded_seconds: float = 60.0
     """``/readyz`` says ``degraded`` once a persona's oldest pending episode or unthought
     Thinker turn is older than this (``SONALITY_LAG_DEGRADED_SECONDS``)."""
@@ -64,6 +67,8 @@ class ServerState:
     sonality: Sonality | None = None
     keys: KeyCheck | None = None
     limiter: Limiter | None = None
+    routes: list[BaseRoute] = field(default_factory=list)
+    """The app's routes (the metrics label a request the router never saw by them)."""
 
 
 def server_state(request: Request) -> ServerState:

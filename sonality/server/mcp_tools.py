@@ -22,11 +22,11 @@ from contextvars import ContextVar
 from typing import Any, Literal, ParamSpec, TypeVar
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from sonality import __version__
-from sonality.errors import SonalityError
+from sonality.errors import NotFoundError, SonalityError
 from sonality.models import KeyScope, UserFact
 from sonality.server.auth import NO_AUTH, Caller
 from sonality.server.errors import HttpError, body, status_and_kind
@@ -39,6 +39,10 @@ R = TypeVar("R")
 
 PATH = "/mcp"
 """Where the HTTP server answers MCP."""
+
+_REFUSED = -32001
+"""The JSON-RPC error code of a request /mcp refuses before MCP sees it (no key, a bad
+key, the server not ready): the implementation-defined range, as MCP servers use it."""
 
 _caller: ContextVar[Caller] = ContextVar("sonality_mcp_caller", default=NO_AUTH)
 
@@ -78,6 +82,26 @@ def _reported(tool: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
             raise ToolError(f"{status_and_kind(exc)[1]}: {exc}") from None
         except HttpError as exc:  # the key lacks the scope
             raise ToolError(f"{exc.kind}: {exc.message}") from None
+
+    return wrapper
+
+
+def _resource(read: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
+    """Report a Sonality error to the MCP client as the resource read's error: an unknown
+    persona (or one the key does not see) as "not found" (``ResourceNotFoundError``), a
+    missing scope as "forbidden", anything else as its kind and message — never the SDK's
+    generic "Error creating resource from template", never a traceback in the log."""
+
+    @functools.wraps(read)
+    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return await read(*args, **kwargs)
+        except NotFoundError as exc:
+            raise ResourceNotFoundError(f"not_found: {exc}") from None
+        except SonalityError as exc:
+            raise ResourceError(f"{status_and_kind(exc)[1]}: {exc}") from None
+        except HttpError as exc:  # the key lacks the scope
+            raise ResourceError(f"{exc.kind}: {exc.message}") from None
 
     return wrapper
 
@@ -238,6 +262,7 @@ def build(sonality: Callable[[], Sonality | None]) -> MCPServer:
         mime_type="text/plain",
         description="The persona's current self-description.",
     )
+    @_resource
     async def snapshot(persona_id: str) -> str:
         return (await (await app(persona_id, KeyScope.READ)).snapshot(persona_id)).text
 
@@ -246,6 +271,7 @@ def build(sonality: Callable[[], Sonality | None]) -> MCPServer:
         mime_type="application/json",
         description="The persona's beliefs as JSON.",
     )
+    @_resource
     async def beliefs(persona_id: str) -> str:
         held = await (await app(persona_id, KeyScope.READ)).beliefs(persona_id)
         return json.dumps([b.model_dump(mode="json") for b in held])
@@ -294,7 +320,20 @@ class Guarded:
                 headers += [(k.lower().encode(), v.encode()) for k, v in exc.headers.items()]
             else:
                 (status, kind), text, detail = status_and_kind(exc), exc.message, exc.context
-            payload = json.dumps(body(text, kind, detail)).encode()
+            # a JSON-RPC error, which the MCP client surfaces with its message (a plain
+            # body would reach it as "Server returned an error response"); its data is
+            # the server's usual error body
+            payload = json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": None,
+                    "error": {
+                        "code": _REFUSED,
+                        "message": f"{kind}: {text}",
+                        "data": body(text, kind, detail),
+                    },
+                }
+            ).encode()
             await send({"type": "http.response.start", "status": status, "headers": headers})
             await send({"type": "http.response.body", "body": payload})
             return

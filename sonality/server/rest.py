@@ -44,6 +44,7 @@ from sonality.server.auth import Caller
 from sonality.server.deps import CallerDep, SonalityDep
 from sonality.server.errors import HttpError
 from sonality.server.lag import readiness
+from sonality.server.metrics import CONTENT_TYPE
 from sonality.service import EnrichMode, Exchange, Recorded, Sonality
 
 __all__ = ["router"]
@@ -99,10 +100,12 @@ async def readyz(app: SonalityDep, request: Request, response: Response) -> dict
 
 @router.get("/metrics", tags=["health"], response_class=Response)
 async def metrics(request: Request, caller: CallerDep) -> Response:
-    """Prometheus text; needs an admin key for every persona (it names them all)."""
-    _require_global_admin(caller)
+    """Prometheus text; needs a ``metrics`` key (which may read this and nothing else) or
+    an admin key for every persona (it names them all)."""
+    if caller.key is None or caller.key.scope is not KeyScope.METRICS:
+        _require_global_admin(caller)
     text = await request.app.state.sonality_server.metrics.render()
-    return Response(text, media_type="text/plain; version=0.0.4")
+    return Response(text, media_type=CONTENT_TYPE)
 
 
 async def _known(persona_id: str, caller: Caller, app: Sonality, scope: KeyScope) -> None:

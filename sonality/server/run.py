@@ -11,7 +11,9 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import socket
+import tempfile
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -21,6 +23,7 @@ from sonality.config import Settings
 from sonality.errors import ConfigError
 from sonality.server.app import ServerConfig, create_app
 from sonality.server.deps import KEY_CONCURRENCY
+from sonality.server.metrics import MULTIPROCESS_ENV
 
 __all__ = [
     "KEEP_ALIVE_SECONDS",
@@ -99,8 +102,17 @@ def app_from_environment() -> Any:
             key_concurrency=options.key_concurrency,
             cors_origins=options.cors_origins,
             lag_degraded_seconds=settings.lag_degraded_seconds,
+            url=_url(options.host, options.port),
         ),
     )
+
+
+def _url(host: str, port: int) -> str:
+    """The base URL a client uses (a wildcard host as loopback; an IPv6 one bracketed)."""
+    shown = {"0.0.0.0": "127.0.0.1", "::": "[::1]", "": "127.0.0.1"}.get(host, host)
+    if ":" in shown and not shown.startswith("["):
+        shown = f"[{shown}]"
+    return f"http://{shown}:{port}"
 
 
 KEEP_ALIVE_SECONDS = 75
@@ -123,6 +135,20 @@ def serve(options: ServeOptions) -> None:
             raise ConfigError("--no-auth is allowed on a loopback host only", host=options.host)
         log.warning("auth_disabled", host=options.host, detail="every caller is an admin")
     os.environ[_ENV] = json.dumps(asdict(options))
+    shared = None
+    if options.workers > 1 and not os.environ.get(MULTIPROCESS_ENV):
+        # one folder for every worker's counters, so any worker's /metrics sums them all
+        shared = tempfile.mkdtemp(prefix="sonality-metrics-")
+        os.environ[MULTIPROCESS_ENV] = shared
+    try:
+        _run(uvicorn, options)
+    finally:
+        if shared is not None:
+            shutil.rmtree(shared, ignore_errors=True)
+            os.environ.pop(MULTIPROCESS_ENV, None)
+
+
+def _run(uvicorn: Any, options: ServeOptions) -> None:
     uvicorn.run(
         "sonality.server.run:app_from_environment",
         factory=True,

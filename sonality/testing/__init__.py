@@ -27,7 +27,7 @@ import asyncio
 import inspect
 import time
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeAlias, TypeVar
@@ -271,6 +271,18 @@ class ScriptedLLM:
             )
         self._log(exchange, outcome="ok")
         return exchange.content
+
+    async def stream_text(
+        self, prompt: str, variables: Mapping[str, Any], *, component: str
+    ) -> AsyncIterator[str]:
+        """The scripted plain-text reply in word-sized pieces (as :meth:`text` answers)."""
+        reply = await self.text(prompt, variables, component=component)
+        start = 0
+        while start < len(reply):
+            end = reply.find(" ", start + 1)
+            end = len(reply) if end < 0 else end
+            yield reply[start:end]
+            start = end
 
     # internals --------------------------------------------------------------------------
 

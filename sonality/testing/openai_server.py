@@ -23,7 +23,8 @@ the synthesised one; it may raise :class:`Fault` to answer with an HTTP error.
 Fault knobs, changeable while the server runs: ``error_rate`` (a share of chat requests
 answered with ``error_status``, drawn from a ``seed``-ed generator), ``invalid_json_rate``
 (a share of structured replies that are not JSON), ``latency`` (seconds slept before every
-reply) and :meth:`FakeOpenAI.hang` (requests block until :meth:`FakeOpenAI.release` or
+reply), ``stream_delay`` (seconds between the word-sized pieces of a streamed reply) and
+:meth:`FakeOpenAI.hang` (requests block until :meth:`FakeOpenAI.release` or
 :meth:`FakeOpenAI.stop`). Every request is recorded in ``requests``.
 
 Standard library only (``http.server`` on a background thread); the server never writes
@@ -136,6 +137,7 @@ class FakeOpenAI:
         error_status: int = 500,
         invalid_json_rate: float = 0.0,
         latency: float = 0.0,
+        stream_delay: float = 0.0,
         seed: int = 0,
         host: str = "127.0.0.1",
         port: int = 0,
@@ -148,6 +150,8 @@ class FakeOpenAI:
         self.error_status = error_status
         self.invalid_json_rate = invalid_json_rate
         self.latency = latency
+        self.stream_delay = stream_delay
+        """Seconds between the pieces of a streamed reply (a model that writes slowly)."""
         self.requests: list[RecordedRequest] = []
         self.keep_requests = keep_requests
         """False: ``requests`` stays empty (a long-running fake keeps no history)."""
@@ -407,34 +411,35 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def _stream(self, payload: Mapping[str, Any]) -> None:
-        choice = payload["choices"][0]
+        """The reply as server-sent events: the role, then the content in word-sized
+        pieces ``stream_delay`` seconds apart (sent as they are made: no length, the
+        connection closes at the end), the stop with the usage, ``[DONE]``."""
+        content = str(payload["choices"][0]["message"]["content"])
         base = {k: payload[k] for k in ("id", "created", "model")}
-        chunks: Sequence[Mapping[str, Any]] = (
-            {
-                **base,
-                "object": "chat.completion.chunk",
-                "choices": [
-                    {
-                        "index": 0,
-                        "delta": {"role": "assistant", "content": choice["message"]["content"]},
-                        "finish_reason": None,
-                    }
-                ],
-            },
-            {
-                **base,
-                "object": "chat.completion.chunk",
-                "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
-                "usage": payload["usage"],
-            },
-        )
-        data = b"".join(f"data: {json.dumps(c)}\n\n".encode() for c in chunks)
-        data += b"data: [DONE]\n\n"
+
+        def event(delta: Mapping[str, Any], finish: str | None = None, **more: Any) -> bytes:
+            choice = {"index": 0, "delta": delta, "finish_reason": finish}
+            chunk = {**base, "object": "chat.completion.chunk", "choices": [choice], **more}
+            return f"data: {json.dumps(chunk)}\n\n".encode()
+
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Connection", "close")
         self.end_headers()
-        self.wfile.write(data)
+        self.close_connection = True
+        self.wfile.write(event({"role": "assistant", "content": ""}))
+        self.wfile.flush()
+        start = 0
+        while start < len(content):
+            end = content.find(" ", start + 1)
+            end = len(content) if end < 0 else end
+            if self.fake.stream_delay > 0:
+                time.sleep(self.fake.stream_delay)
+            self.wfile.write(event({"content": content[start:end]}))
+            self.wfile.flush()
+            start = end
+        self.wfile.write(event({}, "stop", usage=payload["usage"]) + b"data: [DONE]\n\n")
+        self.wfile.flush()
 
     def do_GET(self) -> None:
         path = self.path.split("?", 1)[0].rstrip("/")

@@ -75,6 +75,11 @@ def test_reflect_reports_trigger_outcome_diff_and_health(env: dict[str, str]) ->
     assert code == 0
     skipped = json.loads(out)
     assert (skipped["outcome"], skipped["trigger"]) == ("skipped", "cooldown")
+    code, out, _ = invoke(env, "reflect", "--persona", "ada", "--dry-run", "--json", *LLM)
+    skipped_dry = json.loads(out)  # a skipped dry run still says it was one
+    assert code == 0 and (skipped_dry["outcome"], skipped_dry["dry_run"]) == ("skipped", True)
+    code, out, err = invoke(env, "reflect", "--persona", "ada", "--force", "--dry-run")
+    assert code == 3, (out, err)  # no model configured: a configuration error
 
     code, out, _ = invoke(
         env, "reflect", "--persona", "ada", "--force", "--dry-run", "--json", *LLM

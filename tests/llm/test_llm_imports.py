@@ -47,3 +47,24 @@ def test_a_direct_call_never_loads_litellm() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_litellm_loads_with_its_bundled_cost_map_by_default() -> None:
+    """Without ``LITELLM_LOCAL_MODEL_COST_MAP`` in the environment, the first model call's
+    import of litellm reads the map litellm ships: no download (which offline retries for
+    seconds and warns four times), nothing on stderr."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "LITELLM_LOCAL_MODEL_COST_MAP"}
+    code = (
+        "import os\n"
+        "from sonality.llm.cost_map import import_litellm\n"
+        "litellm = import_litellm()\n"
+        "assert os.environ['LITELLM_LOCAL_MODEL_COST_MAP'] == 'True'\n"
+        "assert litellm.model_cost, 'no cost map'\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=600, env=env
+    )
+    assert result.returncode == 0, result.stderr
+    assert "cost map" not in result.stderr, result.stderr

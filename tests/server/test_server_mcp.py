@@ -5,6 +5,7 @@ Bearer key decides what the tools may touch."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -12,6 +13,7 @@ import pytest
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 from tests.conftest import ROOT
 from tests.server.conftest import MODEL, SONALITY, Served
@@ -192,7 +194,7 @@ async def test_mcp_http_is_behind_the_key(served: Served, persona: dict[str, str
     "no such persona" and writes nothing."""
     async with httpx2.AsyncClient(timeout=30) as bare:
         r = await bare.post(f"{served.url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
-    assert r.status_code == 401 and r.json()["kind"] == "unauthorized"
+    assert r.status_code == 401 and r.json()["error"]["data"]["kind"] == "unauthorized"
     headers = {"Authorization": f"Bearer {persona['token']}"}
     async with (
         httpx2.AsyncClient(headers=headers, timeout=30) as http,
@@ -252,3 +254,58 @@ async def test_mcp_fact_tools_need_a_write_key(served: Served, persona: dict[str
             assert refused.is_error and "forbidden: " in refused.content[0].text, tool  # type: ignore[union-attr]
     with served.client() as c:
         assert c.get("/v1/personas/mia/users/scoped/facts").json() == [fact]
+
+
+async def test_a_bad_key_is_refused_with_its_reason(served: Served) -> None:
+    """The MCP client with a key the server does not know fails to initialize with the
+    reason in the error, not a bare transport failure."""
+    headers = {"Authorization": "Bearer son_0000000000000000_nope"}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=30) as http,
+        streamable_http_client(f"{served.url}/mcp", http_client=http) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        with pytest.raises(MCPError) as refused:
+            await session.initialize()
+    assert str(refused.value) == "unauthorized: not a Sonality API key"
+
+
+async def _read_refusals(session: ClientSession) -> tuple[str, str]:
+    await session.initialize()
+    with pytest.raises(MCPError) as missing:
+        await session.read_resource("sonality://personas/nobody/snapshot")
+    with pytest.raises(MCPError) as unseen:
+        await session.read_resource("sonality://personas/other/beliefs")
+    return str(missing.value), str(unseen.value)
+
+
+async def test_resource_errors_say_what_is_wrong(
+    served: Served, persona: dict[str, str], tmp_path: Path
+) -> None:
+    """A resource of a missing persona, or of one the key does not see, is "not found"
+    (over HTTP) rather than the SDK's generic "Error creating resource from template"; on
+    stdio a missing persona is the same error and stderr holds no traceback."""
+    headers = {"Authorization": f"Bearer {persona['token']}"}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=30) as http,
+        streamable_http_client(f"{served.url}/mcp", http_client=http) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        missing, unseen = await _read_refusals(session)
+    assert missing.startswith("not_found: no such persona"), missing
+    assert unseen.startswith("not_found: no such persona"), unseen
+    params = StdioServerParameters(
+        command=SONALITY, args=["mcp", "--llm", MODEL], env=served.env, cwd=str(ROOT)
+    )
+    with (tmp_path / "stderr.txt").open("w+") as errors:
+        async with (
+            stdio_client(params, errlog=errors) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            with pytest.raises(MCPError) as gone:
+                await session.read_resource("sonality://personas/nobody/snapshot")
+        errors.seek(0)
+        logged = errors.read()
+    assert str(gone.value).startswith("not_found: no such persona"), gone.value
+    assert "Traceback" not in logged, logged

@@ -64,7 +64,8 @@ def test_tokens_parse_and_verify() -> None:
 
 
 def test_scopes_include_the_ones_below() -> None:
-    """admin allows write and read, write allows read, read allows only read."""
+    """admin allows write and read, write allows read, read allows only read; metrics
+    allows only metrics, and admin allows it too."""
     allowed = {(a.value, b.value) for a in KeyScope for b in KeyScope if a.allows(b)}
     assert allowed == {
         ("read", "read"),
@@ -73,11 +74,14 @@ def test_scopes_include_the_ones_below() -> None:
         ("admin", "read"),
         ("admin", "write"),
         ("admin", "admin"),
+        ("metrics", "metrics"),
+        ("admin", "metrics"),
     }
 
 
 def test_only_admin_keys_may_be_global() -> None:
-    """A read or write key without personas is refused; an admin key without sees all."""
+    """A read or write key without personas is refused; an admin key without sees all; a
+    metrics key is global only."""
     now = datetime(2026, 1, 1, tzinfo=UTC)
     with pytest.raises(errors.ValidationError):
         ApiKey(id="k1", secret_hash="0" * 64, scope=KeyScope.WRITE, created_at=now)
@@ -87,6 +91,15 @@ def test_only_admin_keys_may_be_global() -> None:
         id="k3", secret_hash="0" * 64, scope=KeyScope.READ, persona_ids=("a",), created_at=now
     )
     assert bound.sees("a") and not bound.sees("b")
+    ApiKey(id="k4", secret_hash="0" * 64, scope=KeyScope.METRICS, created_at=now)
+    with pytest.raises(errors.ValidationError):  # a scraper's key names no personas
+        ApiKey(
+            id="k5",
+            secret_hash="0" * 64,
+            scope=KeyScope.METRICS,
+            persona_ids=("a",),
+            created_at=now,
+        )
 
 
 def test_messages_pair_into_exchanges() -> None:
