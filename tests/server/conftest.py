@@ -49,6 +49,10 @@ def store_env(store_url: str) -> dict[str, str]:
         SONALITY_LOG_FORMAT="json",
         SONALITY_LOG_LEVEL="INFO",
         SONALITY_COOLING_PERIOD="0",
+        # an inline record waits for its enrichment as long as a loaded CI machine needs:
+        # the tests reading enriched state must not see ``pending`` because the default
+        # 10 s ran out (the deadline's own tests set theirs)
+        SONALITY_RECORD_DEADLINE_SECONDS="120",
         PYTHONPATH=str(ROOT),
         LITELLM_LOCAL_MODEL_COST_MAP="True",
     )
