@@ -28,7 +28,15 @@ from typing import TypeVar
 from sonality.core.budget import fit_items
 from sonality.core.retrieval import cosine, rank_episodes
 from sonality.errors import StoreError
-from sonality.models import Belief, Episode, FactKind, Frozen, ScoredEpisode, UserFact
+from sonality.models import (
+    Belief,
+    ContextReads,
+    Episode,
+    FactKind,
+    Frozen,
+    ScoredEpisode,
+    UserFact,
+)
 from sonality.observability import get_logger
 from sonality.ports import Clock, Embedder, Store
 
@@ -259,15 +267,47 @@ async def build_context(
     """Assemble the context for ``message`` (see the module docstring). The store reads
     everything in one unit of work (``Store.context_reads``)."""
     vector = (await embedder.embed([message]))[0]
-    reads = await store.context_reads(
-        persona_id,
-        user_id,
-        vector,
-        similar_k=max_episodes * 4,
-        recent=max_episodes * 2,
-        beliefs=MAX_BELIEFS,
+    reads = await store.context_reads(persona_id, user_id, vector, **read_sizes(max_episodes))
+    return await assemble(
+        reads,
+        store=store,
+        embedder=embedder,
+        clock=clock,
+        count_tokens=count_tokens,
+        user_id=user_id,
+        message=message,
+        vector=vector,
+        token_budget=token_budget,
+        max_episodes=max_episodes,
+        narrative=narrative,
+        fact_tokens=fact_tokens,
     )
+
+
+def read_sizes(max_episodes: int) -> dict[str, int]:
+    """What ``context`` asks ``Store.context_reads`` for, showing ``max_episodes``."""
+    return {"similar_k": max_episodes * 4, "recent": max_episodes * 2, "beliefs": MAX_BELIEFS}
+
+
+async def assemble(
+    reads: ContextReads,
+    *,
+    store: Store,
+    embedder: Embedder,
+    clock: Clock,
+    count_tokens: Callable[[str], int],
+    user_id: str,
+    message: str,
+    vector: Sequence[float],
+    token_budget: int,
+    max_episodes: int,
+    narrative: str | None = None,
+    fact_tokens: int = 1_000,
+) -> Context:
+    """The context block made of what the store read (``vector``: the message's
+    embedding the reads were made with)."""
     persona, snapshot = reads.persona, reads.snapshot
+    persona_id = persona.id
     all_facts = order_facts(reads.facts)
     facts = _pinned(all_facts, fact_tokens, count_tokens)
     left_out = all_facts[len(facts) :]
@@ -334,6 +374,33 @@ class ContextBuilder:
         self.token_budget = token_budget
         self.max_episodes = max_episodes
         self.fact_tokens = fact_tokens
+
+    async def embed(self, message: str) -> Sequence[float]:
+        """The message's embedding, as ``build`` reads with it."""
+        return (await self._embedder.embed([message]))[0]
+
+    def read_sizes(self) -> dict[str, int]:
+        """The sizes ``build`` passes to ``Store.context_reads``."""
+        return read_sizes(self.max_episodes)
+
+    async def assemble(
+        self, reads: ContextReads, *, user_id: str, message: str, vector: Sequence[float]
+    ) -> Context:
+        """The context of reads made with :meth:`read_sizes` and ``vector`` (``build``
+        without its read)."""
+        return await assemble(
+            reads,
+            store=self._store,
+            embedder=self._embedder,
+            clock=self._clock,
+            count_tokens=self._count,
+            user_id=user_id,
+            message=message,
+            vector=vector,
+            token_budget=self.token_budget,
+            max_episodes=self.max_episodes,
+            fact_tokens=self.fact_tokens,
+        )
 
     async def build(
         self,

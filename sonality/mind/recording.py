@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sonality.errors import LLMError
-from sonality.models import EnrichmentBacklog, Episode, EpisodeDraft
+from sonality.models import EnrichmentBacklog, Episode, EpisodeDraft, ThinkerTurn, TurnStart
 from sonality.observability import get_logger
 from sonality.ports import Clock, Embedder, Store
 
@@ -85,6 +85,17 @@ class EpisodeRecorder:
         episode, created = await self._store.append_episode(await self._draft(persona_id, exchange))
         await self._recorded(episode, created)
         return episode, created
+
+    async def append_turn(
+        self, persona_id: str, exchange: Exchange, start: TurnStart
+    ) -> tuple[Episode, bool, ThinkerTurn]:
+        """:meth:`append` of the exchange ``respond`` answered, and in the same
+        transaction its turn for the Thinker (``Store.append_turn``)."""
+        episode, created, turn = await self._store.append_turn(
+            await self._draft(persona_id, exchange), start
+        )
+        await self._recorded(episode, created)
+        return episode, created, turn
 
     async def append_with_backlog(
         self, persona_id: str, exchange: Exchange, *, influence_window: int

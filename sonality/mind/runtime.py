@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections.abc import Callable
 from datetime import timedelta
 from functools import partial
@@ -48,22 +49,21 @@ from sonality.errors import (
 from sonality.llm.budget import foreground
 from sonality.llm.prompts import Prompt
 from sonality.llm.usage import metering
-from sonality.mind.accounting import usage_rows
+from sonality.mind.accounting import component_usage
 from sonality.mind.affect import AffectStages
 from sonality.mind.context import ContextBuilder
 from sonality.mind.enrich_lanes import EnrichLanes
 from sonality.mind.lanes import Lanes
 from sonality.mind.parts import RuntimeSettings  # defined there, light for reads; public here
-from sonality.mind.recording import EpisodeRecorder
+from sonality.mind.recording import EpisodeRecorder, Exchange
 from sonality.mind.talker import Reply, Talker
 from sonality.mind.thinker import Thinker
 from sonality.models import (
     AffectPlacement,
-    Episode,
-    Persona,
+    ComponentUsage,
     RuntimeMode,
     ThinkerStatus,
-    ThinkerTurn,
+    TurnStart,
 )
 from sonality.observability import get_logger
 from sonality.ports import LLM, Clock, Store
@@ -143,24 +143,22 @@ class DualProcess:
         """Answer, record, hand the turn to the Thinker (see the module docstring). The
         caller has validated ids and the message."""
         started = time.perf_counter()
-        persona = await self._store.get_persona(persona_id)
-        mode = RuntimeMode(mode) if mode is not None else persona.runtime_mode
-        placement = AffectPlacement(affect) if affect is not None else persona.affect
         if episode_id is not None:
-            replay = await self._replay(persona, episode_id, user_id, conversation_id, message)
+            replay = await self._replay(persona_id, episode_id, user_id, conversation_id, message)
             if replay is not None:
                 return replay.model_copy(update={"latency_ms": _ms(started)})
         key = (persona_id, conversation_id)
         if self._settings.max_wait_seconds > 0:
             await self.lanes.wait_idle(key, self._settings.max_wait_seconds)
+        heard = await self.talker.read(
+            persona_id, user_id=user_id, conversation_id=conversation_id, message=message
+        )
+        persona = heard.reads.context.persona
+        mode = RuntimeMode(mode) if mode is not None else persona.runtime_mode
+        placement = AffectPlacement(affect) if affect is not None else persona.affect
         with metering() as meter, foreground():
             spoken = await self.talker.speak(
-                persona,
-                user_id=user_id,
-                conversation_id=conversation_id,
-                message=message,
-                mode=mode,
-                placement=placement,
+                heard, user_id=user_id, message=message, mode=mode, placement=placement
             )
         text = spoken.text[: self._max_response_chars]
         if "\x00" in text:  # stored text never holds NUL (``record`` refuses it too)
@@ -170,20 +168,24 @@ class DualProcess:
                 component="talker",
                 errors="NUL character",
             )
+        exchange = Exchange(
+            user_id, conversation_id, message, text, episode_id or f"ep_{uuid.uuid4().hex}"
+        )
+        # before the write: the lane may enrich the episode as soon as it is committed
+        self._enrich.book_usage(exchange.episode_id or "")
         try:
-            episode, created = await self._recorder.append(
+            episode, created, _ = await self._recorder.append_turn(
                 persona_id,
-                user_id=user_id,
-                conversation_id=conversation_id,
-                message=message,
-                response=text,
-                episode_id=episode_id,
+                exchange,
+                self._start(mode, placement, spoken.narrative_version, component_usage(meter)),
             )
         except ConflictError:
             # a concurrent respond with the same episode_id stored its answer first
             replay = None
             if episode_id is not None:
-                replay = await self._replay(persona, episode_id, user_id, conversation_id, message)
+                replay = await self._replay(
+                    persona_id, episode_id, user_id, conversation_id, message
+                )
             if replay is None:
                 raise
             return replay.model_copy(update={"latency_ms": _ms(started)})
@@ -194,18 +196,6 @@ class DualProcess:
                 )
             except ConflictError:  # another conversation with this user moved it first
                 log.warning("affect_update_lost", persona_id=persona_id, episode_id=episode.id)
-        turn = self._turn(episode, mode, placement, spoken.narrative_version)
-        self._enrich.book_usage(episode.id)
-        await self._store.begin_turn(
-            turn,
-            usage_rows(
-                meter,
-                persona_id=persona_id,
-                conversation_id=conversation_id,
-                episode_id=episode.id,
-                turn=episode.turn,
-            ),
-        )
         self.lanes.submit(key, partial(self.catch_up, persona_id, conversation_id, episode.turn))
         reply = Reply(
             text=text,
@@ -234,28 +224,26 @@ class DualProcess:
         )
         return reply
 
-    def _turn(
-        self, episode: Episode, mode: RuntimeMode, placement: AffectPlacement, narrative: int
-    ) -> ThinkerTurn:
+    def _start(
+        self,
+        mode: RuntimeMode,
+        placement: AffectPlacement,
+        narrative: int,
+        usage: tuple[ComponentUsage, ...] = (),
+    ) -> TurnStart:
         thinking = mode is not RuntimeMode.BASELINE or placement is AffectPlacement.THINKER
-        now = self._clock.now()
-        return ThinkerTurn(
-            persona_id=episode.persona_id,
-            episode_id=episode.id,
-            conversation_id=episode.conversation_id,
-            user_id=episode.user_id,
-            turn=episode.turn,
+        return TurnStart(
             mode=mode,
             affect=placement,
             status=ThinkerStatus.PENDING if thinking else ThinkerStatus.DONE,
             narrative_version_used=narrative,
-            created_at=now,
-            updated_at=now,
+            created_at=self._clock.now(),
+            usage=usage,
         )
 
     async def _replay(
         self,
-        persona: Persona,
+        persona_id: str,
         episode_id: str,
         user_id: str,
         conversation_id: str,
@@ -265,7 +253,7 @@ class DualProcess:
         new model call (and the turn registered if a crash had lost that)."""
         store = self._store
         try:
-            episode = await store.get_episode(persona.id, episode_id)
+            episode = await store.get_episode(persona_id, episode_id)
         except NotFoundError:
             return None
         if (episode.user_id, episode.conversation_id, episode.user_message) != (
@@ -275,22 +263,22 @@ class DualProcess:
         ):
             raise ConflictError(
                 "episode id already used for another exchange",
-                persona_id=persona.id,
+                persona_id=persona_id,
                 episode_id=episode_id,
             )
         try:
-            turn = await store.get_thinker_turn(persona.id, episode_id)
+            turn = await store.get_thinker_turn(persona_id, episode_id)
         except NotFoundError:
-            turn = await store.begin_turn(
-                self._turn(episode, persona.runtime_mode, persona.affect, 0), []
-            )
+            persona = await store.get_persona(persona_id)
+            start = self._start(persona.runtime_mode, persona.affect, 0)
+            turn = await store.begin_turn(start.turn_of(episode), [])
             self.lanes.submit(
-                (persona.id, conversation_id),
-                partial(self.catch_up, persona.id, conversation_id, episode.turn),
+                (persona_id, conversation_id),
+                partial(self.catch_up, persona_id, conversation_id, episode.turn),
             )
         return Reply(
             text=episode.agent_response,
-            persona_id=persona.id,
+            persona_id=persona_id,
             user_id=user_id,
             conversation_id=conversation_id,
             episode_id=episode.id,

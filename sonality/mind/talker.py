@@ -14,7 +14,6 @@ and the newest 10, 6, 4 or 2 messages, whichever fits in 20k tokens
 from __future__ import annotations
 
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -30,19 +29,19 @@ from sonality.models import (
     AffectState,
     ConversationMind,
     Episode,
-    Persona,
     RuntimeMode,
+    TalkerReads,
 )
 from sonality.observability import get_logger
 from sonality.ports import LLM, Clock, PromptSource, Store
 
-__all__ = ["Reply", "Spoken", "Talker", "inner_state"]
+__all__ = ["Heard", "Reply", "Spoken", "Talker", "inner_state"]
 
 log = get_logger("sonality.talker")
 
 _RECENT_EPISODES = 5
-"""Episodes read for the window: the newest 10 messages need at most the last five."""
-_FIRST_CACHE = 1024
+"""Episodes read for the window besides the first: the newest 10 messages need at most
+the last five."""
 
 
 class Reply(BaseModel):
@@ -66,6 +65,15 @@ class Reply(BaseModel):
     """Time spent in the Talker's own model calls (including affect stages placed there)."""
     created: bool = True
     """False when ``episode_id`` had been answered before and the stored reply came back."""
+
+
+@dataclass(frozen=True, slots=True)
+class Heard:
+    """What the Talker read before it speaks (:meth:`Talker.read`)."""
+
+    reads: TalkerReads
+    vector: Sequence[float]
+    """The message's embedding the context was read with."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,30 +135,47 @@ class Talker:
         self._affect = affect
         self._window_tokens = window_tokens
         self._prompts = prompts
-        self._first: OrderedDict[tuple[str, str], Episode] = OrderedDict()
+
+    async def read(
+        self, persona_id: str, *, user_id: str, conversation_id: str, message: str
+    ) -> Heard:
+        """Everything the Talker needs before it speaks, in one read of the store
+        (``Store.talker_reads``): persona and context, the conversation's Thinker state,
+        its window and the affect state towards the user."""
+        vector = await self._contexts.embed(message)
+        reads = await self._store.talker_reads(
+            persona_id,
+            user_id,
+            conversation_id,
+            vector,
+            **self._contexts.read_sizes(),
+            window=_RECENT_EPISODES,
+        )
+        return Heard(reads=reads, vector=vector)
 
     async def speak(
         self,
-        persona: Persona,
+        heard: Heard,
         *,
         user_id: str,
-        conversation_id: str,
         message: str,
         mode: RuntimeMode,
         placement: AffectPlacement,
     ) -> Spoken:
-        mind = await self._store.conversation_mind(persona.id, conversation_id)
-        history = await self._history(persona.id, conversation_id)
+        reads = heard.reads
+        persona = reads.context.persona
+        mind = reads.mind
+        history = reads.window
         spent = 0.0
         ctx: Context | None = None
         state: AffectState | None = None
         new_state: AffectState | None = None
         if placement is not AffectPlacement.OFF:
-            stored = await self._store.get_affect(persona.id, user_id)
+            stored = reads.affect
             state = stored or initial_state(persona.id, user_id, self._clock.now())
             if placement is AffectPlacement.TALKER:
                 started = time.perf_counter()
-                facts = order_facts(await self._store.list_facts(persona.id, user_id))
+                facts = order_facts(reads.context.facts)
                 try:
                     felt = await self._affect.run(
                         persona,
@@ -171,7 +196,9 @@ class Talker:
                     ctx = felt.context
                 spent += time.perf_counter() - started
         if ctx is None:
-            ctx = await self._contexts.build(persona.id, user_id=user_id, message=message)
+            ctx = await self._contexts.assemble(
+                reads.context, user_id=user_id, message=message, vector=heard.vector
+            )
         background = ctx.as_prompt()
         inner = inner_state(mode, mind)
         feelings = block(state)
@@ -198,27 +225,6 @@ class Talker:
         )
 
     # the conversation window ---------------------------------------------------------
-
-    async def _history(self, persona_id: str, conversation_id: str) -> list[Episode]:
-        """The conversation's first episode (cached) and its newest few, in order."""
-        recent = list(
-            reversed(
-                await self._store.list_episodes(
-                    persona_id, conversation_id=conversation_id, limit=_RECENT_EPISODES
-                )
-            )
-        )
-        if not recent or recent[0].turn == 1:
-            return recent
-        key = (persona_id, conversation_id)
-        first = self._first.get(key)
-        if first is None:
-            chain = await self._store.conversation_chain(persona_id, conversation_id)
-            first = await self._store.get_episode(persona_id, chain[0])
-            self._first[key] = first
-            if len(self._first) > _FIRST_CACHE:
-                self._first.popitem(last=False)
-        return [first, *recent]
 
     def _transcript(self, history: Sequence[Episode], message: str, system: list[str]) -> str:
         """The window's earlier messages as text, gaps marked (the new message is apart)."""
