@@ -25,7 +25,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
-from sonality.core.budget import fit_items
+from sonality.core.budget import fit_items, remembered
 from sonality.core.retrieval import cosine, rank_episodes
 from sonality.errors import StoreError
 from sonality.models import (
@@ -370,7 +370,7 @@ class ContextBuilder:
         self._store = store
         self._embedder = embedder
         self._clock = clock
-        self._count = count_tokens
+        self._count = remembered(count_tokens)  # the same lines come back call after call
         self.token_budget = token_budget
         self.max_episodes = max_episodes
         self.fact_tokens = fact_tokens

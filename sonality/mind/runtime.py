@@ -169,7 +169,12 @@ class DualProcess:
                 errors="NUL character",
             )
         exchange = Exchange(
-            user_id, conversation_id, message, text, episode_id or f"ep_{uuid.uuid4().hex}"
+            user_id,
+            conversation_id,
+            message,
+            text,
+            episode_id or f"ep_{uuid.uuid4().hex}",
+            embedding=heard.vector,
         )
         # before the write: the lane may enrich the episode as soon as it is committed
         self._enrich.book_usage(exchange.episode_id or "")

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
 
-from sonality.core.budget import Message, conversation_window
+from sonality.core.budget import Message, conversation_window, remembered
 from sonality.errors import LLMError
 from sonality.llm.prompts import Prompt
 from sonality.mind.affect import AffectStages, block, initial_state
@@ -130,7 +130,7 @@ class Talker:
         self._store = store
         self._llm = llm
         self._clock = clock
-        self._count = count
+        self._count = remembered(count)  # the window's messages come back turn after turn
         self._contexts = contexts
         self._affect = affect
         self._window_tokens = window_tokens
@@ -202,7 +202,9 @@ class Talker:
         background = ctx.as_prompt()
         inner = inner_state(mode, mind)
         feelings = block(state)
-        transcript = self._transcript(history, message, [background, inner, feelings])
+        transcript = self._transcript(
+            history, message, [background, inner, feelings], background_tokens=ctx.tokens
+        )
         started = time.perf_counter()
         text = await self._llm.text(
             Prompt.TALK,
@@ -226,8 +228,17 @@ class Talker:
 
     # the conversation window ---------------------------------------------------------
 
-    def _transcript(self, history: Sequence[Episode], message: str, system: list[str]) -> str:
-        """The window's earlier messages as text, gaps marked (the new message is apart)."""
+    def _transcript(
+        self,
+        history: Sequence[Episode],
+        message: str,
+        system: list[str],
+        *,
+        background_tokens: int,
+    ) -> str:
+        """The window's earlier messages as text, gaps marked (the new message is apart).
+        ``system[0]`` is the context block, counted already (``background_tokens``); the
+        system part is counted as the sum of its parts."""
         messages: list[Message] = []
         position: dict[int, int] = {}
         for episode in history:
@@ -241,19 +252,18 @@ class Talker:
         new = Message(role="user", content=message)
         messages.append(new)
         position[id(new)] = 2 * (history[-1].turn + 1 if history else 1)
-        counted: dict[str, int] = {}
+        prompt = "\n".join([self._prompts.fixed_text(Prompt.TALK), *system])
+        prompt_tokens = (
+            self._count(self._prompts.fixed_text(Prompt.TALK))
+            + background_tokens
+            + sum(self._count(part) for part in system[1:])
+            + len(system)  # the newlines joining them
+        )
 
         def count(text: str) -> int:  # the ladder counts the same messages again and again
-            if text not in counted:
-                counted[text] = self._count(text)
-            return counted[text]
+            return prompt_tokens if text == prompt else self._count(text)
 
-        window = conversation_window(
-            "\n".join([self._prompts.fixed_text(Prompt.TALK), *system]),
-            messages,
-            count=count,
-            budget=self._window_tokens,
-        )
+        window = conversation_window(prompt, messages, count=count, budget=self._window_tokens)
         shown = [m for m in window if m.role != "system" and m is not new]
         if not shown:
             return "(This is the start of our conversation.)"
