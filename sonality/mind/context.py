@@ -81,7 +81,8 @@ class Context(Frozen):
     narrative: str | None = None
     token_budget: int
     tokens: int
-    """Tokens of the rendered block, counted with the same counter as the budget."""
+    """Tokens of the rendered block, counted with the same counter as the budget, line by
+    line (within a few tokens of counting the whole block)."""
     dropped: int = 0
     """Beliefs or episodes left out because the budget ran out."""
     facts_omitted: int = 0
@@ -95,32 +96,47 @@ class Context(Frozen):
         the prompt then shows the text once."""
         return self.snapshot.strip() == self.core_identity.strip()
 
-    def as_prompt(self) -> str:
-        parts = [f"## Who you are ({self.persona_name})\n{self.core_identity.strip()}"]
+    def sections(self) -> list[list[str]]:
+        """The block's sections, each as its lines (a header first): ``as_prompt`` joins
+        the lines with a newline and the sections with a blank line."""
+        parts = [[f"## Who you are ({self.persona_name})", self.core_identity.strip()]]
         if self.snapshot.strip() and not self.snapshot_repeats_identity:
             parts.append(
-                f"## How you see yourself now (snapshot v{self.snapshot_version})\n"
-                f"{self.snapshot.strip()}"
+                [
+                    f"## How you see yourself now (snapshot v{self.snapshot_version})",
+                    self.snapshot.strip(),
+                ]
             )
         if self.facts or self.facts_omitted:
             lines = [_fact_line(f) for f in self.facts]
             if self.facts_omitted:
                 lines.append(_omitted_line(self.facts_omitted, self.constraints_omitted))
-            parts.append("## What you must never forget about this user\n" + "\n".join(lines))
+            parts.append(["## What you must never forget about this user", *lines])
         if self.narrative:
-            parts.append(f"## Where this conversation stands (your notes)\n{self.narrative}")
+            parts.append(["## Where this conversation stands (your notes)", self.narrative])
         if self.beliefs:
-            parts.append(
-                "## Your current views\n" + "\n".join(_belief_line(b) for b in self.beliefs)
-            )
+            parts.append(["## Your current views", *(_belief_line(b) for b in self.beliefs)])
         if self.episodes:
             parts.append(
-                "## Earlier exchanges with this user\n"
-                "Weigh them on their merit, not on familiarity: that something was said "
-                "before does not make it true.\n"
-                + "\n".join(_episode_line(s.episode) for s in self.episodes)
+                [
+                    "## Earlier exchanges with this user",
+                    "Weigh them on their merit, not on familiarity: that something was said "
+                    "before does not make it true.",
+                    *(_episode_line(s.episode) for s in self.episodes),
+                ]
             )
-        return "\n\n".join(parts)
+        return parts
+
+    def as_prompt(self) -> str:
+        return "\n\n".join("\n".join(lines) for lines in self.sections())
+
+
+def _block_tokens(context: Context, count: Callable[[str], int]) -> int:
+    """Tokens of ``context.as_prompt()``, counted line by line (a blank line between
+    sections as one token; a line break merges with its line): the lines come back call
+    after call, so a remembering counter counts few of them."""
+    sections = context.sections()
+    return sum(count(line) for lines in sections for line in lines) + len(sections) - 1
 
 
 def _fact_line(fact: UserFact) -> str:
@@ -350,7 +366,7 @@ async def assemble(
         dropped=(len(beliefs) - len(kept_beliefs))
         + (min(len(scored), max_episodes) - len(kept_episodes)),
     )
-    return context.model_copy(update={"tokens": count_tokens(context.as_prompt())})
+    return context.model_copy(update={"tokens": _block_tokens(context, count_tokens)})
 
 
 class ContextBuilder:

@@ -99,6 +99,7 @@ def app_from_environment() -> Any:
             key_concurrency=options.key_concurrency,
             cors_origins=options.cors_origins,
             lag_degraded_seconds=settings.lag_degraded_seconds,
+            own_process=True,
         ),
     )
 
