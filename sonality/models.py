@@ -36,6 +36,7 @@ __all__ = [
     "ArchivedUser",
     "Belief",
     "BeliefStatus",
+    "ComponentUsage",
     "ContextReads",
     "ConversationMind",
     "Direction",
@@ -87,9 +88,11 @@ __all__ = [
     "StagedInfluence",
     "StagedUpdate",
     "StoredEvidence",
+    "TalkerReads",
     "ThinkerStatus",
     "ThinkerTurn",
     "ThoughtCommit",
+    "TurnStart",
     "TurnUsage",
     "UserErasure",
     "UserErasureStatus",
@@ -541,6 +544,19 @@ class ContextReads(Frozen):
     """Up to ``similar_k`` of the user's embedded episodes by cosine, best first."""
     recent: tuple[Episode, ...]
     """Up to ``recent`` of the user's episodes, most recent first."""
+
+
+class TalkerReads(Frozen):
+    """Everything the Talker reads before it speaks, in one read transaction
+    (``RuntimeStore.talker_reads``)."""
+
+    context: ContextReads
+    mind: ConversationMind
+    window: tuple[Episode, ...]
+    """The conversation's newest episodes, oldest first, led by its first episode when
+    that is not among them."""
+    affect: AffectState | None = None
+    """The persona's affect state towards the user (None: none stored)."""
 
 
 class EnrichmentCommit(Frozen):
@@ -1020,6 +1036,57 @@ class TurnUsage(Frozen):
     output_tokens: int = Field(default=0, ge=0)
     cost_usd: float = Field(default=0.0, ge=0)
     unpriced_calls: int = Field(default=0, ge=0)
+
+
+class ComponentUsage(Frozen):
+    """Model usage of one component before the turn it belongs to is known."""
+
+    component: str
+    calls: int = Field(default=0, ge=0)
+    input_tokens: int = Field(default=0, ge=0)
+    output_tokens: int = Field(default=0, ge=0)
+    cost_usd: float = Field(default=0.0, ge=0)
+    unpriced_calls: int = Field(default=0, ge=0)
+
+
+class TurnStart(Frozen):
+    """The Thinker's bookkeeping for a turn ``respond`` registers with its exchange
+    (``RuntimeStore.append_turn``): ids and turn number are those of the stored episode."""
+
+    mode: RuntimeMode
+    affect: AffectPlacement = AffectPlacement.OFF
+    status: ThinkerStatus = ThinkerStatus.PENDING
+    narrative_version_used: int = Field(default=0, ge=0)
+    created_at: datetime
+    usage: tuple[ComponentUsage, ...] = ()
+    """The Talker's usage by component, booked on the turn."""
+
+    def turn_of(self, episode: Episode) -> ThinkerTurn:
+        return ThinkerTurn(
+            persona_id=episode.persona_id,
+            episode_id=episode.id,
+            conversation_id=episode.conversation_id,
+            user_id=episode.user_id,
+            turn=episode.turn,
+            mode=self.mode,
+            affect=self.affect,
+            status=self.status,
+            narrative_version_used=self.narrative_version_used,
+            created_at=self.created_at,
+            updated_at=self.created_at,
+        )
+
+    def usage_of(self, episode: Episode) -> list[TurnUsage]:
+        return [
+            TurnUsage(
+                persona_id=episode.persona_id,
+                conversation_id=episode.conversation_id,
+                episode_id=episode.id,
+                turn=episode.turn,
+                **u.model_dump(),
+            )
+            for u in self.usage
+        ]
 
 
 class KeyScope(StrEnum):

@@ -44,8 +44,10 @@ from sonality.models import (
     SchemaStatus,
     Snapshot,
     StagedUpdate,
+    TalkerReads,
     ThinkerTurn,
     ThoughtCommit,
+    TurnStart,
     TurnUsage,
     UserFact,
     UserInfluence,
@@ -507,6 +509,18 @@ class RuntimeStore(Protocol):
         stored (usage is not added twice). ``NotFoundError`` if the episode is unknown."""
         ...
 
+    async def append_turn(
+        self, draft: EpisodeDraft, start: TurnStart
+    ) -> tuple[Episode, bool, ThinkerTurn]:
+        """``append_episode`` and ``begin_turn`` in one transaction: the exchange
+        ``respond`` answered and its turn (``start`` with the stored episode's ids and
+        turn number, and the Talker's usage). The episode is idempotent on ``draft.id``
+        as for ``append_episode`` (``ConflictError``, nothing written, for an id used for
+        another exchange); a turn registered already is returned as stored (usage not
+        added twice). Returns the episode, whether it was created, and the turn.
+        ``PersonaNotFound`` when the persona is unknown."""
+        ...
+
     async def get_thinker_turn(self, persona_id: str, episode_id: str) -> ThinkerTurn:
         """``NotFoundError`` when the episode was not answered by ``respond``."""
         ...
@@ -529,6 +543,24 @@ class RuntimeStore(Protocol):
     ) -> ThinkerTurn:
         """Count a failed Thinker attempt: ``failed`` (retried later) or, with
         ``give_up``, ``abandoned``. A turn already done is left as it is."""
+        ...
+
+    async def talker_reads(
+        self,
+        persona_id: str,
+        user_id: str,
+        conversation_id: str,
+        embedding: Sequence[float] | None,
+        *,
+        similar_k: int,
+        recent: int,
+        beliefs: int = 8,
+        window: int = 5,
+    ) -> TalkerReads:
+        """What the Talker reads, in one read transaction: ``context_reads`` (same
+        arguments), the conversation's ``conversation_mind``, its ``window`` newest
+        episodes led by its first one, and the persona's affect state towards the user.
+        ``PersonaNotFound`` when the persona is unknown."""
         ...
 
     async def conversation_mind(self, persona_id: str, conversation_id: str) -> ConversationMind:

@@ -24,11 +24,15 @@ the same run where one makes sense):
 - ``respond``: 8 conversations x 10 turns (``--conversations``, ``--turns``, a user pause
   of ``--pause`` s between turns) on one persona: respond's overhead over the Talker's
   call (p50/p95), the Talker's p50, and how long after the last reply the Thinker (and
-  the enrichment it handed on) drained.
+  the enrichment it handed on) drained;
+- ``server``: ``sonality serve`` under load (``tools/bench_server.py``'s pieces): 32
+  clients (``--server-clients``) record + context on SQLite and Neo4j
+  (``--server-backends``) with 1 and 2 processes, req/s and p50/p95/p99 beside the
+  ``GET /healthz`` floor of the same clients and servers, the servers' CPU per request;
+  ``/v1/chat/completions`` with 16 clients beside the model's latency.
 
-Other benchmarks add sections by calling :func:`register` (``tools/bench_server.py`` can
-add its server rows to the same run: ``register("server", rows)`` with an async function
-of a :class:`Bench`, which carries the fake's URL and the latency).
+Other benchmarks add sections by calling :func:`register` with an async function of a
+:class:`Bench`, which carries the fake's URL and the latency.
 """
 
 from __future__ import annotations
@@ -494,19 +498,95 @@ async def respond(bench: Bench) -> list[Row]:
     ]
 
 
+async def server(bench: Bench) -> list[Row]:
+    """``sonality serve`` with this run's fake model (``tools/bench_server.py``'s loads):
+    32 clients record + context on SQLite and Neo4j with 1 and 2 processes, beside the
+    ``GET /healthz`` floor of the same clients and servers; ``/v1/chat/completions``
+    with 16 clients beside the model's latency."""
+    import contextlib
+
+    import bench_server as bs
+
+    args = bench.args
+    opts = bs.Options(
+        model="fake",
+        latency=bench.latency,
+        clients=args.server_clients,
+        rounds=args.server_rounds,
+        chat_clients=args.chat_clients,
+        chat_rounds=args.chat_rounds,
+        processes=tuple(int(n) for n in args.server_processes.split(",")),
+        profile=None,
+    )
+    rows: list[Row] = []
+    for store in args.server_backends.split(","):
+        with tempfile.TemporaryDirectory(prefix="sonality-bench-") as folder:
+            tmp = Path(folder)
+            with contextlib.ExitStack() as stack:
+                url = (
+                    f"sqlite:///{tmp / 'server.db'}"
+                    if store == "sqlite"
+                    else stack.enter_context(bs.neo4j(tmp))
+                )
+                measured = await bs.measure_fake(store, url, bench.url, opts, tmp)
+        one = measured.loads.get(1)
+        for processes, result in measured.loads.items():
+            base = measured.floors[processes]
+            errors = sum(result.errors.values())
+            goal = ""
+            if processes == 1:
+                goal = f">= {bs.GOALS[store]:.0f} req/s, p95 <= 250 ms, 0 errors"
+            elif one is not None and store == "neo4j":
+                goal = ">= 1.3x one server"
+            scale = f"; x{result.rate / one.rate:.2f} one server" if one and processes > 1 else ""
+            cpu = result.cpu_ms
+            rows.append(
+                Row(
+                    "server",
+                    f"{store}, {processes} server{'s' if processes > 1 else ''}, "
+                    f"{opts.clients} clients record + context: req/s, p50/p95/p99",
+                    f"{result.rate:.0f} req/s, {result.p(0.5):.0f}/{result.p(0.95):.0f}/"
+                    f"{result.p(0.99):.0f} ms, {errors} errors",
+                    f"x{result.rate / base.rate:.2f} healthz req/s ({base.rate:.0f}), "
+                    f"p50 x{result.p(0.5) / base.p(0.5):.1f} healthz's"
+                    + (f"; server CPU {cpu:.1f} ms/request" if cpu is not None else "")
+                    + scale,
+                    goal,
+                )
+            )
+        if measured.chat is not None:
+            chat = measured.chat
+            rows.append(
+                Row(
+                    "server",
+                    f"{store}, /v1/chat/completions, {opts.chat_clients} clients: req/s, p50/p95",
+                    f"{chat.rate:.1f} req/s, {chat.p(0.5):.0f}/{chat.p(0.95):.0f} ms, "
+                    f"{sum(chat.errors.values())} errors",
+                    f"p50 {chat.p(0.5) / (bench.latency * 1000):.2f}x the model"
+                    + (f"; server CPU {chat.cpu_ms:.1f} ms/request" if chat.cpu_ms else ""),
+                )
+            )
+    rows.append(Row("server", "load average after the server rows", bs.load_average(), ""))
+    return rows
+
+
 register("floor", floor)
 register("digest", digest)
 register("steady", steady)
 register("personas", personas)
 register("cpu", cpu)
 register("respond", respond)
+register("server", server)
 
 
 def table(rows: Sequence[Row], latency: float) -> str:
     head = ("section", "what", "measured", "ratio", "goal")
     cells = [head] + [(r.section, r.what, r.value, r.ratio, r.goal) for r in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(head))]
-    lines = [f"model latency {latency} s (fake over HTTP in its own process), SQLite"]
+    lines = [
+        f"model latency {latency} s (fake over HTTP in its own process); SQLite unless a "
+        "row names Neo4j"
+    ]
     for i, row in enumerate(cells):
         lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
         if i == 0:
@@ -544,6 +624,12 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--conversations", type=int, default=8)
     p.add_argument("--turns", type=int, default=10)
     p.add_argument("--pause", type=float, default=1.0, help="user pause between turns, s")
+    p.add_argument("--server-backends", default="sqlite,neo4j")
+    p.add_argument("--server-processes", default="1,2")
+    p.add_argument("--server-clients", type=int, default=32)
+    p.add_argument("--server-rounds", type=int, default=5)
+    p.add_argument("--chat-clients", type=int, default=16)
+    p.add_argument("--chat-rounds", type=int, default=3)
     p.add_argument(
         "--model-concurrency",
         type=int,

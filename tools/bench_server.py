@@ -66,12 +66,16 @@ from benchkit import load_devserver, pct  # noqa: E402
 from sonality.testing import ScriptedLLM  # noqa: E402
 
 __all__ = [
+    "FakeRows",
+    "Options",
     "Result",
     "chat",
     "fake_model",
     "floor",
     "instant_model",
     "load_average",
+    "measure_fake",
+    "neo4j",
     "prepare",
     "record_context",
     "servers",
@@ -585,13 +589,28 @@ def load_average() -> str:
         return "n/a"
 
 
-async def bench_fake(store: str, url: str, api_base: str, opts: Options, tmp: Path) -> str:
-    """The store's rows with the fake model: record+context with 1 and 2 processes, then
-    chat on one process; returns the verdict line."""
+@dataclass
+class FakeRows:
+    """One store's measurements with the fake model (:func:`measure_fake`)."""
+
+    loads: dict[int, Result] = field(default_factory=dict)
+    """record + context, by server processes."""
+    floors: dict[int, Result] = field(default_factory=dict)
+    """``GET /healthz`` from the same clients on the same servers, just before."""
+    lags: dict[int, float | None] = field(default_factory=dict)
+    chat: Result | None = None
+
+
+async def measure_fake(
+    store: str, url: str, api_base: str, opts: Options, tmp: Path, *, echo: bool = False
+) -> FakeRows:
+    """The store's loads with the fake model: record+context with each number of
+    processes of ``opts``, then chat on one process (``echo``: print each row as it
+    comes, with the profile when ``opts.profile``)."""
     personas = [f"{store}-{n}p" for n in opts.processes] + [f"{store}-chat"]
     token = await prepare(url, personas)
     env = server_env(url, api_base)
-    results: dict[int, Result] = {}
+    out = FakeRows()
     for processes in opts.processes:
         persona = f"{store}-{processes}p"
         spent: list[float]
@@ -609,12 +628,13 @@ async def bench_fake(store: str, url: str, api_base: str, opts: Options, tmp: Pa
                 )
             result.cpu_seconds = spent[0]
             lag = await lag_seconds(urls[0], token, persona)
-        results[processes] = result
-        setup = f"{processes} server" + ("s" if processes > 1 else "")
-        note = f"{_ratio(result, base)}; {_cpu(result)}"
-        note += f"; lag {lag:.0f} s" if lag is not None else ""
-        print(result.row(store, setup, note), flush=True)
-        _print_errors(result)
+        out.loads[processes], out.floors[processes], out.lags[processes] = result, base, lag
+        if echo:
+            setup = f"{processes} server" + ("s" if processes > 1 else "")
+            note = f"{_ratio(result, base)}; {_cpu(result)}"
+            note += f"; lag {lag:.0f} s" if lag is not None else ""
+            print(result.row(store, setup, note), flush=True)
+            _print_errors(result)
     with servers(env, 1, tmp, tag=f"{store}-chat") as running:
         urls = [s.url for s in running]
         await warm_up(urls, token, f"{store}-chat")
@@ -624,11 +644,19 @@ async def bench_fake(store: str, url: str, api_base: str, opts: Options, tmp: Pa
                 urls, token, f"{store}-chat", clients=opts.chat_clients, rounds=opts.chat_rounds
             )
         result.cpu_seconds = spent[0]
-    over = result.p(0.5) - opts.latency * 1000
-    note = f"model {opts.latency * 1000:.0f} ms: +{over:.0f} ms at p50; {_cpu(result)}"
-    print(result.row(store, "chat", note), flush=True)
-    _print_errors(result)
-    return _verdict(store, results)
+    out.chat = result
+    if echo:
+        over = result.p(0.5) - opts.latency * 1000
+        note = f"model {opts.latency * 1000:.0f} ms: +{over:.0f} ms at p50; {_cpu(result)}"
+        print(result.row(store, "chat", note), flush=True)
+        _print_errors(result)
+    return out
+
+
+async def bench_fake(store: str, url: str, api_base: str, opts: Options, tmp: Path) -> str:
+    """The store's rows with the fake model, printed; returns the verdict line."""
+    rows = await measure_fake(store, url, api_base, opts, tmp, echo=True)
+    return _verdict(store, rows.loads)
 
 
 async def bench_instant(store: str, url: str, opts: Options, tmp: Path) -> None:

@@ -15,6 +15,7 @@ counts fewer tokens).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from typing import Literal
@@ -43,6 +44,12 @@ class Message(Frozen):
 
     role: Role
     content: str
+
+
+def remembered(count: TokenCounter, size: int = 4096) -> TokenCounter:
+    """``count`` with the counts of its ``size`` most recently counted texts kept: a
+    context's lines and a conversation's messages come back call after call."""
+    return functools.lru_cache(maxsize=size)(count)
 
 
 def estimate_tokens(text: str) -> int:

@@ -13,11 +13,11 @@ from collections.abc import Mapping, Sequence
 
 from sonality.errors import SonalityError
 from sonality.llm.usage import Usage, UsageMeter
-from sonality.models import TurnUsage
+from sonality.models import ComponentUsage, TurnUsage
 from sonality.observability import get_logger
 from sonality.ports import Store
 
-__all__ = ["book_usage", "usage_rows"]
+__all__ = ["book_usage", "component_usage", "usage_rows"]
 
 log = get_logger("sonality.runtime")
 
@@ -48,6 +48,21 @@ def usage_rows(
         )
         for component, usage in totals.items()
     ]
+
+
+def component_usage(meter: UsageMeter) -> tuple[ComponentUsage, ...]:
+    """The meter's totals by component, before the turn they belong to is known."""
+    return tuple(
+        ComponentUsage(
+            component=component,
+            calls=usage.calls,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cost_usd=usage.cost_usd,
+            unpriced_calls=usage.unpriced_calls,
+        )
+        for component, usage in meter.snapshot().items()
+    )
 
 
 async def book_usage(store: Store, rows: Sequence[TurnUsage]) -> None:

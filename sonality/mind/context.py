@@ -33,10 +33,18 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
-from sonality.core.budget import fit_items
+from sonality.core.budget import fit_items, remembered
 from sonality.core.retrieval import cosine, rank_episodes
 from sonality.errors import StoreError
-from sonality.models import Belief, Episode, FactKind, Frozen, ScoredEpisode, UserFact
+from sonality.models import (
+    Belief,
+    ContextReads,
+    Episode,
+    FactKind,
+    Frozen,
+    ScoredEpisode,
+    UserFact,
+)
 from sonality.observability import get_logger
 from sonality.ports import Clock, Embedder, Store
 
@@ -89,7 +97,8 @@ class Context(Frozen):
     narrative: str | None = None
     token_budget: int
     tokens: int
-    """Tokens of the rendered block, counted with the same counter as the budget."""
+    """Tokens of the rendered block, counted with the same counter as the budget, line by
+    line (within a few tokens of counting the whole block)."""
     dropped: int = 0
     """Beliefs or episodes left out because the budget ran out."""
     facts_omitted: int = 0
@@ -104,12 +113,16 @@ class Context(Frozen):
         the prompt then shows the text once."""
         return self.snapshot.strip() == self.core_identity.strip()
 
-    def as_prompt(self) -> str:
-        parts = [f"## Who you are ({self.persona_name})\n{self.core_identity.strip()}"]
+    def sections(self) -> list[list[str]]:
+        """The block's sections, each as its lines (a header first): ``as_prompt`` joins
+        the lines with a newline and the sections with a blank line."""
+        parts = [[f"## Who you are ({self.persona_name})", self.core_identity.strip()]]
         if self.snapshot.strip() and not self.snapshot_repeats_identity:
             parts.append(
-                f"## How you see yourself now (snapshot v{self.snapshot_version})\n"
-                f"{self.snapshot.strip()}"
+                [
+                    f"## How you see yourself now (snapshot v{self.snapshot_version})",
+                    self.snapshot.strip(),
+                ]
             )
         if self.facts or self.facts_omitted:
             if self.compact_constraints:
@@ -120,21 +133,32 @@ class Context(Frozen):
                 lines = [_fact_line(f) for f in self.facts]
             if self.facts_omitted:
                 lines.append(_omitted_line(self.facts_omitted))
-            parts.append("## What you must never forget about this user\n" + "\n".join(lines))
+            parts.append(["## What you must never forget about this user", *lines])
         if self.narrative:
-            parts.append(f"## Where this conversation stands (your notes)\n{self.narrative}")
+            parts.append(["## Where this conversation stands (your notes)", self.narrative])
         if self.beliefs:
-            parts.append(
-                "## Your current views\n" + "\n".join(_belief_line(b) for b in self.beliefs)
-            )
+            parts.append(["## Your current views", *(_belief_line(b) for b in self.beliefs)])
         if self.episodes:
             parts.append(
-                "## Earlier exchanges with this user\n"
-                "Weigh them on their merit, not on familiarity: that something was said "
-                "before does not make it true.\n"
-                + "\n".join(_episode_line(s.episode) for s in self.episodes)
+                [
+                    "## Earlier exchanges with this user",
+                    "Weigh them on their merit, not on familiarity: that something was said "
+                    "before does not make it true.",
+                    *(_episode_line(s.episode) for s in self.episodes),
+                ]
             )
-        return "\n\n".join(parts)
+        return parts
+
+    def as_prompt(self) -> str:
+        return "\n\n".join("\n".join(lines) for lines in self.sections())
+
+
+def _block_tokens(context: Context, count: Callable[[str], int]) -> int:
+    """Tokens of ``context.as_prompt()``, counted line by line (a blank line between
+    sections as one token; a line break merges with its line): the lines come back call
+    after call, so a remembering counter counts few of them."""
+    sections = context.sections()
+    return sum(count(line) for lines in sections for line in lines) + len(sections) - 1
 
 
 def _fact_line(fact: UserFact) -> str:
@@ -297,15 +321,47 @@ async def build_context(
     """Assemble the context for ``message`` (see the module docstring). The store reads
     everything in one unit of work (``Store.context_reads``)."""
     vector = (await embedder.embed([message]))[0]
-    reads = await store.context_reads(
-        persona_id,
-        user_id,
-        vector,
-        similar_k=max_episodes * 4,
-        recent=max_episodes * 2,
-        beliefs=MAX_BELIEFS,
+    reads = await store.context_reads(persona_id, user_id, vector, **read_sizes(max_episodes))
+    return await assemble(
+        reads,
+        store=store,
+        embedder=embedder,
+        clock=clock,
+        count_tokens=count_tokens,
+        user_id=user_id,
+        message=message,
+        vector=vector,
+        token_budget=token_budget,
+        max_episodes=max_episodes,
+        narrative=narrative,
+        fact_tokens=fact_tokens,
     )
+
+
+def read_sizes(max_episodes: int) -> dict[str, int]:
+    """What ``context`` asks ``Store.context_reads`` for, showing ``max_episodes``."""
+    return {"similar_k": max_episodes * 4, "recent": max_episodes * 2, "beliefs": MAX_BELIEFS}
+
+
+async def assemble(
+    reads: ContextReads,
+    *,
+    store: Store,
+    embedder: Embedder,
+    clock: Clock,
+    count_tokens: Callable[[str], int],
+    user_id: str,
+    message: str,
+    vector: Sequence[float],
+    token_budget: int,
+    max_episodes: int,
+    narrative: str | None = None,
+    fact_tokens: int = 1_000,
+) -> Context:
+    """The context block made of what the store read (``vector``: the message's
+    embedding the reads were made with)."""
     persona, snapshot = reads.persona, reads.snapshot
+    persona_id = persona.id
     facts, left_out, compact = pin_facts(reads.facts, message, fact_tokens, count_tokens)
     if compact:
         log.warning("constraints_compact", persona_id=persona_id, user_id=user_id)
@@ -348,7 +404,7 @@ async def build_context(
         dropped=(len(beliefs) - len(kept_beliefs))
         + (min(len(scored), max_episodes) - len(kept_episodes)),
     )
-    return context.model_copy(update={"tokens": count_tokens(context.as_prompt())})
+    return context.model_copy(update={"tokens": _block_tokens(context, count_tokens)})
 
 
 class ContextBuilder:
@@ -368,10 +424,37 @@ class ContextBuilder:
         self._store = store
         self._embedder = embedder
         self._clock = clock
-        self._count = count_tokens
+        self._count = remembered(count_tokens)  # the same lines come back call after call
         self.token_budget = token_budget
         self.max_episodes = max_episodes
         self.fact_tokens = fact_tokens
+
+    async def embed(self, message: str) -> Sequence[float]:
+        """The message's embedding, as ``build`` reads with it."""
+        return (await self._embedder.embed([message]))[0]
+
+    def read_sizes(self) -> dict[str, int]:
+        """The sizes ``build`` passes to ``Store.context_reads``."""
+        return read_sizes(self.max_episodes)
+
+    async def assemble(
+        self, reads: ContextReads, *, user_id: str, message: str, vector: Sequence[float]
+    ) -> Context:
+        """The context of reads made with :meth:`read_sizes` and ``vector`` (``build``
+        without its read)."""
+        return await assemble(
+            reads,
+            store=self._store,
+            embedder=self._embedder,
+            clock=self._clock,
+            count_tokens=self._count,
+            user_id=user_id,
+            message=message,
+            vector=vector,
+            token_budget=self.token_budget,
+            max_episodes=self.max_episodes,
+            fact_tokens=self.fact_tokens,
+        )
 
     async def build(
         self,

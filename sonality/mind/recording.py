@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sonality.errors import LLMError
-from sonality.models import EnrichmentBacklog, Episode, EpisodeDraft
+from sonality.models import EnrichmentBacklog, Episode, EpisodeDraft, ThinkerTurn, TurnStart
 from sonality.observability import get_logger
 from sonality.ports import Clock, Embedder, Store
 
@@ -39,6 +39,9 @@ class Exchange:
     message: str
     response: str = ""
     episode_id: str | None = None
+    embedding: Sequence[float] | None = None
+    """The message's embedding when the caller has it already (``respond`` read its
+    context with it); else the recorder embeds the message."""
 
 
 def _draft_of(
@@ -82,9 +85,20 @@ class EpisodeRecorder:
 
     async def append_exchange(self, persona_id: str, exchange: Exchange) -> tuple[Episode, bool]:
         """:meth:`append` of an :class:`Exchange`."""
-        episode, created = await self._store.append_episode(await self._draft(persona_id, exchange))
-        await self._recorded(episode, created)
+        draft = await self._draft(persona_id, exchange)
+        episode, created = await self._store.append_episode(draft)
+        await self._recorded(episode, created, draft.embedding is not None)
         return episode, created
+
+    async def append_turn(
+        self, persona_id: str, exchange: Exchange, start: TurnStart
+    ) -> tuple[Episode, bool, ThinkerTurn]:
+        """:meth:`append` of the exchange ``respond`` answered, and in the same
+        transaction its turn for the Thinker (``Store.append_turn``)."""
+        draft = await self._draft(persona_id, exchange)
+        episode, created, turn = await self._store.append_turn(draft, start)
+        await self._recorded(episode, created, draft.embedding is not None)
+        return episode, created, turn
 
     async def append_with_backlog(
         self, persona_id: str, exchange: Exchange, *, influence_window: int
@@ -92,20 +106,22 @@ class EpisodeRecorder:
         """:meth:`append` of ``exchange``, and in the same unit of work the persona's
         enrichment backlog for one episode (``Store.append_episode_with_backlog``): an
         inline ``record``'s first step."""
+        draft = await self._draft(persona_id, exchange)
         episode, created, backlog = await self._store.append_episode_with_backlog(
-            await self._draft(persona_id, exchange), influence_window=influence_window
+            draft, influence_window=influence_window
         )
-        await self._recorded(episode, created)
+        await self._recorded(episode, created, draft.embedding is not None)
         return episode, created, backlog
 
     async def _draft(self, persona_id: str, exchange: Exchange) -> EpisodeDraft:
-        """The exchange as a draft, embedded first by a local embedder."""
-        embedding = None
-        if self._embedder.local:
+        """The exchange as a draft, with the caller's embedding or embedded first by a
+        local embedder."""
+        embedding = exchange.embedding
+        if embedding is None and self._embedder.local:
             [embedding] = await self._embedder.embed([exchange.message])
         return _draft_of(persona_id, exchange, embedding, self._clock.now())
 
-    async def _recorded(self, episode: Episode, created: bool) -> None:
+    async def _recorded(self, episode: Episode, created: bool, embedded: bool = False) -> None:
         log.info(
             "episode_recorded",
             persona_id=episode.persona_id,
@@ -114,7 +130,7 @@ class EpisodeRecorder:
             turn=episode.turn,
             created=created,
         )
-        if created and not self._embedder.local:
+        if created and not embedded and not self._embedder.local:
             await self._embed_later(episode)
 
     async def append_many(self, persona_id: str, exchanges: Sequence[Exchange]) -> list[bool]:

@@ -42,7 +42,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+import uuid
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from functools import partial
 
@@ -56,23 +57,23 @@ from sonality.errors import (
 )
 from sonality.llm.budget import foreground
 from sonality.llm.prompts import Prompt
-from sonality.llm.usage import UsageMeter, metering
-from sonality.mind.accounting import usage_rows
+from sonality.llm.usage import metering
+from sonality.mind.accounting import component_usage
 from sonality.mind.affect import AffectStages
 from sonality.mind.context import ContextBuilder
 from sonality.mind.enrich_lanes import EnrichLanes
 from sonality.mind.lanes import Lanes
 from sonality.mind.parts import RuntimeSettings  # defined there, light for reads; public here
-from sonality.mind.recording import EpisodeRecorder
-from sonality.mind.talker import Reply, Spoken, Talker
+from sonality.mind.recording import EpisodeRecorder, Exchange
+from sonality.mind.talker import Reply, Talker
 from sonality.mind.thinker import Thinker
 from sonality.models import (
     AffectPlacement,
+    ComponentUsage,
     Episode,
-    Persona,
     RuntimeMode,
     ThinkerStatus,
-    ThinkerTurn,
+    TurnStart,
 )
 from sonality.observability import get_logger
 from sonality.ports import LLM, Clock, Store
@@ -162,26 +163,28 @@ class DualProcess:
         deadline = asyncio.get_running_loop().time() + self._deadline_seconds
         unanswered: Episode | None = None
         limit = asyncio.timeout_at(deadline)
+        key = (persona_id, conversation_id)
         try:
             async with limit:
-                persona = await self._store.get_persona(persona_id)
-                mode = RuntimeMode(mode) if mode is not None else persona.runtime_mode
-                placement = AffectPlacement(affect) if affect is not None else persona.affect
                 if episode_id is not None:
                     replay = await self._replay(
-                        persona, episode_id, user_id, conversation_id, message
+                        persona_id, episode_id, user_id, conversation_id, message
                     )
                     if isinstance(replay, Reply):
                         return replay.model_copy(update={"latency_ms": _ms(started)})
                     unanswered = replay
-                key = (persona_id, conversation_id)
                 if self._settings.max_wait_seconds > 0:
                     await self.lanes.wait_idle(key, self._settings.max_wait_seconds)
+                heard = await self.talker.read(
+                    persona_id, user_id=user_id, conversation_id=conversation_id, message=message
+                )
+                persona = heard.reads.context.persona
+                mode = RuntimeMode(mode) if mode is not None else persona.runtime_mode
+                placement = AffectPlacement(affect) if affect is not None else persona.affect
                 with metering() as meter, foreground():
                     spoken = await self.talker.speak(
-                        persona,
+                        heard,
                         user_id=user_id,
-                        conversation_id=conversation_id,
                         message=message,
                         mode=mode,
                         placement=placement,
@@ -202,35 +205,47 @@ class DualProcess:
                 component="talker",
                 errors="NUL character",
             )
+        start = self._start(mode, placement, spoken.narrative_version, component_usage(meter))
         if unanswered is not None:
+            self._enrich.book_usage(unanswered.id)
             episode = await self._store.answer_episode(persona_id, unanswered.id, text)
             created = False
+            await self._stored(
+                self._store.begin_turn(start.turn_of(episode), start.usage_of(episode)), episode
+            )
         else:
+            exchange = Exchange(
+                user_id,
+                conversation_id,
+                message,
+                text,
+                episode_id or f"ep_{uuid.uuid4().hex}",
+                embedding=heard.vector,
+            )
+            # before the write: the lane may enrich the episode as soon as it is committed
+            self._enrich.book_usage(exchange.episode_id or "")
             try:
-                episode, created = await self._recorder.append(
-                    persona_id,
-                    user_id=user_id,
-                    conversation_id=conversation_id,
-                    message=message,
-                    response=text,
-                    episode_id=episode_id,
-                )
+                episode, created, _ = await self._recorder.append_turn(persona_id, exchange, start)
             except ConflictError:
                 # a concurrent respond with the same episode_id stored its answer first
                 replay = None
                 if episode_id is not None:
                     replay = await self._replay(
-                        persona, episode_id, user_id, conversation_id, message
+                        persona_id, episode_id, user_id, conversation_id, message
                     )
                 if not isinstance(replay, Reply):
                     raise
                 return replay.model_copy(update={"latency_ms": _ms(started)})
-        try:
-            await self._settle(episode, spoken, mode, placement, meter)
-        except StoreError as exc:  # the exchange is stored: say so, so that a retry is safe
-            raise type(exc)(
-                exc.message, **{**exc.context, "episode_id": episode.id, "stored": "answered"}
-            ) from exc
+        if spoken.affect is not None:
+            try:
+                await self._stored(
+                    self._store.put_affect(
+                        spoken.affect.model_copy(update={"episode_id": episode.id})
+                    ),
+                    episode,
+                )
+            except ConflictError:  # another conversation with this user moved it first
+                log.warning("affect_update_lost", persona_id=persona_id, episode_id=episode.id)
         self.lanes.submit(key, partial(self.catch_up, persona_id, conversation_id, episode.turn))
         reply = Reply(
             text=text,
@@ -259,37 +274,16 @@ class DualProcess:
         )
         return reply
 
-    async def _settle(
-        self,
-        episode: Episode,
-        spoken: Spoken,
-        mode: RuntimeMode,
-        placement: AffectPlacement,
-        meter: UsageMeter,
-    ) -> None:
-        """After the answer is stored: the affect state it moved, and the turn registered
-        for the Thinker with the Talker's usage."""
-        if spoken.affect is not None:
-            try:
-                await self._store.put_affect(
-                    spoken.affect.model_copy(update={"episode_id": episode.id})
-                )
-            except ConflictError:  # another conversation with this user moved it first
-                log.warning(
-                    "affect_update_lost", persona_id=episode.persona_id, episode_id=episode.id
-                )
-        turn = self._turn(episode, mode, placement, spoken.narrative_version)
-        self._enrich.book_usage(episode.id)
-        await self._store.begin_turn(
-            turn,
-            usage_rows(
-                meter,
-                persona_id=episode.persona_id,
-                conversation_id=episode.conversation_id,
-                episode_id=episode.id,
-                turn=episode.turn,
-            ),
-        )
+    @staticmethod
+    async def _stored(write: Awaitable[object], episode: Episode) -> None:
+        """A write that follows the stored answer: a store error from it names the stored
+        episode (``stored: answered``), so that a retry with that id is safe."""
+        try:
+            await write
+        except StoreError as exc:
+            raise type(exc)(
+                exc.message, **{**exc.context, "episode_id": episode.id, "stored": "answered"}
+            ) from exc
 
     async def _late(
         self,
@@ -326,28 +320,26 @@ class DualProcess:
             retry_after_seconds=_RETRY_AFTER_SECONDS,
         )
 
-    def _turn(
-        self, episode: Episode, mode: RuntimeMode, placement: AffectPlacement, narrative: int
-    ) -> ThinkerTurn:
+    def _start(
+        self,
+        mode: RuntimeMode,
+        placement: AffectPlacement,
+        narrative: int,
+        usage: tuple[ComponentUsage, ...] = (),
+    ) -> TurnStart:
         thinking = mode is not RuntimeMode.BASELINE or placement is AffectPlacement.THINKER
-        now = self._clock.now()
-        return ThinkerTurn(
-            persona_id=episode.persona_id,
-            episode_id=episode.id,
-            conversation_id=episode.conversation_id,
-            user_id=episode.user_id,
-            turn=episode.turn,
+        return TurnStart(
             mode=mode,
             affect=placement,
             status=ThinkerStatus.PENDING if thinking else ThinkerStatus.DONE,
             narrative_version_used=narrative,
-            created_at=now,
-            updated_at=now,
+            created_at=self._clock.now(),
+            usage=usage,
         )
 
     async def _replay(
         self,
-        persona: Persona,
+        persona_id: str,
         episode_id: str,
         user_id: str,
         conversation_id: str,
@@ -359,7 +351,7 @@ class DualProcess:
         None when the id is new."""
         store = self._store
         try:
-            episode = await store.get_episode(persona.id, episode_id)
+            episode = await store.get_episode(persona_id, episode_id)
         except NotFoundError:
             return None
         if (episode.user_id, episode.conversation_id, episode.user_message) != (
@@ -369,24 +361,24 @@ class DualProcess:
         ):
             raise ConflictError(
                 "episode id already used for another exchange",
-                persona_id=persona.id,
+                persona_id=persona_id,
                 episode_id=episode_id,
             )
         try:
-            turn = await store.get_thinker_turn(persona.id, episode_id)
+            turn = await store.get_thinker_turn(persona_id, episode_id)
         except NotFoundError:
             if not episode.agent_response:
                 return episode  # stored when the answer was late: answer it now
-            turn = await store.begin_turn(
-                self._turn(episode, persona.runtime_mode, persona.affect, 0), []
-            )
+            persona = await store.get_persona(persona_id)
+            start = self._start(persona.runtime_mode, persona.affect, 0)
+            turn = await store.begin_turn(start.turn_of(episode), [])
             self.lanes.submit(
-                (persona.id, conversation_id),
-                partial(self.catch_up, persona.id, conversation_id, episode.turn),
+                (persona_id, conversation_id),
+                partial(self.catch_up, persona_id, conversation_id, episode.turn),
             )
         return Reply(
             text=episode.agent_response,
-            persona_id=persona.id,
+            persona_id=persona_id,
             user_id=user_id,
             conversation_id=conversation_id,
             episode_id=episode.id,

@@ -14,13 +14,12 @@ and the newest 10, 6, 4 or 2 messages, whichever fits in 20k tokens
 from __future__ import annotations
 
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
 
-from sonality.core.budget import Message, conversation_window
+from sonality.core.budget import Message, conversation_window, remembered
 from sonality.errors import LLMError
 from sonality.llm.prompts import Prompt
 from sonality.mind.affect import AffectStages, block, initial_state, self_model_text
@@ -30,19 +29,19 @@ from sonality.models import (
     AffectState,
     ConversationMind,
     Episode,
-    Persona,
     RuntimeMode,
+    TalkerReads,
 )
 from sonality.observability import get_logger
 from sonality.ports import LLM, Clock, PromptSource, Store, StreamingLLM
 
-__all__ = ["Reply", "Spoken", "Talker", "inner_state"]
+__all__ = ["Heard", "Reply", "Spoken", "Talker", "inner_state"]
 
 log = get_logger("sonality.talker")
 
 _RECENT_EPISODES = 5
-"""Episodes read for the window: the newest 10 messages need at most the last five."""
-_FIRST_CACHE = 1024
+"""Episodes read for the window besides the first: the newest 10 messages need at most
+the last five."""
 
 
 class Reply(BaseModel):
@@ -66,6 +65,15 @@ class Reply(BaseModel):
     """Time spent in the Talker's own model calls (including affect stages placed there)."""
     created: bool = True
     """False when ``episode_id`` had been answered before and the stored reply came back."""
+
+
+@dataclass(frozen=True, slots=True)
+class Heard:
+    """What the Talker read before it speaks (:meth:`Talker.read`)."""
+
+    reads: TalkerReads
+    vector: Sequence[float]
+    """The message's embedding the context was read with."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,19 +130,34 @@ class Talker:
         self._store = store
         self._llm = llm
         self._clock = clock
-        self._count = count
+        self._count = remembered(count)  # the window's messages come back turn after turn
         self._contexts = contexts
         self._affect = affect
         self._window_tokens = window_tokens
         self._prompts = prompts
-        self._first: OrderedDict[tuple[str, str], Episode] = OrderedDict()
+
+    async def read(
+        self, persona_id: str, *, user_id: str, conversation_id: str, message: str
+    ) -> Heard:
+        """Everything the Talker needs before it speaks, in one read of the store
+        (``Store.talker_reads``): persona and context, the conversation's Thinker state,
+        its window and the affect state towards the user."""
+        vector = await self._contexts.embed(message)
+        reads = await self._store.talker_reads(
+            persona_id,
+            user_id,
+            conversation_id,
+            vector,
+            **self._contexts.read_sizes(),
+            window=_RECENT_EPISODES,
+        )
+        return Heard(reads=reads, vector=vector)
 
     async def speak(
         self,
-        persona: Persona,
+        heard: Heard,
         *,
         user_id: str,
-        conversation_id: str,
         message: str,
         mode: RuntimeMode,
         placement: AffectPlacement,
@@ -145,20 +168,22 @@ class Talker:
         an exchange whose answer did not come in time: the history ends before it); with
         ``on_text``, each piece of it is passed there as the model writes it (when the
         model streams: else the whole reply at once)."""
-        mind = await self._store.conversation_mind(persona.id, conversation_id)
-        history = await self._history(persona.id, conversation_id)
+        reads = heard.reads
+        persona = reads.context.persona
+        mind = reads.mind
+        history = reads.window
         if before_turn is not None:
-            history = [e for e in history if e.turn < before_turn]
+            history = tuple(e for e in history if e.turn < before_turn)
         spent = 0.0
         ctx: Context | None = None
         state: AffectState | None = None
         new_state: AffectState | None = None
         if placement is not AffectPlacement.OFF:
-            stored = await self._store.get_affect(persona.id, user_id)
+            stored = reads.affect
             state = stored or initial_state(persona.id, user_id, self._clock.now())
             if placement is AffectPlacement.TALKER:
                 started = time.perf_counter()
-                facts = order_facts(await self._store.list_facts(persona.id, user_id))
+                facts = order_facts(reads.context.facts)
                 try:
                     felt = await self._affect.run(
                         persona,
@@ -179,7 +204,9 @@ class Talker:
                     ctx = felt.context
                 spent += time.perf_counter() - started
         if ctx is None:
-            ctx = await self._contexts.build(persona.id, user_id=user_id, message=message)
+            ctx = await self._contexts.assemble(
+                reads.context, user_id=user_id, message=message, vector=heard.vector
+            )
         background = ctx.as_prompt()
         inner = inner_state(mode, mind)
         # the formulation (seed 002) when the stages ran for this message; otherwise the
@@ -188,7 +215,11 @@ class Talker:
         feelings = block(state, current=new_state is not None)
         self_model = self_model_text(persona.self_model)
         transcript = self._transcript(
-            history, message, [background, inner, feelings, self_model], prompt
+            history,
+            message,
+            [background, inner, feelings, self_model],
+            prompt,
+            background_tokens=ctx.tokens,
         )
         started = time.perf_counter()
         variables = {
@@ -220,31 +251,18 @@ class Talker:
 
     # the conversation window ---------------------------------------------------------
 
-    async def _history(self, persona_id: str, conversation_id: str) -> list[Episode]:
-        """The conversation's first episode (cached) and its newest few, in order."""
-        recent = list(
-            reversed(
-                await self._store.list_episodes(
-                    persona_id, conversation_id=conversation_id, limit=_RECENT_EPISODES
-                )
-            )
-        )
-        if not recent or recent[0].turn == 1:
-            return recent
-        key = (persona_id, conversation_id)
-        first = self._first.get(key)
-        if first is None:
-            chain = await self._store.conversation_chain(persona_id, conversation_id)
-            first = await self._store.get_episode(persona_id, chain[0])
-            self._first[key] = first
-            if len(self._first) > _FIRST_CACHE:
-                self._first.popitem(last=False)
-        return [first, *recent]
-
     def _transcript(
-        self, history: Sequence[Episode], message: str, system: list[str], prompt: Prompt
+        self,
+        history: Sequence[Episode],
+        message: str,
+        system: list[str],
+        prompt: Prompt,
+        *,
+        background_tokens: int,
     ) -> str:
-        """The window's earlier messages as text, gaps marked (the new message is apart)."""
+        """The window's earlier messages as text, gaps marked (the new message is apart).
+        ``system[0]`` is the context block, counted already (``background_tokens``); the
+        system part is counted as the sum of its parts."""
         messages: list[Message] = []
         position: dict[int, int] = {}
         for episode in history:
@@ -258,19 +276,19 @@ class Talker:
         new = Message(role="user", content=message)
         messages.append(new)
         position[id(new)] = 2 * (history[-1].turn + 1 if history else 1)
-        counted: dict[str, int] = {}
+        fixed = self._prompts.fixed_text(prompt)
+        joined = "\n".join([fixed, *system])
+        prompt_tokens = (
+            self._count(fixed)
+            + background_tokens
+            + sum(self._count(part) for part in system[1:])
+            + len(system)  # the newlines joining them
+        )
 
         def count(text: str) -> int:  # the ladder counts the same messages again and again
-            if text not in counted:
-                counted[text] = self._count(text)
-            return counted[text]
+            return prompt_tokens if text == joined else self._count(text)
 
-        window = conversation_window(
-            "\n".join([self._prompts.fixed_text(prompt), *system]),
-            messages,
-            count=count,
-            budget=self._window_tokens,
-        )
+        window = conversation_window(joined, messages, count=count, budget=self._window_tokens)
         shown = [m for m in window if m.role != "system" and m is not new]
         if not shown:
             return "(This is the start of our conversation.)"

@@ -57,6 +57,11 @@ class ServerConfig:
     lag_degraded_seconds: float = 60.0
     """``/readyz`` says ``degraded`` once a persona's oldest pending episode or unthought
     Thinker turn is older than this (``SONALITY_LAG_DEGRADED_SECONDS``)."""
+    own_process: bool = False
+    """The app is its process's only tenant (``sonality serve``): once started it moves
+    what startup allocated out of the garbage collector's reach (``gc.freeze``) and
+    collects less often, so that no full collection stops the event loop for tenths of a
+    second under load."""
 
 
 @dataclass

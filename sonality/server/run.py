@@ -103,6 +103,7 @@ def app_from_environment() -> Any:
             cors_origins=options.cors_origins,
             lag_degraded_seconds=settings.lag_degraded_seconds,
             url=_url(options.host, options.port),
+            own_process=True,
         ),
     )
 

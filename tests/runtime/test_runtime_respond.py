@@ -220,3 +220,46 @@ async def test_a_small_window_budget_falls_back_to_fewer_messages(
         assert "[turn 1]" in conversation and "[turn 8]" in conversation
     finally:
         await app.close()
+
+
+async def test_respond_reads_once_and_writes_once(
+    app: Sonality, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Up to its return, respond makes two units of work on the store: one read for
+    everything the Talker needs (``talker_reads``) and one transaction for the exchange
+    and its turn (``append_turn``), whatever the conversation's length."""
+    db = app.store._db  # type: ignore[attr-defined]
+    units = [0]
+    if hasattr(db, "stats"):  # Neo4j: the executor counts its units of work
+
+        def counted() -> int:
+            return int(db.stats.units)
+    else:  # SQLite: every unit of work is one ``run`` on the worker thread
+        run = db.run
+
+        async def counting(*args: Any, **kwargs: Any) -> Any:
+            units[0] += 1
+            return await run(*args, **kwargs)
+
+        monkeypatch.setattr(db, "run", counting)
+
+        def counted() -> int:
+            return units[0]
+
+    # a belief topic met for the first time is embedded and stored by the context (one
+    # more write, once per topic): not counted
+    topics = [0]
+    store_topics = app.store.set_topic_embeddings
+
+    async def storing(*args: Any, **kwargs: Any) -> Any:
+        topics[0] += 1
+        return await store_topics(*args, **kwargs)
+
+    monkeypatch.setattr(app.store, "set_topic_embeddings", storing)
+    for i in range(1, 9):
+        assert await app.drain("ada", max_seconds=60)
+        before, stored = counted(), topics[0]
+        reply = await _respond(app, i)
+        assert reply.turn == i
+        assert counted() - before - (topics[0] - stored) == 2, f"turn {i}"
+    assert await app.drain("ada", max_seconds=60)

@@ -12,6 +12,7 @@ from sonality.errors import ConflictError, NotFoundError, PersonaNotFound, Valid
 from sonality.models import (
     AffectPlacement,
     AffectState,
+    ComponentUsage,
     EpisodeDraft,
     GoalStatus,
     HardGoal,
@@ -24,6 +25,7 @@ from sonality.models import (
     ThinkerStatus,
     ThinkerTurn,
     ThoughtCommit,
+    TurnStart,
     TurnUsage,
 )
 
@@ -321,3 +323,120 @@ async def test_turn_usage_adds_up_per_component(store: Any) -> None:
     ]
     assert rows[0].cost_usd == pytest.approx(0.003)
     assert await store.turn_usage("p2", "c1") == []
+
+
+def _draft(episode_id: str, turn_text: str = "hello", *, cid: str = "c1") -> EpisodeDraft:
+    return EpisodeDraft(
+        id=episode_id,
+        persona_id="p1",
+        user_id="u1",
+        conversation_id=cid,
+        user_message=turn_text,
+        agent_response=f"reply to {turn_text}",
+        created_at=T0,
+    )
+
+
+def _start(**overrides: Any) -> TurnStart:
+    fields: dict[str, Any] = {
+        "mode": RuntimeMode.FULL,
+        "affect": AffectPlacement.THINKER,
+        "narrative_version_used": 0,
+        "created_at": T0,
+        "usage": (ComponentUsage(component="talker", calls=1, input_tokens=100, output_tokens=20),),
+    }
+    return TurnStart(**(fields | overrides))
+
+
+async def test_append_turn_stores_the_exchange_and_its_turn_in_one_step(store: Any) -> None:
+    """append_turn is append_episode and begin_turn together: the episode as the next turn
+    of its conversation, its turn with the stored episode's ids and turn number, the
+    Talker's usage on it; a repeat returns both as stored (usage counted once)."""
+    await _persona(store)
+    await _turns(store, 1)  # c1's turn 1, registered the two-step way
+    episode, created, turn = await store.append_turn(_draft("r2"), _start())
+    assert created and episode == await store.get_episode("p1", "r2")
+    assert episode.turn == 2 and episode.enrichment_status.value == "pending"
+    assert turn == await store.get_thinker_turn("p1", "r2")
+    assert (turn.episode_id, turn.conversation_id, turn.user_id, turn.turn) == (
+        "r2",
+        "c1",
+        "u1",
+        2,
+    )
+    assert (turn.mode, turn.affect, turn.status) == (
+        RuntimeMode.FULL,
+        AffectPlacement.THINKER,
+        ThinkerStatus.PENDING,
+    )
+    assert [
+        (u.turn, u.component, u.calls, u.input_tokens) for u in await store.turn_usage("p1", "c1")
+    ] == [(2, "talker", 1, 100)]
+    again = await store.append_turn(_draft("r2"), _start(status=ThinkerStatus.DONE))
+    assert again == (episode, False, turn)
+    assert len(await store.turn_usage("p1", "c1")) == 1
+    assert [t.turn for t in await store.thinker_turns("p1", "c1")] == [1, 2]
+    # a first turn makes the conversation's Thinker state
+    _, _, first = await store.append_turn(_draft("n1", cid="c2"), _start(usage=()))
+    assert first.turn == 1 and await store.turn_usage("p1", "c2") == []
+    assert (await store.conversation_mind("p1", "c2")).thought_turn == 0
+
+
+async def test_append_turn_refuses_without_writing(store: Any) -> None:
+    """An id used for another exchange is a conflict and writes no turn or usage; an
+    unknown persona is PersonaNotFound; an episode appended without a turn gets one."""
+    await _persona(store)
+    await store.append_turn(_draft("r1"), _start())
+    with pytest.raises(ConflictError):
+        await store.append_turn(_draft("r1", "something else"), _start())
+    with pytest.raises(PersonaNotFound):
+        await store.append_turn(_draft("r9").model_copy(update={"persona_id": "nobody"}), _start())
+    assert [t.turn for t in await store.thinker_turns("p1", "c1")] == [1]
+    assert len(await store.turn_usage("p1", "c1")) == 1
+    plain, _ = await store.append_episode(_draft("r2"))
+    episode, created, turn = await store.append_turn(_draft("r2"), _start())
+    assert (episode, created) == (plain, False) and turn.turn == 2
+    assert [t.turn for t in await store.thinker_turns("p1", "c1")] == [1, 2]
+
+
+async def test_talker_reads_equal_the_separate_reads(store: Any) -> None:
+    """talker_reads is context_reads, conversation_mind, the window (the conversation's
+    first episode and its newest ones, oldest first) and the affect state, in one read."""
+    await _persona(store)
+    [t1, *_] = await _turns(store, 7)
+    await store.commit_thought(_commit(t1, 0, 0, monologue=_entry(t1)))
+    await _turns(store, 2, cid="c2")
+    state = AffectState(
+        persona_id="p1",
+        user_id="u1",
+        version=1,
+        emotional_state="calm",
+        relationship="new",
+        updated_at=T0,
+    )
+    await store.put_affect(state)
+    reads = await store.talker_reads(
+        "p1", "u1", "c1", None, similar_k=0, recent=3, beliefs=4, window=3
+    )
+    assert reads.context == await store.context_reads(
+        "p1", "u1", None, similar_k=0, recent=3, beliefs=4
+    )
+    assert reads.mind == await store.conversation_mind("p1", "c1")
+    assert reads.mind.monologue and reads.affect == await store.get_affect("p1", "u1")
+    newest = list(reversed(await store.list_episodes("p1", conversation_id="c1", limit=3)))
+    assert [e.id for e in reads.window] == ["c1-e1", "c1-e5", "c1-e6", "c1-e7"]
+    assert list(reads.window[1:]) == newest
+    assert reads.window[0] == await store.get_episode("p1", "c1-e1")
+    short = await store.talker_reads(
+        "p1", "u9", "c2", None, similar_k=0, recent=0, beliefs=0, window=5
+    )
+    assert [e.id for e in short.window] == ["c2-e1", "c2-e2"]
+    assert short.affect is None and short.mind.thought_turn == 0
+    empty = await store.talker_reads(
+        "p1", "u1", "none", None, similar_k=0, recent=0, beliefs=0, window=5
+    )
+    assert empty.window == () and empty.mind.narrative is None
+    with pytest.raises(PersonaNotFound):
+        await store.talker_reads(
+            "nobody", "u1", "c1", None, similar_k=0, recent=0, beliefs=0, window=5
+        )

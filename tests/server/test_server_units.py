@@ -3,7 +3,9 @@ scopes, the messages-to-exchanges pairing, the derived conversation id."""
 
 from __future__ import annotations
 
+import gc
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -188,3 +190,29 @@ def test_the_cli_default_key_concurrency_is_the_servers() -> None:
 
     [option] = [p for p in serve.params if p.name == "key_concurrency"]
     assert option.default == KEY_CONCURRENCY == 64
+
+
+async def test_a_server_process_freezes_its_startup_heap(tmp_path: Path) -> None:
+    """``sonality serve`` (``own_process``) freezes what startup allocated and collects
+    less often once started; an app sharing its process (tests, an embedding host)
+    leaves the collector as it found it."""
+    from sonality.config import Settings
+    from sonality.server.app import GC_THRESHOLDS, create_app
+    from sonality.server.deps import ServerConfig
+    from sonality.service import Sonality
+
+    settings = Settings(store=f"sqlite:///{tmp_path / 'gc.db'}")
+    before = gc.get_threshold()
+    try:
+        shared = create_app(lambda: Sonality.open(settings, migrate=True), ServerConfig())
+        async with shared.router.lifespan_context(shared):
+            assert gc.get_freeze_count() == 0 and gc.get_threshold() == before
+        own = create_app(
+            lambda: Sonality.open(settings, migrate=True), ServerConfig(own_process=True)
+        )
+        async with own.router.lifespan_context(own):
+            assert gc.get_freeze_count() > 0
+            assert gc.get_threshold() == GC_THRESHOLDS
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)

@@ -26,13 +26,14 @@ from typing import Any
 from neo4j import AsyncManagedTransaction
 
 from sonality.errors import PersonaNotFound, StoreError
-from sonality.models import Belief, ContextReads, Episode, UserFact
+from sonality.models import Belief, ContextReads, Episode, TalkerReads, UserFact
 from sonality.storage import checks
 from sonality.storage.neo4j import codec
 from sonality.storage.neo4j.cypher import Query
 from sonality.storage.neo4j.episodes import Neo4jEpisodes, episode_from, search_candidates
-from sonality.storage.neo4j.executor import count, fetch_plain
+from sonality.storage.neo4j.executor import count, fetch, fetch_one, fetch_plain
 from sonality.storage.neo4j.personas import persona_from, snapshot_from
+from sonality.storage.neo4j.runtime import _affect_from, _conversation_mind
 
 __all__ = ["BELIEF_CANDIDATES", "Neo4jContext"]
 
@@ -146,6 +147,71 @@ class Neo4jContext(Neo4jEpisodes):
             checks.limit(similar_k),
             checks.limit(recent),
             checks.limit(beliefs),
+        )
+
+    async def _talker_reads(
+        self,
+        tx: AsyncManagedTransaction,
+        persona_id: str,
+        user_id: str,
+        conversation_id: str,
+        vector: list[float] | None,
+        similar_k: int,
+        recent: int,
+        beliefs: int,
+        window: int,
+    ) -> TalkerReads:
+        context = await self._reads(tx, persona_id, user_id, vector, similar_k, recent, beliefs)
+        ids = {"persona_id": persona_id, "conversation_id": conversation_id}
+        newest = await fetch(
+            tx,
+            Query.EPISODE_LIST_CONVERSATION,
+            **ids,
+            user_id=None,
+            since_interaction=None,
+            before=checks.cursor(None),
+            limit=window,
+        )
+        episodes = [episode_from(r["episode"]) for r in reversed(newest)] if window else []
+        first = await fetch_one(tx, Query.EPISODE_CONVERSATION_FIRST, **ids)
+        if first is not None and (not episodes or episodes[0].id != first["episode"]["id"]):
+            head = episode_from(first["episode"])
+            episodes = [head, *(e for e in episodes if e.id != head.id)]
+        affect = await fetch_one(
+            tx, Query.RUNTIME_AFFECT_GET, persona_id=persona_id, user_id=user_id
+        )
+        return TalkerReads(
+            context=context,
+            mind=await _conversation_mind(tx, persona_id, conversation_id),
+            window=tuple(episodes),
+            affect=_affect_from(affect["affect"]) if affect is not None else None,
+        )
+
+    async def talker_reads(
+        self,
+        persona_id: str,
+        user_id: str,
+        conversation_id: str,
+        embedding: Sequence[float] | None,
+        *,
+        similar_k: int,
+        recent: int,
+        beliefs: int = 8,
+        window: int = 5,
+    ) -> TalkerReads:
+        """See :meth:`sonality.ports.RuntimeStore.talker_reads`."""
+        vector = None if embedding is None else self._vector(embedding)
+        return await self._db.read(
+            "talker_reads",
+            self._talker_reads,
+            persona_id,
+            user_id,
+            conversation_id,
+            vector,
+            checks.limit(similar_k),
+            checks.limit(recent),
+            checks.limit(beliefs),
+            checks.limit(window),
         )
 
     async def set_topic_embeddings(

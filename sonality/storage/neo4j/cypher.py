@@ -65,6 +65,7 @@ class Query(StrEnum):
     EPISODE_BY_IDS = "episode/by_ids"
     EPISODE_COUNT_BY_STATUS = "episode/count_by_status"
     EPISODE_CHAIN = "episode/chain"
+    EPISODE_CONVERSATION_FIRST = "episode/conversation_first"
     EPISODE_GET = "episode/get"
     EPISODE_LIST = "episode/list"
     EPISODE_LIST_CONVERSATION = "episode/list_conversation"

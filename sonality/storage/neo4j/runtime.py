@@ -19,12 +19,15 @@ from datetime import datetime
 from typing import Any
 
 from neo4j import AsyncManagedTransaction
+from neo4j.exceptions import ConstraintError
 
-from sonality.errors import NotFoundError, PersonaNotFound, StoreError
+from sonality.errors import ConflictError, NotFoundError, PersonaNotFound, StoreError
 from sonality.models import (
     AffectPlacement,
     AffectState,
     ConversationMind,
+    Episode,
+    EpisodeDraft,
     GoalStatus,
     HardGoal,
     MonologueEntry,
@@ -35,12 +38,14 @@ from sonality.models import (
     ThinkerStatus,
     ThinkerTurn,
     ThoughtCommit,
+    TurnStart,
     TurnUsage,
 )
 from sonality.storage import checks
 from sonality.storage.neo4j import codec
 from sonality.storage.neo4j.cypher import Query
-from sonality.storage.neo4j.executor import Neo4jAggregate, fetch, fetch_one
+from sonality.storage.neo4j.episodes import append_params, appended
+from sonality.storage.neo4j.executor import Neo4jAggregate, fetch, fetch_one, fetch_plain
 from sonality.storage.neo4j.personas import persona_from
 
 __all__ = ["Neo4jRuntime"]
@@ -119,11 +124,16 @@ async def _add_usage(
 
 
 async def _begin_turn(
-    tx: AsyncManagedTransaction, turn: ThinkerTurn, usage: Sequence[TurnUsage]
+    tx: AsyncManagedTransaction,
+    turn: ThinkerTurn,
+    usage: Sequence[TurnUsage],
+    *,
+    new_episode: bool = False,
 ) -> ThinkerTurn:
-    """Register the turn unless it is registered already (then return the stored one)."""
+    """Register the turn unless it is registered already (then return the stored one);
+    ``new_episode``: its episode was created in this transaction, so it has no turn yet."""
     ids = {"persona_id": turn.persona_id, "episode_id": turn.episode_id}
-    existing = await fetch_one(tx, Query.RUNTIME_TURN, **ids)
+    existing = None if new_episode else await fetch_one(tx, Query.RUNTIME_TURN, **ids)
     if existing is not None:
         return _turn_from(existing["turn"])
     checks.usage_of_turn(turn, usage)
@@ -141,6 +151,17 @@ async def _begin_turn(
     if usage:
         await _add_usage(tx, turn.persona_id, usage)
     return turn
+
+
+async def _append_turn(
+    tx: AsyncManagedTransaction, params: dict[str, Any], draft: EpisodeDraft, start: TurnStart
+) -> tuple[Episode, bool, ThinkerTurn]:
+    """``episode/append`` then the turn's registration, in the caller's transaction."""
+    episode, created = appended(await fetch_plain(tx, Query.EPISODE_APPEND, **params), draft)
+    turn = await _begin_turn(
+        tx, start.turn_of(episode), start.usage_of(episode), new_episode=created
+    )
+    return episode, created, turn
 
 
 async def _mark_failed(
@@ -270,6 +291,22 @@ class Neo4jRuntime(Neo4jAggregate):
     async def begin_turn(self, turn: ThinkerTurn, usage: Sequence[TurnUsage]) -> ThinkerTurn:
         """Register a responded turn with the Talker's usage (idempotent)."""
         return await self._db.write("begin_turn", _begin_turn, turn, tuple(usage))
+
+    async def append_turn(
+        self, draft: EpisodeDraft, start: TurnStart
+    ) -> tuple[Episode, bool, ThinkerTurn]:
+        """See :meth:`sonality.ports.RuntimeStore.append_turn`: one write transaction. A
+        concurrent append of the same id that won the constraint race is answered by
+        running it once more (as ``append_episode`` does)."""
+        dims = self._db.embedding_dimensions
+        vector = None if draft.embedding is None else checks.embedding(draft.embedding, dims)
+        params = append_params(draft, vector)
+        try:
+            return await self._db.write("append_turn", _append_turn, params, draft, start)
+        except ConflictError as exc:
+            if not isinstance(exc.__cause__, ConstraintError):
+                raise
+            return await self._db.write("append_turn", _append_turn, params, draft, start)
 
     async def get_thinker_turn(self, persona_id: str, episode_id: str) -> ThinkerTurn:
         """``NotFoundError`` when the episode was not answered by ``respond``."""

@@ -15,13 +15,20 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Mapping, Sequence
 
-from sonality.models import Belief, BeliefStatus, ContextReads
+from sonality.models import Belief, BeliefStatus, ContextReads, Episode, TalkerReads
 from sonality.storage import checks
 from sonality.storage.sqlite import codec
 from sonality.storage.sqlite.enrichment import BELIEF_FIELDS, active_facts
-from sonality.storage.sqlite.episodes import _list, _next_embedding_rev, _similar
+from sonality.storage.sqlite.episodes import (
+    _EPISODES,
+    _list,
+    _next_embedding_rev,
+    _similar,
+    episode_from,
+)
 from sonality.storage.sqlite.executor import SqliteAggregate
 from sonality.storage.sqlite.personas import _current, get_persona
+from sonality.storage.sqlite.runtime import _affect, _mind
 from sonality.storage.sqlite.vectors import EmbeddingCache, TopicCache, encode_embedding
 
 __all__ = ["SqliteContext"]
@@ -110,6 +117,45 @@ def _reads(
     )
 
 
+_FIRST = f"{_EPISODES} WHERE persona_id = ? AND conversation_id = ? ORDER BY seq LIMIT 1"
+
+
+def _window(
+    conn: sqlite3.Connection, persona_id: str, conversation_id: str, newest: int
+) -> tuple[Episode, ...]:
+    """The conversation's ``newest`` episodes, oldest first, led by its first one."""
+    recent = _list(conn, persona_id, None, conversation_id, newest, None)[::-1] if newest else []
+    row = conn.execute(_FIRST, (persona_id, conversation_id)).fetchone()
+    if row is None or (recent and recent[0].id == row["id"]):
+        return tuple(recent)
+    first = episode_from(row)
+    return (first, *[e for e in recent if e.id != first.id])
+
+
+def _talker_reads(
+    conn: sqlite3.Connection,
+    cache: EmbeddingCache,
+    topics: TopicCache,
+    persona_id: str,
+    user_id: str,
+    conversation_id: str,
+    embedding: Sequence[float] | None,
+    similar_k: int,
+    recent: int,
+    beliefs: int,
+    window: int,
+) -> TalkerReads:
+    context = _reads(
+        conn, cache, topics, persona_id, user_id, embedding, similar_k, recent, beliefs
+    )
+    return TalkerReads(
+        context=context,
+        mind=_mind(conn, persona_id, conversation_id),
+        window=_window(conn, persona_id, conversation_id, window),
+        affect=_affect(conn, persona_id, user_id),
+    )
+
+
 def _set_topics(
     conn: sqlite3.Connection, persona_id: str, rows: Sequence[tuple[str, bytes]]
 ) -> int:
@@ -150,6 +196,35 @@ class SqliteContext(SqliteAggregate):
             checks.limit(similar_k),
             checks.limit(recent),
             checks.limit(beliefs),
+        )
+
+    async def talker_reads(
+        self,
+        persona_id: str,
+        user_id: str,
+        conversation_id: str,
+        embedding: Sequence[float] | None,
+        *,
+        similar_k: int,
+        recent: int,
+        beliefs: int = 8,
+        window: int = 5,
+    ) -> TalkerReads:
+        """See :meth:`sonality.ports.RuntimeStore.talker_reads`."""
+        if embedding is not None:
+            checks.embedding(embedding, self._db.embedding_dimensions)
+        return await self._db.read(
+            _talker_reads,
+            self._db.vectors,
+            self._db.topics,
+            persona_id,
+            user_id,
+            conversation_id,
+            embedding,
+            checks.limit(similar_k),
+            checks.limit(recent),
+            checks.limit(beliefs),
+            checks.limit(window),
         )
 
     async def set_topic_embeddings(

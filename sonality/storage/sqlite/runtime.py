@@ -20,6 +20,8 @@ from sonality.models import (
     AffectPlacement,
     AffectState,
     ConversationMind,
+    Episode,
+    EpisodeDraft,
     MonologueEntry,
     Narrative,
     Persona,
@@ -27,12 +29,15 @@ from sonality.models import (
     ThinkerStatus,
     ThinkerTurn,
     ThoughtCommit,
+    TurnStart,
     TurnUsage,
 )
 from sonality.storage import checks
 from sonality.storage.sqlite import codec
+from sonality.storage.sqlite.episodes import append_tx
 from sonality.storage.sqlite.executor import SqliteAggregate, insert_statement, persona_counters
 from sonality.storage.sqlite.personas import get_persona
+from sonality.storage.sqlite.vectors import encode_embedding
 
 __all__ = ["SqliteRuntime"]
 
@@ -106,6 +111,14 @@ def _begin(conn: sqlite3.Connection, turn: ThinkerTurn, usage: Sequence[TurnUsag
     conn.execute(_INSERT_TURN, codec.encode(turn))
     _add_usage(conn, usage)
     return turn
+
+
+def _append_turn(
+    conn: sqlite3.Connection, draft: EpisodeDraft, blob: bytes | None, start: TurnStart
+) -> tuple[Episode, bool, ThinkerTurn]:
+    episode, created = append_tx(conn, draft, blob)
+    turn = _begin(conn, start.turn_of(episode), start.usage_of(episode))
+    return episode, created, turn
 
 
 def _turns(
@@ -293,6 +306,14 @@ class SqliteRuntime(SqliteAggregate):
     async def begin_turn(self, turn: ThinkerTurn, usage: Sequence[TurnUsage]) -> ThinkerTurn:
         """Register a responded turn with the Talker's usage (idempotent)."""
         return await self._db.write(_begin, turn, tuple(usage))
+
+    async def append_turn(
+        self, draft: EpisodeDraft, start: TurnStart
+    ) -> tuple[Episode, bool, ThinkerTurn]:
+        """See :meth:`sonality.ports.RuntimeStore.append_turn`."""
+        dims = self._db.embedding_dimensions
+        blob = None if draft.embedding is None else encode_embedding(draft.embedding, dims)
+        return await self._db.write(_append_turn, draft, blob, start)
 
     async def get_thinker_turn(self, persona_id: str, episode_id: str) -> ThinkerTurn:
         """``NotFoundError`` when the episode was not answered by ``respond``."""
