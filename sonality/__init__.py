@@ -29,15 +29,24 @@ __all__ = [
 if TYPE_CHECKING:
     from sonality.config import Settings
     from sonality.errors import SonalityError
-    from sonality.mind.context import Context
-    from sonality.models import Belief, Episode, Insight, Persona, SelfModel, Snapshot, UserFact
-    from sonality.service import Recorded, Sonality
+    from sonality.models import (
+        Belief,
+        Context,
+        Episode,
+        Insight,
+        Persona,
+        Recorded,
+        SelfModel,
+        Snapshot,
+        UserFact,
+    )
+    from sonality.service import Sonality
     from sonality.sync import SonalitySync
 
 _LAZY = {
     "Settings": "sonality.config",
     "SonalityError": "sonality.errors",
-    "Context": "sonality.mind.context",
+    "Context": "sonality.models",
     "Belief": "sonality.models",
     "Episode": "sonality.models",
     "Insight": "sonality.models",
@@ -45,7 +54,7 @@ _LAZY = {
     "SelfModel": "sonality.models",
     "Snapshot": "sonality.models",
     "UserFact": "sonality.models",
-    "Recorded": "sonality.service",
+    "Recorded": "sonality.models",
     "Sonality": "sonality.service",
     "SonalitySync": "sonality.sync",
 }

@@ -23,70 +23,58 @@ calling ``enrich_pending`` catches up.
 
 from __future__ import annotations
 
-import asyncio
-import uuid
 from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from functools import cached_property
 from types import TracebackType
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Self, Unpack
 
-from pydantic import BaseModel, ConfigDict
-
-from sonality.core.opinion import OpinionParams
 from sonality.core.triggers import TriggerDecision
 from sonality.errors import ValidationError
-from sonality.mind.context import Context, ContextBuilder
-from sonality.mind.enrich_lanes import EnrichLanes
-from sonality.mind.enrichment import Enricher, EnrichReport
 from sonality.mind.inputs import (
     MAX_LIMIT,
     check_bool,
     check_choice,
+    check_exchange,
     check_id,
     check_int,
     check_number,
     check_text,
 )
-from sonality.mind.parts import EnrichMode, Limits, RuntimeSettings, SystemClock, assemble
+from sonality.mind.parts import EnrichMode, Given, Limits, SystemClock, assemble
+from sonality.mind.personas import new_persona
 from sonality.mind.reads import Reads
-from sonality.mind.recording import EpisodeRecorder, Exchange
-from sonality.mind.reflection import ReflectionParams, ReflectionReport, Reflector
 from sonality.models import (
     AffectPlacement,
     AffectState,
     ApiKey,
-    EnrichmentStatus,
-    Episode,
+    Context,
+    EnrichReport,
     Erasure,
     ErasureKind,
+    Exchange,
     FactKind,
     HardGoal,
     KeyScope,
     Lag,
-    MonologueEntry,
-    Narrative,
-    PendingWork,
     Persona,
+    Recorded,
+    ReflectionReport,
     RuntimeMode,
     ScoredEpisode,
     SelfModel,
     Snapshot,
     SoftGoal,
-    ThinkerStatus,
-    ThinkerTurn,
-    TurnUsage,
     UserErasure,
     UserFact,
 )
 from sonality.observability import get_logger
-from sonality.ports import LLM, Clock, Embedder, Store
+from sonality.ports import LLM
 
 if TYPE_CHECKING:  # imported where first used, so a read loads none of them
-    from sonality.mind.archive import Imported
     from sonality.mind.erasure import Eraser
     from sonality.mind.runtime import DualProcess
-    from sonality.mind.talker import Reply
+    from sonality.models import Imported, Reply
 
 __all__ = ["EnrichMode", "Exchange", "Limits", "Recorded", "Sonality", "SystemClock"]
 
@@ -95,41 +83,6 @@ log = get_logger("sonality")
 _MAX_NARRATIVE_CHARS = 100_000
 _MAX_TOKEN_BUDGET = 1_000_000
 _MAX_WAIT_SECONDS = 86_400.0
-_STORE_DRAIN_SECONDS = 30.0
-"""How long ``drain(everywhere=True)`` watches the store when no ``max_seconds`` is given."""
-_STORE_POLL_SECONDS = 0.2
-
-
-class Recorded(BaseModel):
-    """What ``record`` returns: the stored episode (re-read after enrichment) and whether
-    this call created it."""
-
-    model_config = ConfigDict(frozen=True, defer_build=True)
-
-    episode: Episode
-    created: bool
-    enrichment: EnrichReport | None = None
-
-    @property
-    def status(self) -> str:
-        return self.episode.enrichment_status.value
-
-
-_SELF_MODEL_ITEMS = 20
-
-
-def _check_self_model(model: SelfModel, limit: int) -> SelfModel:
-    """Each list of the self-model: at most 20 non-blank items of at most ``limit``
-    characters, stripped."""
-    checked: dict[str, tuple[str, ...]] = {}
-    for name in ("traits", "values", "goals"):
-        items = tuple(getattr(model, name))
-        if len(items) > _SELF_MODEL_ITEMS:
-            raise ValidationError(
-                f"a self-model has at most {_SELF_MODEL_ITEMS} {name}", field=name
-            )
-        checked[name] = tuple(check_text(item, field=name, limit=limit).strip() for item in items)
-    return SelfModel(**checked)
 
 
 class Sonality(Reads):
@@ -137,46 +90,11 @@ class Sonality(Reads):
     that only list or look up (``beliefs``, ``episodes``, ``export`` …) are inherited from
     :class:`~sonality.mind.reads.Reads`."""
 
-    def __init__(
-        self,
-        *,
-        store: Store,
-        llm: LLM | None = None,
-        embedder: Embedder | None = None,
-        clock: Clock | None = None,
-        opinion: OpinionParams | None = None,
-        limits: Limits | None = None,
-        count_tokens: Callable[[str], int] | None = None,
-        owns_store: bool = False,
-        reflection: ReflectionParams | None = None,
-        owner: str | None = None,
-        runtime: RuntimeSettings | None = None,
-        recorder: EpisodeRecorder | None = None,
-        enricher: Enricher | None = None,
-        reflector: Reflector | None = None,
-        context_builder: ContextBuilder | None = None,
-        lanes: EnrichLanes | None = None,
-    ) -> None:
-        """Build from parts (``Sonality(**parts)``) or from some of them: what is missing
-        is assembled with the defaults by ``sonality.mind.parts.assemble``."""
-        parts = assemble(
-            store=store,
-            llm=llm,
-            embedder=embedder,
-            clock=clock,
-            opinion=opinion,
-            limits=limits,
-            count_tokens=count_tokens,
-            owns_store=owns_store,
-            reflection=reflection,
-            owner=owner,
-            runtime=runtime,
-            recorder=recorder,
-            enricher=enricher,
-            reflector=reflector,
-            context_builder=context_builder,
-            lanes=lanes,
-        )
+    def __init__(self, **given: Unpack[Given]) -> None:
+        """Build from parts (``Sonality(**parts)``) or from some of them (``store=…,
+        llm=…``): what is missing is assembled with the defaults by
+        ``sonality.mind.parts.assemble``."""
+        parts = assemble(**given)
         self.store = parts.store
         self.llm = parts.llm
         self.embedder = parts.embedder
@@ -242,22 +160,14 @@ class Sonality(Reads):
         ``RuntimeSettings.shutdown_seconds`` in all, cancel what still runs, then close
         the store if this facade opened it. Nothing is lost: every episode and turn not
         done stays pending for the next process or the worker."""
-        bound = self.runtime.shutdown_seconds
-        loop = asyncio.get_running_loop()
-        started = loop.time()
-        deadline = None if bound is None else started + bound
-        self.lanes.stop()
-        if self._dual is not None:  # background thinking first, while the store is open
-            await self._dual.close(bound)
-        # then background enrichment, within what is left of the bound
-        left = None if deadline is None else max(0.0, deadline - loop.time())
-        await self.lanes.close(max_seconds=left)
+        from sonality.mind.drain import shut_down
+
+        await shut_down(self.runtime.shutdown_seconds, dual=self._dual, lanes=self.lanes)
         aclose = getattr(self.llm, "aclose", None)
         if aclose is not None:
             await aclose()
         if self._owns_store:
             await self.store.close()
-        log.info("sonality_closed", duration_ms=round((loop.time() - started) * 1000, 1))
 
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` by the counter every budget of this deployment uses."""
@@ -275,25 +185,14 @@ class Sonality(Reads):
     ) -> Persona:
         """Create a persona. Its first snapshot is ``snapshot`` or the core identity;
         ``self_model`` (traits, values, goals) is fixed with the core identity."""
-        check_id(persona_id, "persona_id")
-        check_text(name, field="name", limit=self.limits.max_name_chars)
-        check_text(core_identity, field="core_identity", limit=self.limits.max_identity_chars)
-        if snapshot is not None:
-            check_text(snapshot, field="snapshot", limit=self.limits.max_identity_chars)
-        if self_model is not None and not isinstance(self_model, SelfModel):
-            raise ValidationError("self_model must be a SelfModel", field="self_model")
-        model = _check_self_model(self_model or SelfModel(), self.limits.max_name_chars)
-        now = self.clock.now()
-        persona = Persona(
-            id=persona_id,
+        persona, first = new_persona(
+            persona_id,
             name=name,
             core_identity=core_identity,
-            created_at=now,
-            self_model=model,
-            incarnation=uuid.uuid4().hex,
-        )
-        first = Snapshot(
-            persona_id=persona_id, version=1, text=snapshot or core_identity, created_at=now
+            snapshot=snapshot,
+            self_model=self_model,
+            limits=self.limits,
+            now=self.clock.now(),
         )
         created = await self.store.create_persona(persona, first)
         log.info("persona_created", persona_id=persona_id)
@@ -310,30 +209,16 @@ class Sonality(Reads):
         """Make an API key; returns the stored key and the token, which is shown once
         (only its hash is stored). A read or write key names its personas; an admin key
         without personas sees every persona. The personas must exist."""
-        from sonality.core.keys import hash_secret, mint
+        from sonality.mind.keys import create_key
 
-        try:
-            level = KeyScope(scope)
-        except ValueError:
-            raise ValidationError(
-                "scope must be read, write, admin or metrics", field="scope"
-            ) from None
-        ids = tuple(dict.fromkeys(check_id(p, "persona_id") for p in persona_ids))
-        check_text(name, field="name", limit=self.limits.max_name_chars, allow_empty=True)
-        personas = [await self.store.get_persona(persona_id) for persona_id in ids]
-        key_id, secret, token = mint()
-        key = ApiKey(
-            id=key_id,
-            secret_hash=hash_secret(secret),
-            scope=level,
-            persona_ids=ids,
-            incarnations=tuple(p.incarnation for p in personas),
+        return await create_key(
+            self.store,
+            self.clock.now(),
+            scope=scope,
+            persona_ids=persona_ids,
             name=name,
-            created_at=self.clock.now(),
+            max_name_chars=self.limits.max_name_chars,
         )
-        created = await self.store.create_key(key)
-        log.info("api_key_created", key_id=key_id, scope=level.value, personas=len(ids))
-        return created, token
 
     async def key(self, key_id: str) -> ApiKey:
         """The stored key (``NotFoundError`` when unknown)."""
@@ -387,16 +272,10 @@ class Sonality(Reads):
         """``ValidationError`` when ``record_batch`` would refuse this exchange (ids,
         message and response against the limits), so a caller can report bad items one
         by one and batch the rest."""
-        check_id(exchange.user_id, "user_id")
-        check_id(exchange.conversation_id, "conversation_id")
-        if exchange.episode_id is not None:
-            check_id(exchange.episode_id, "episode_id")
-        check_text(exchange.message, field="message", limit=self.limits.max_message_chars)
-        check_text(
-            exchange.response,
-            field="response",
-            limit=self.limits.max_response_chars,
-            allow_empty=True,
+        check_exchange(
+            exchange,
+            message_chars=self.limits.max_message_chars,
+            response_chars=self.limits.max_response_chars,
         )
 
     async def record_batch(
@@ -439,11 +318,7 @@ class Sonality(Reads):
         if limit is not None:
             check_int(limit, field="limit", low=1, high=MAX_LIMIT)
         check_bool(retry_failed, field="retry_failed")
-        embedded = await self.recorder.backfill(persona_id)
-        report = await self.enricher.enrich_pending(
-            persona_id, limit=limit, retry_failed=retry_failed, insights=True
-        )
-        return report.model_copy(update={"embedded": embedded}) if embedded else report
+        return await self.lanes.enrich_pending(persona_id, limit=limit, retry_failed=retry_failed)
 
     async def context(
         self,
@@ -475,16 +350,11 @@ class Sonality(Reads):
     ) -> list[ScoredEpisode]:
         """The user's episodes most like ``query``, scored by similarity, recency and
         importance as the context ranks them, best first."""
-        from sonality.core.retrieval import rank_episodes
-
         check_id(persona_id, "persona_id")
         check_id(user_id, "user_id")
         check_text(query, field="query", limit=self.limits.max_message_chars)
         check_int(limit, field="limit", low=1, high=100)
-        await self.store.get_persona(persona_id)
-        [vector] = await self.embedder.embed([query])
-        similar = await self.store.similar_episodes(persona_id, user_id, vector, k=limit)
-        return rank_episodes(similar, self.clock.now(), limit)
+        return await self.context_builder.search(persona_id, user_id, query, limit)
 
     # forgetting and correcting (mind/erasure.py) ----------------------------------------
     @cached_property
@@ -638,30 +508,10 @@ class Sonality(Reads):
     async def rollback_snapshot(self, persona_id: str, to_version: int) -> Snapshot:
         """Make version ``to_version``'s text CURRENT again, as a new version recorded
         as ``rollback:<N>`` (history is never rewritten)."""
-        from sonality.errors import NotFoundError
-
-        check_int(to_version, field="to_version", low=1, high=2**62)
-        history = await self.store.snapshot_history(check_id(persona_id, "persona_id"))
-        target = next((s for s in history if s.version == to_version), None)
-        if target is None:
-            raise NotFoundError(
-                "no such snapshot version", persona_id=persona_id, version=to_version
-            )
-        snapshot = Snapshot(
-            persona_id=persona_id,
-            version=history[0].version + 1,
-            text=target.text,
-            reason=f"rollback:{to_version}",
-            created_at=self.clock.now(),
+        return await self.reflector.rollback(
+            check_id(persona_id, "persona_id"),
+            check_int(to_version, field="to_version", low=1, high=2**62),
         )
-        created = await self.store.append_snapshot(snapshot)
-        log.info(
-            "snapshot_rolled_back",
-            persona_id=persona_id,
-            to_version=to_version,
-            version=created.version,
-        )
-        return created
 
     def add_due_listener(self, listener: Callable[[str], object]) -> None:
         """Call ``listener(persona_id)`` when a ``record`` in this process makes a persona
@@ -755,51 +605,22 @@ class Sonality(Reads):
         process died stays pending until ``retry_thinking`` closes it, and episodes
         stay pending without a model: ``drain`` then returns False, and ``pending``
         says what is left."""
+        from sonality.mind.drain import drain
+
         check_id(persona_id, "persona_id")
         if conversation_id is not None:
             check_id(conversation_id, "conversation_id")
         if max_seconds is not None:
             check_number(max_seconds, field="max_seconds", low=0, high=_MAX_WAIT_SECONDS)
-        check_bool(everywhere, field="everywhere")
-        loop = asyncio.get_running_loop()
-        if everywhere and max_seconds is None:
-            max_seconds = _STORE_DRAIN_SECONDS
-        deadline = None if max_seconds is None else loop.time() + max_seconds
-
-        def left() -> float | None:
-            return None if deadline is None else max(0.0, deadline - loop.time())
-
-        if self._dual is not None and not await self._dual.drain(
-            persona_id, conversation_id, max_seconds
-        ):
-            return False
-        if not await self.lanes.drain(persona_id, left()):
-            return False
-        if not everywhere:
-            return True
-        while not (await self.pending(persona_id, conversation_id=conversation_id)).none:
-            wait = left()
-            assert wait is not None  # everywhere always has a deadline
-            if wait <= 0:
-                return False
-            await asyncio.sleep(min(_STORE_POLL_SECONDS, wait))
-        return True
-
-    async def pending(self, persona_id: str, *, conversation_id: str | None = None) -> PendingWork:
-        """What the store holds as pending background work of the persona, whichever
-        process will do it: episodes not enriched yet, and Thinker turns not thought about
-        yet (of ``conversation_id``, or of every conversation)."""
-        pid = await self._known(persona_id)
-        episodes = (await self.store.count_episodes(pid)).get(EnrichmentStatus.PENDING.value, 0)
-        if conversation_id is not None:
-            turns = await self.store.thinker_turns(
-                pid, check_id(conversation_id, "conversation_id")
-            )
-        else:  # every failed turn and every pending one touched before a century from now
-            later = self.clock.now() + timedelta(days=36_500)
-            turns = await self.store.list_thinker_retries(pid, stale_before=later)
-        waiting = sum(t.status is ThinkerStatus.PENDING for t in turns)
-        return PendingWork(episodes=episodes, turns=waiting)
+        return await drain(
+            persona_id,
+            conversation_id=conversation_id,
+            max_seconds=max_seconds,
+            everywhere=check_bool(everywhere, field="everywhere"),
+            dual=self._dual,
+            lanes=self.lanes,
+            pending=self.pending,
+        )
 
     async def lag(
         self, persona_ids: Sequence[str] | None = None, *, now: datetime | None = None
@@ -815,45 +636,6 @@ class Sonality(Reads):
             return 0
         return await self._dual_process().retry(persona_id)
 
-    async def narrative(self, persona_id: str, *, conversation_id: str) -> Narrative | None:
-        """The conversation's latest committed narrative, or None."""
-        mind = await self.store.conversation_mind(
-            await self._known(persona_id), check_id(conversation_id, "conversation_id")
-        )
-        return mind.narrative
-
-    async def narratives(self, persona_id: str, *, conversation_id: str) -> list[Narrative]:
-        """The stored narrative versions, newest first."""
-        return await self.store.narrative_history(
-            await self._known(persona_id), check_id(conversation_id, "conversation_id")
-        )
-
-    async def monologue(self, persona_id: str, *, conversation_id: str) -> list[MonologueEntry]:
-        """The conversation's bounded inner-monologue history, oldest first."""
-        mind = await self.store.conversation_mind(
-            await self._known(persona_id), check_id(conversation_id, "conversation_id")
-        )
-        return list(mind.monologue)
-
-    async def thinker_turns(self, persona_id: str, *, conversation_id: str) -> list[ThinkerTurn]:
-        """Where the Thinker is with each turn of the conversation."""
-        return await self.store.thinker_turns(
-            await self._known(persona_id), check_id(conversation_id, "conversation_id")
-        )
-
-    async def turn_usage(self, persona_id: str, *, conversation_id: str) -> list[TurnUsage]:
-        """Model calls, tokens and cost per turn and component (talker, monologue,
-        controller, enrichment, affect)."""
-        return await self.store.turn_usage(
-            await self._known(persona_id), check_id(conversation_id, "conversation_id")
-        )
-
-    async def affect_state(self, persona_id: str, *, user_id: str) -> AffectState | None:
-        """The persona's affective state towards the user (None before any)."""
-        return await self.store.get_affect(
-            await self._known(persona_id), check_id(user_id, "user_id")
-        )
-
     async def set_affect(
         self,
         persona_id: str,
@@ -866,34 +648,19 @@ class Sonality(Reads):
     ) -> AffectState:
         """Seed or change the affect state towards a user (goals, mood, relationship);
         strings as hard goals are one level each, in order."""
-        from sonality.mind.affect import configure, initial_state
+        from sonality.mind.personas import set_affect
 
-        check_id(persona_id, "persona_id")
-        check_id(user_id, "user_id")
-        for field, text in (("emotional_state", emotional_state), ("relationship", relationship)):
-            if text is not None:
-                check_text(text, field=field, limit=self.limits.max_identity_chars)
-        for field, goals in (("hard_goals", hard_goals), ("soft_goals", soft_goals)):
-            if goals is None:
-                continue
-            if isinstance(goals, str) or not isinstance(goals, Sequence):
-                raise ValidationError(f"{field} must be a list", field=field)
-            for goal in goals:
-                if isinstance(goal, str):
-                    check_text(goal, field=field, limit=self.limits.max_identity_chars)
-                elif not isinstance(goal, HardGoal | SoftGoal):
-                    raise ValidationError(f"{field} must hold text or goals", field=field)
-        now = self.clock.now()
-        current = await self.store.get_affect(persona_id, user_id)
-        state = configure(
-            current or initial_state(persona_id, user_id, now),
-            now=now,
+        return await set_affect(
+            self.store,
+            check_id(persona_id, "persona_id"),
+            check_id(user_id, "user_id"),
+            now=self.clock.now(),
+            limit=self.limits.max_identity_chars,
             emotional_state=emotional_state,
             relationship=relationship,
             hard_goals=hard_goals,
             soft_goals=soft_goals,
         )
-        return await self.store.put_affect(state)
 
     async def set_runtime(
         self,
@@ -903,18 +670,9 @@ class Sonality(Reads):
         affect: AffectPlacement | str | None = None,
     ) -> Persona:
         """Set the persona's default runtime mode and affect placement for ``respond``."""
-        current = await self.store.get_persona(check_id(persona_id, "persona_id"))
-        run_mode = (
-            current.runtime_mode if mode is None else check_choice(mode, RuntimeMode, field="mode")
-        )
-        placement = (
-            current.affect
-            if affect is None
-            else check_choice(affect, AffectPlacement, field="affect")
-        )
-        return await self.store.set_persona_runtime(
-            persona_id, runtime_mode=run_mode, affect=placement
-        )
+        from sonality.mind.personas import set_runtime
+
+        return await set_runtime(self.store, check_id(persona_id, "persona_id"), mode, affect)
 
 
 class _Opening:

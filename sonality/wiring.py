@@ -5,13 +5,20 @@ chooses adapters and reads configuration).
 model and the embedder, fills the tunables from the settings, and returns the complete
 :class:`~sonality.mind.parts.Parts`; ``Sonality.open`` builds the facade from them with
 ``Sonality(**parts)``. Nothing here imports the facade.
+
+It is also the faces' one door below the facade (``cli/`` and ``server/`` import only
+``sonality``, ``sonality.models``, ``sonality.errors`` and this module; see
+``tests/test_layers.py``): the store's port type and the few entry-point helpers they use
+(logging set-up, shipped files, the prompt names, the token counter, the archive copy,
+the ingest reader) are re-exported at the end, lazily, so importing this module loads none
+of them.
 """
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sonality.config import Settings, default_store_url, legacy_store_path
 from sonality.errors import ConfigError
@@ -19,17 +26,35 @@ from sonality.observability import get_logger
 from sonality.ports import LLM, PromptSource, UsageSink
 
 if TYPE_CHECKING:
+    from sonality.config import redact_url as redact_url
+    from sonality.llm.prompts import Prompt as Prompt
+    from sonality.llm.tokens import count_tokens as count_tokens
+    from sonality.mind.archive import copy_personas as copy_personas
+    from sonality.mind.ingest import read_exchanges as read_exchanges
     from sonality.mind.parts import Parts
-    from sonality.mind.reads import Reads
+    from sonality.mind.reads import Reads as Reads
     from sonality.mind.reflection import ReflectionParams
-    from sonality.ports import Store
+    from sonality.observability import configure_logging as configure_logging
+    from sonality.observability import quiet as quiet
+    from sonality.ports import Store as Store
+    from sonality.resources import resource_dir as resource_dir
 
 __all__ = [
+    "Prompt",
+    "Reads",
+    "Store",
+    "configure_logging",
+    "copy_personas",
+    "count_tokens",
     "load_llm_factory",
     "open_parts",
     "open_reads",
     "open_store",
+    "quiet",
+    "read_exchanges",
+    "redact_url",
     "reflection_params",
+    "resource_dir",
     "settings_llm",
 ]
 
@@ -232,3 +257,30 @@ async def _open_migrated(settings: Settings, migrate: bool | None) -> Store:
         await store.close()
         raise
     return store
+
+
+# what the faces use from below the facade, imported on first use ----------------------
+_FOR_THE_FACES = {
+    "Prompt": "sonality.llm.prompts",
+    "Reads": "sonality.mind.reads",
+    "Store": "sonality.ports",
+    "configure_logging": "sonality.observability",
+    "copy_personas": "sonality.mind.archive",
+    "count_tokens": "sonality.llm.tokens",
+    "quiet": "sonality.observability",
+    "read_exchanges": "sonality.mind.ingest",
+    "redact_url": "sonality.config",
+    "resource_dir": "sonality.resources",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import a re-exported name on first use (``sonality --help`` loads none of them)."""
+    module = _FOR_THE_FACES.get(name)
+    if module is None:
+        raise AttributeError(f"module 'sonality.wiring' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

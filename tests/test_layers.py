@@ -18,7 +18,7 @@ and never a higher layer):
 9. ``testing/`` — the shipped fakes (anything below ``service``)
 10. ``service`` — the facade, ``Sonality(**parts)``
 11. ``sonality`` itself — the public namespace (re-exports the facade)
-12. ``scheduler``, ``browser_assets`` — the worker and the Browser asset server
+12. ``scheduler`` — the worker
 13. ``eval/``, ``server/`` — the evaluation suite and the HTTP server (the only package
     with the web stack), both over the facade; the CLI mounts the one's commands and
     starts the other (``sonality serve``, ``sonality mcp``)
@@ -55,7 +55,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("service",),
     ("sync",),
     (ROOT,),
-    ("scheduler", "browser"),
+    ("scheduler",),
     ("eval", "server"),
     ("cli",),
     ("__main__",),
@@ -234,3 +234,45 @@ def test_the_walk_sees_function_local_and_type_checking_imports() -> None:
         "sonality.mind.context": 7,
         "sonality.llm.prompts": 8,
     }
+
+
+FACES = ("server", "cli")
+"""The faces people use: the HTTP server (REST, OpenAI-compatible, MCP) and the CLI."""
+FACE_DOORS = ("sonality", "sonality.models", "sonality.errors", "sonality.wiring")
+"""What a face may import of the layers below it: the facade (the public namespace,
+``sonality``), its vocabulary, its errors, and the wiring (settings → parts, and the few
+entry-point helpers it re-exports)."""
+FACE_NEIGHBOURS = ("server", "cli", "eval", "scheduler", "testing")
+"""Besides the doors, a face may use the other entry-level packages: the CLI starts the
+server, the worker and the evaluation suite, and its ``demo``
+runs on the shipped scripted model (``testing``), which needs no API key."""
+
+
+def _door(target: str) -> bool:
+    return any(target == door or target.startswith(f"{door}.") for door in FACE_DOORS[1:]) or (
+        target == FACE_DOORS[0]
+    )
+
+
+def test_the_faces_go_through_the_facade() -> None:
+    """``server/`` and ``cli/`` never reach past the facade: they import ``sonality``,
+    ``sonality.models``, ``sonality.errors`` and ``sonality.wiring`` (and the other
+    entry-level packages), never ``mind``, ``storage``, ``core``, ``llm``, ``ports``,
+    ``config`` or the facade's own module — anything they need is a name of those four."""
+    bad = [
+        f"{module}:{line} -> {target}"
+        for module, targets in _edges().items()
+        if _area(module) in FACES
+        for target, line in sorted(targets.items())
+        if not _door(target) and _area(target) not in FACE_NEIGHBOURS
+    ]
+    assert bad == []
+
+
+def test_the_faces_rule_sees_a_reach_past_the_facade() -> None:
+    """The rule's own check: a face importing ``mind``, ``storage`` or ``service`` is caught,
+    one importing the four doors is not."""
+    reach = ["sonality.mind.talker", "sonality.storage.checks", "sonality.service"]
+    assert [t for t in reach if not _door(t) and _area(t) not in FACE_NEIGHBOURS] == reach
+    doors = ["sonality", "sonality.models.keys", "sonality.errors", "sonality.wiring"]
+    assert [t for t in doors if not _door(t)] == []

@@ -246,6 +246,7 @@ SONALITY_METHODS: dict[str, tuple[str, bool, list[tuple[str, str, object]]]] = {
             ("episode_id", _K, None),
             ("mode", _K, None),
             ("affect", _K, None),
+            ("on_text", _K, None),
         ],
     ),
     "retry_thinking": ("method", True, [("persona_id", _P, _REQUIRED)]),
@@ -354,15 +355,23 @@ def test_sonality_public_methods_are_pinned() -> None:
 
 
 def test_sonality_constructor_keeps_its_documented_parameters() -> None:
-    """``Sonality(store=..., llm=..., embedder=..., clock=..., ...)`` keeps every parameter
-    it has always taken, in order, with its kind and default; anything added after them is
-    keyword-only with a default (an old call never breaks)."""
+    """``Sonality(store=..., llm=..., embedder=..., clock=..., ...)`` keeps every keyword
+    it has always taken, in order (the constructor takes ``**given: Unpack[Given]``, the
+    one list of part names): an old call never breaks. Each keeps its default, which
+    ``assemble`` fills; only ``store`` is required."""
+    import inspect
+
+    from sonality.mind.parts import Given
     from sonality.service import Sonality
 
-    params = _parameters(Sonality.__init__)
-    assert params[: len(SONALITY_CONSTRUCTOR)] == SONALITY_CONSTRUCTOR
-    for name, kind, default in params[len(SONALITY_CONSTRUCTOR) :]:
-        assert kind == _K and default is not _REQUIRED, name
+    [_, (_, given_kind)] = [
+        (p.name, p.kind) for p in inspect.signature(Sonality.__init__).parameters.values()
+    ]
+    assert given_kind is inspect.Parameter.VAR_KEYWORD
+    names = list(Given.__annotations__)
+    assert names[: len(SONALITY_CONSTRUCTOR)] == [name for name, _, _ in SONALITY_CONSTRUCTOR]
+    assert "Required[Store]" in str(Given.__annotations__["store"])
+    assert all(default is _REQUIRED for name, _, default in SONALITY_CONSTRUCTOR if name == "store")
 
 
 async def test_sonality_instance_attributes_stay(sqlite_store: Any) -> None:

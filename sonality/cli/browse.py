@@ -1,5 +1,5 @@
 """``sonality browse``: serve the Neo4j Browser style, guide and saved queries
-(:mod:`sonality.browser_assets`) and print the Browser address to open."""
+(:mod:`sonality.cli.browser_assets`) and print the Browser address to open."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from sonality.cli.shell import CliState
 __all__ = ["DEFAULT_PORT", "browse"]
 
 DEFAULT_PORT = 8765
-"""``sonality.browser_assets.DEFAULT_PORT``, repeated so that ``--help`` does not load the
+"""``sonality.cli.browser_assets.DEFAULT_PORT``, repeated so that ``--help`` does not load the
 HTTP server (a test keeps the two equal)."""
 
 
@@ -62,7 +62,7 @@ def browse(
     """Serve the Neo4j Browser style, guide and saved queries; print the Browser URL."""
     from urllib.parse import urlsplit
 
-    from sonality.browser_assets import (
+    from sonality.cli.browser_assets import (
         BrowseAssets,
         BrowseServer,
         bolt_from_store,

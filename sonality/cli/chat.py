@@ -28,8 +28,8 @@ import click
 from sonality.cli.shell import CliState, llm_option, persona_option, run
 
 if TYPE_CHECKING:
+    from sonality import Sonality
     from sonality.models import Persona
-    from sonality.service import Sonality
 
 __all__ = ["chat"]
 
@@ -210,8 +210,7 @@ async def chat(
     import asyncio
 
     from sonality.errors import LLMUnavailable
-    from sonality.llm.tokens import count_tokens
-    from sonality.observability import configure_logging
+    from sonality.wiring import configure_logging, count_tokens
 
     settings = state.settings
     if not verbose:

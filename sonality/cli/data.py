@@ -20,9 +20,8 @@ import click
 from sonality.cli.shell import CliState, emit, json_option, lines, persona_option, run
 
 if TYPE_CHECKING:
-    from sonality.mind.archive import Imported
-    from sonality.models import Erasure, UserErasure, UserFact
-    from sonality.ports import Store
+    from sonality.models import Erasure, Imported, UserErasure, UserFact
+    from sonality.wiring import Store
 
 __all__ = [
     "copy",
@@ -353,7 +352,7 @@ async def copy(
 ) -> None:
     """Copy personas between stores (sqlite:///… or bolt://…), as export + import would;
     the target is migrated first. Copying again changes nothing."""
-    from sonality.mind.archive import copy_personas
+    from sonality.wiring import copy_personas
 
     async with (
         _store_at(state, source, migrate=False) as src,

@@ -24,8 +24,7 @@ async def demo(state: CliState, persona_id: str) -> None:
     import json
 
     from sonality.errors import PersonaNotFound
-    from sonality.observability import quiet
-    from sonality.resources import resource_dir
+    from sonality.wiring import quiet, resource_dir
 
     samples = resource_dir("samples")
     rows = [

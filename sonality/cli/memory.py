@@ -21,8 +21,7 @@ from sonality.cli.shell import (
 
 if TYPE_CHECKING:
     from sonality.errors import SonalityError
-    from sonality.mind.reads import Backlog
-    from sonality.models import Belief, Episode, Persona, UserFact
+    from sonality.models import Backlog, Belief, Episode, Persona, UserFact
 
 __all__ = [
     "beliefs",
@@ -263,9 +262,8 @@ async def ingest(
     import asyncio
 
     from sonality.errors import ConflictError, ValidationError
-    from sonality.mind.ingest import BadLine, read_exchanges
-    from sonality.mind.recording import Exchange
-    from sonality.observability import quiet
+    from sonality.models import BadLine, Exchange
+    from sonality.wiring import quiet, read_exchanges
 
     data = await asyncio.to_thread(file.read_bytes)
     show = state.verbosity >= 0
@@ -379,8 +377,8 @@ class _Counter:
 
 async def _enrich_with_bar(app: Any, persona_id: str, state: CliState, show: bool) -> Any:
     """Enrich the pending episodes a chunk at a time under a bar; the summed report."""
-    from sonality.mind.enrichment import EnrichReport
-    from sonality.observability import quiet
+    from sonality.models import EnrichReport
+    from sonality.wiring import quiet
 
     with quiet(state.verbosity <= 0):
         report = await app.enrich_pending(persona_id, limit=_ENRICH_STEP)

@@ -26,8 +26,7 @@ from sonality.cli.shell import (
 )
 
 if TYPE_CHECKING:
-    from sonality.mind.reflection import ReflectionReport
-    from sonality.models import Reflection, Snapshot
+    from sonality.models import Reflection, ReflectionReport, Snapshot
 
 __all__ = ["reflect", "reflections", "snapshot", "worker"]
 
@@ -136,7 +135,7 @@ async def reflect(
     payload = [_report_json(r) for r in reports]
     emit(payload if all_personas else payload[0], as_json, text)
     from sonality.errors import ConfigError, LeaseHeld
-    from sonality.mind.reflection import LEASE_HELD, NO_MODEL
+    from sonality.models import LEASE_HELD, NO_MODEL
 
     if any(r.outcome == "failed" and r.reason == NO_MODEL for r in reports):
         raise ConfigError("no model is configured: set SONALITY_MODEL or pass --llm")

@@ -11,7 +11,7 @@ from sonality import __version__
 from sonality.cli.shell import CliState, Unsuccessful, emit, json_option, run
 
 if TYPE_CHECKING:
-    from sonality.config import Settings
+    from sonality import Settings
     from sonality.models import OldestPending
 
 __all__ = ["doctor", "migrate"]
@@ -73,8 +73,8 @@ async def doctor(state: CliState, as_json: bool, call_model: bool) -> None:
     """
     from datetime import UTC, datetime
 
-    from sonality.config import redact_url
     from sonality.errors import ConfigError, SonalityError
+    from sonality.wiring import redact_url
 
     settings = state.settings
     report: dict[str, Any] = {
@@ -251,8 +251,7 @@ async def _ping_model(settings: Settings) -> str | None:
     """None when the model answered; else why not, in one line (a refused configuration
     says so, with the provider's message)."""
     from sonality.errors import LLMConfigError, SonalityError
-    from sonality.llm.prompts import Prompt
-    from sonality.wiring import settings_llm
+    from sonality.wiring import Prompt, settings_llm
 
     llm = settings_llm(settings)
     assert llm is not None

@@ -16,10 +16,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, ParamSpec, TypeVar
 import click
 
 if TYPE_CHECKING:
-    from sonality.config import Settings
-    from sonality.mind.reads import Reads
-    from sonality.ports import Store
-    from sonality.service import Sonality
+    from sonality import Settings, Sonality
+    from sonality.wiring import Reads, Store
 
 __all__ = [
     "INTERRUPTED",
@@ -57,9 +55,9 @@ class CliState:
         if self._settings is None:
             from pydantic import ValidationError as PydanticValidationError
 
-            from sonality.config import Settings
+            from sonality import Settings
             from sonality.errors import ConfigError
-            from sonality.observability import configure_logging
+            from sonality.wiring import configure_logging
 
             try:
                 self._settings = Settings()
@@ -84,7 +82,7 @@ class CliState:
         (``package.module:callable``, from ``--llm``) replaces the model the settings name;
         ``owner`` names this process's reflection leases. ``with_model=False`` leaves the
         model out (reads, erasures, moves never call it), so litellm is not imported."""
-        from sonality.service import Sonality
+        from sonality import Sonality
         from sonality.wiring import load_llm_factory
 
         settings = self.settings

@@ -30,18 +30,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from enum import StrEnum
 
 from pydantic import Field
 
 from sonality.core.concession import concedes
-from sonality.models import Belief, BeliefStatus, Episode, Frozen
+from sonality.models import Belief, BeliefStatus, Episode, Frozen, HealthCode, HealthWarning
 
 __all__ = [
     "Challenge",
-    "HealthCode",
     "HealthParams",
-    "HealthWarning",
     "assess_health",
     "capitulations",
     "challenges_from",
@@ -49,22 +46,6 @@ __all__ = [
 ]
 
 _WORD_RE = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
-
-
-class HealthCode(StrEnum):
-    VOCABULARY_COLLAPSE = "vocabulary_collapse"
-    SNAPSHOT_TOO_SHORT = "snapshot_too_short"
-    POSSIBLE_SYCOPHANCY = "possible_sycophancy"
-    RARELY_CHALLENGED = "rarely_challenged"
-    OSSIFICATION = "ossification"
-    NO_BELIEF_GROWTH = "no_belief_growth"
-
-
-class HealthWarning(Frozen):
-    code: HealthCode
-    message: str
-    value: float
-    """The measured quantity that tripped the warning (a ratio, a rate or a count)."""
 
 
 class HealthParams(Frozen):

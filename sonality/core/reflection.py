@@ -17,17 +17,12 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field
 
 from sonality.core.decay import DecayParams, DecayResult, decay_beliefs
-from sonality.core.health import (
-    Challenge,
-    HealthParams,
-    HealthWarning,
-    assess_health,
-    vocabulary_unique_ratio,
-)
+from sonality.core.health import Challenge, HealthParams, assess_health, vocabulary_unique_ratio
 from sonality.core.snapshot import validate_snapshot
 from sonality.core.triggers import TriggerParams
 from sonality.models import (
     Belief,
+    HealthWarning,
     Insight,
     Persona,
     Reflection,

@@ -14,14 +14,17 @@ their words, case-folded.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Sequence
 from enum import StrEnum
 
 from sonality.models import Frozen
 
-__all__ = ["SnapshotRejection", "SnapshotVerdict", "validate_snapshot", "word_diff"]
+__all__ = [
+    "SnapshotRejection",
+    "SnapshotVerdict",
+    "validate_snapshot",
+]
 
 
 class SnapshotRejection(StrEnum):
@@ -112,24 +115,3 @@ def _words(text: str) -> str:
 
 def _reject(reason: SnapshotRejection, detail: str, ratio: float) -> SnapshotVerdict:
     return SnapshotVerdict(ok=False, reason=reason, detail=detail, retention_ratio=ratio)
-
-
-def word_diff(old: str, new: str) -> list[tuple[str, str]]:
-    """Word-level diff as ``(op, text)`` runs: ``=`` kept, ``-`` removed, ``+`` added.
-
-    Each run joins consecutive words with single spaces; a replacement is a ``-`` run
-    followed by a ``+`` run. Joining the ``=`` and ``+`` runs rebuilds ``new``'s words.
-    """
-    old_words = old.split()
-    new_words = new.split()
-    matcher = difflib.SequenceMatcher(a=old_words, b=new_words, autojunk=False)
-    runs: list[tuple[str, str]] = []
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag == "equal":
-            runs.append(("=", " ".join(old_words[i1:i2])))
-            continue
-        if i2 > i1:
-            runs.append(("-", " ".join(old_words[i1:i2])))
-        if j2 > j1:
-            runs.append(("+", " ".join(new_words[j1:j2])))
-    return runs

@@ -42,9 +42,10 @@ from sonality.core.goals import (
     update_soft_goals,
 )
 from sonality.llm.prompts import Prompt
-from sonality.mind.context import Context, ContextBuilder
+from sonality.mind.context import ContextBuilder
 from sonality.models import (
     AffectState,
+    Context,
     GoalStatus,
     HardGoal,
     Persona,

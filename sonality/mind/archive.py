@@ -15,19 +15,14 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Sequence
-from enum import StrEnum
-
-from pydantic import BaseModel, ConfigDict
 
 from sonality.errors import AlreadyExists, ConflictError, PersonaNotFound, ValidationError
-from sonality.models import PersonaArchive
+from sonality.models import Imported, ImportStatus, PersonaArchive
 from sonality.observability import get_logger
 from sonality.ports import Store
 from sonality.storage.archive import dump_lines, load_archives, persona_data
 
 __all__ = [
-    "ImportStatus",
-    "Imported",
     "copy_personas",
     "export_lines",
     "import_archives",
@@ -35,22 +30,6 @@ __all__ = [
 ]
 
 log = get_logger("sonality.archive")
-
-
-class ImportStatus(StrEnum):
-    IMPORTED = "imported"
-    UNCHANGED = "unchanged"
-
-
-class Imported(BaseModel):
-    """What importing did with one persona of the file."""
-
-    model_config = ConfigDict(frozen=True, defer_build=True)
-
-    persona_id: str
-    status: ImportStatus
-    episodes: int
-    beliefs: int
 
 
 async def export_lines(store: Store, persona_ids: Sequence[str]) -> list[str]:

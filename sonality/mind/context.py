@@ -36,15 +36,8 @@ from typing import TypeVar
 from sonality.core.budget import fit_items, remembered
 from sonality.core.retrieval import cosine, rank_episodes
 from sonality.errors import StoreError
-from sonality.models import (
-    Belief,
-    ContextReads,
-    Episode,
-    FactKind,
-    Frozen,
-    ScoredEpisode,
-    UserFact,
-)
+from sonality.models import Belief, Context, ContextReads, FactKind, ScoredEpisode, UserFact
+from sonality.models.context import _belief_line, _episode_line, _fact_line
 from sonality.observability import get_logger
 from sonality.ports import Clock, Embedder, Store
 
@@ -52,7 +45,6 @@ __all__ = [
     "COMPACT_CONSTRAINT_TOKENS",
     "MAX_BELIEFS",
     "RELEVANT_SIMILARITY",
-    "Context",
     "ContextBuilder",
     "build_context",
     "constraint_tokens",
@@ -66,7 +58,6 @@ T = TypeVar("T")
 log = get_logger(__name__)
 
 _WORD = re.compile(r"[a-z0-9]+")
-_EXCERPT_CHARS = 400
 
 COMPACT_CONSTRAINT_TOKENS = 4_000
 """Above this many tokens of constraint lines, a context renders the constraints compactly
@@ -82,133 +73,12 @@ RELEVANT_SIMILARITY = 0.3
 relevant to it (as does one whose topic shares a word with it)."""
 
 
-class Context(Frozen):
-    """A structured context block; ``as_prompt()`` renders it as text."""
-
-    persona_id: str
-    user_id: str
-    persona_name: str
-    core_identity: str
-    snapshot: str
-    snapshot_version: int
-    facts: tuple[UserFact, ...]
-    beliefs: tuple[Belief, ...]
-    episodes: tuple[ScoredEpisode, ...]
-    narrative: str | None = None
-    token_budget: int
-    tokens: int
-    """Tokens of the rendered block, counted with the same counter as the budget, line by
-    line (within a few tokens of counting the whole block)."""
-    dropped: int = 0
-    """Beliefs or episodes left out because the budget ran out."""
-    facts_omitted: int = 0
-    """Preferences and neutral facts of the user left out because their budget ran out
-    (the block says so). Constraints are never left out."""
-    compact_constraints: bool = False
-    """The constraints passed :data:`COMPACT_CONSTRAINT_TOKENS` and are shown compactly."""
-
-    @property
-    def snapshot_repeats_identity(self) -> bool:
-        """True while the snapshot is still the core identity (a new persona's version 1):
-        the prompt then shows the text once."""
-        return self.snapshot.strip() == self.core_identity.strip()
-
-    def sections(self) -> list[list[str]]:
-        """The block's sections, each as its lines (a header first): ``as_prompt`` joins
-        the lines with a newline and the sections with a blank line."""
-        parts = [[f"## Who you are ({self.persona_name})", self.core_identity.strip()]]
-        if self.snapshot.strip() and not self.snapshot_repeats_identity:
-            parts.append(
-                [
-                    f"## How you see yourself now (snapshot v{self.snapshot_version})",
-                    self.snapshot.strip(),
-                ]
-            )
-        if self.facts or self.facts_omitted:
-            if self.compact_constraints:
-                constraints = [f for f in self.facts if f.kind is FactKind.CONSTRAINT]
-                lines = [_compact_line(constraints)]
-                lines += [_fact_line(f) for f in self.facts if f.kind is not FactKind.CONSTRAINT]
-            else:
-                lines = [_fact_line(f) for f in self.facts]
-            if self.facts_omitted:
-                lines.append(_omitted_line(self.facts_omitted))
-            parts.append(["## What you must never forget about this user", *lines])
-        if self.narrative:
-            parts.append(["## Where this conversation stands (your notes)", self.narrative])
-        if self.beliefs:
-            parts.append(["## Your current views", *(_belief_line(b) for b in self.beliefs)])
-        if self.episodes:
-            parts.append(
-                [
-                    "## Earlier exchanges with this user",
-                    "Weigh them on their merit, not on familiarity: that something was said "
-                    "before does not make it true.",
-                    *(_episode_line(s.episode) for s in self.episodes),
-                ]
-            )
-        return parts
-
-    def as_prompt(self) -> str:
-        return "\n\n".join("\n".join(lines) for lines in self.sections())
-
-
 def _block_tokens(context: Context, count: Callable[[str], int]) -> int:
     """Tokens of ``context.as_prompt()``, counted line by line (a blank line between
     sections as one token; a line break merges with its line): the lines come back call
     after call, so a remembering counter counts few of them."""
     sections = context.sections()
     return sum(count(line) for lines in sections for line in lines) + len(sections) - 1
-
-
-def _fact_line(fact: UserFact) -> str:
-    return f"- [{fact.kind.value}, severity {fact.severity}] {fact.text}"
-
-
-def _compact_line(constraints: Sequence[UserFact]) -> str:
-    return f"- [constraints, all {len(constraints)}] " + " | ".join(
-        " ".join(f.text.split()) for f in constraints
-    )
-
-
-def _omitted_line(omitted: int) -> str:
-    return (
-        f"- ({omitted} more preferences or facts about this user are stored but not shown "
-        "here — none of them a constraint; ask before assuming anything they could concern)"
-    )
-
-
-def _lean(position: float) -> str:
-    size = abs(position)
-    if size < 0.1:
-        return "undecided"
-    strength = "strongly" if size >= 0.6 else "moderately" if size >= 0.3 else "slightly"
-    return f"{strength} {'in favour' if position > 0 else 'against'}"
-
-
-def _pieces(count: int) -> str:
-    return f"{count} piece{'' if count == 1 else 's'} of evidence"
-
-
-def _belief_line(belief: Belief) -> str:
-    return (
-        f"- {belief.topic.replace('_', ' ')}: {_lean(belief.position)} "
-        f"({belief.position:+.2f}, confidence {belief.confidence:.2f}, "
-        f"{_pieces(belief.evidence_count)})"
-    )
-
-
-def _excerpt(text: str) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= _EXCERPT_CHARS else flat[: _EXCERPT_CHARS - 1] + "…"
-
-
-def _episode_line(episode: Episode) -> str:
-    return (
-        f"- {episode.created_at:%Y-%m-%d} (conversation {episode.conversation_id}, "
-        f"turn {episode.turn}) user: {_excerpt(episode.user_message)!r} "
-        f"/ you: {_excerpt(episode.agent_response)!r}"
-    )
 
 
 def order_facts(facts: Sequence[UserFact]) -> tuple[UserFact, ...]:
@@ -455,6 +325,16 @@ class ContextBuilder:
             max_episodes=self.max_episodes,
             fact_tokens=self.fact_tokens,
         )
+
+    async def search(
+        self, persona_id: str, user_id: str, query: str, limit: int
+    ) -> list[ScoredEpisode]:
+        """The user's episodes most like ``query``, scored as the context ranks them
+        (similarity, recency, importance), best first."""
+        await self._store.get_persona(persona_id)
+        [vector] = await self._embedder.embed([query])
+        similar = await self._store.similar_episodes(persona_id, user_id, vector, k=limit)
+        return rank_episodes(similar, self._clock.now(), limit)
 
     async def build(
         self,

@@ -34,19 +34,25 @@ import asyncio
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from functools import partial
 from typing import Any, NoReturn
 
 from sonality.errors import ConfigError, SonalityError, StoreError
 from sonality.llm.usage import Usage
 from sonality.mind.accounting import book_usage, usage_rows
-from sonality.mind.enrichment import Enricher, EnrichReport
+from sonality.mind.enrichment import Enricher
 from sonality.mind.inputs import check_choice
 from sonality.mind.lanes import Lanes
-from sonality.mind.recording import EpisodeRecorder, Exchange
+from sonality.mind.recording import EpisodeRecorder
 from sonality.mind.reflection import DueNotifier
-from sonality.models import EnrichmentBacklog, EnrichmentStatus, Episode
+from sonality.models import (
+    EnrichmentBacklog,
+    EnrichmentStatus,
+    EnrichMode,
+    EnrichReport,
+    Episode,
+    Exchange,
+)
 from sonality.observability import get_logger
 from sonality.ports import Store
 
@@ -56,20 +62,6 @@ log = get_logger("sonality")
 
 _BOOKED_MAX = 100_000
 """Episodes awaiting their usage booking kept at most (another process may enrich some)."""
-
-
-class EnrichMode(StrEnum):
-    """When ``record`` enriches the episode it stored."""
-
-    INLINE = "inline"
-    """Before returning, bounded by ``Limits.record_deadline_seconds``: past the deadline,
-    or when older episodes of the persona are still pending, ``record`` returns the episode
-    ``pending`` and the persona's enrichment lane finishes it."""
-    BACKGROUND = "background"
-    """Right after the durable write; the persona's enrichment lane enriches in order
-    (``Sonality.drain`` waits for it; the worker takes what a dead process left)."""
-    OFF = "off"
-    """Not at all (the worker, ``sonality enrich`` or ``enrich_pending`` do it later)."""
 
 
 def enrich_mode(value: object, default: EnrichMode) -> EnrichMode:
@@ -308,6 +300,18 @@ class EnrichLanes:
             await book_usage(self._store, rows)
 
     # draining and closing ---------------------------------------------------------------------
+
+    async def enrich_pending(
+        self, persona_id: str, *, limit: int | None, retry_failed: bool
+    ) -> EnrichReport:
+        """A caller's pass over the persona's backlog: the embeddings a remote embedder
+        failed on first (``embedded``), then the pending episodes in order, then the
+        insights still pending."""
+        embedded = await self._recorder.backfill(persona_id)
+        report = await self._enricher.enrich_pending(
+            persona_id, limit=limit, retry_failed=retry_failed, insights=True
+        )
+        return report.model_copy(update={"embedded": embedded}) if embedded else report
 
     async def drain(self, persona_id: str | None, max_seconds: float | None = None) -> bool:
         """Wait for the lane of ``persona_id`` (every lane: None), including passes queued

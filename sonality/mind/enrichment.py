@@ -47,8 +47,6 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict
-
 from sonality.core.backlog import advance, plan_inputs
 from sonality.core.enrichment import Normalised, plan_commit
 from sonality.core.opinion import OpinionParams
@@ -70,6 +68,7 @@ from sonality.models import (
     EnrichmentCommit,
     EnrichmentState,
     EnrichmentStatus,
+    EnrichReport,
     Episode,
     Insight,
     InsightCommit,
@@ -80,7 +79,11 @@ from sonality.models import (
 from sonality.observability import get_logger
 from sonality.ports import LLM, Clock, Store
 
-__all__ = ["EnrichReport", "Enricher", "UsageListener", "interaction_ids"]
+__all__ = [
+    "Enricher",
+    "UsageListener",
+    "interaction_ids",
+]
 
 
 log = get_logger("sonality.enrichment")
@@ -121,29 +124,6 @@ def interaction_ids(index: int) -> Callable[[str], str]:
     """Ids for the objects born in interaction ``index``: ``<prefix>_<index>_<random>``,
     so they sort in the order of their interactions even when the clock did not move."""
     return lambda prefix: f"{prefix}_{index:010d}_{uuid.uuid4().hex[:16]}"
-
-
-class EnrichReport(BaseModel):
-    """What one ``enrich_pending`` pass did."""
-
-    model_config = ConfigDict(frozen=True, defer_build=True)
-
-    persona_id: str
-    enriched: int = 0
-    failed: int = 0
-    remaining: int = 0
-    stopped_by: str | None = None
-    """Why the pass stopped early (e.g. ``llm_unavailable``), or None."""
-    requeued: int = 0
-    """Failed episodes and insights put back to pending first (``retry_failed``)."""
-    insights_extracted: int = 0
-    """Pending insight parts extracted in this pass."""
-    insights_failed: int = 0
-    """Insight parts given up in this pass (``failed``; ``--retry-failed`` retries them)."""
-    insights_remaining: int = 0
-    """Insight parts still pending after the pass."""
-    embedded: int = 0
-    """Episodes whose missing embedding this pass backfilled (``Sonality.enrich_pending``)."""
 
 
 class Enricher:

@@ -25,7 +25,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["BadLine", "Exchange", "exchange_id", "read_exchanges"]
+from sonality.models import BadLine
+
+__all__ = [
+    "Exchange",
+    "exchange_id",
+    "read_exchanges",
+]
 
 _BOM = b"\xef\xbb\xbf"
 
@@ -40,14 +46,6 @@ class Exchange:
     conversation_id: str
     message: str
     response: str
-
-
-@dataclass(frozen=True)
-class BadLine:
-    """One line that was not recorded, and why (one line of text)."""
-
-    line: int
-    error: str
 
 
 def exchange_id(

@@ -12,15 +12,19 @@ from __future__ import annotations
 
 import math
 from enum import StrEnum
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from sonality.errors import ValidationError
 from sonality.models import normalise_topic, validate_identifier
+
+if TYPE_CHECKING:
+    from sonality.models import Exchange
 
 __all__ = [
     "MAX_LIMIT",
     "check_bool",
     "check_choice",
+    "check_exchange",
     "check_id",
     "check_int",
     "check_number",
@@ -112,3 +116,14 @@ def check_topic(value: object) -> str:
         return normalise_topic(text)
     except ValueError as exc:
         raise ValidationError(str(exc), field="topic") from None
+
+
+def check_exchange(exchange: Exchange, *, message_chars: int, response_chars: int) -> None:
+    """``ValidationError`` when ``record``/``record_batch`` would refuse the exchange: its
+    ids, and its message and response against their limits."""
+    check_id(exchange.user_id, "user_id")
+    check_id(exchange.conversation_id, "conversation_id")
+    if exchange.episode_id is not None:
+        check_id(exchange.episode_id, "episode_id")
+    check_text(exchange.message, field="message", limit=message_chars)
+    check_text(exchange.response, field="response", limit=response_chars, allow_empty=True)

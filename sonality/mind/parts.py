@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Required, TypedDict, Unpack
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -26,16 +26,25 @@ from sonality.llm.embedders import HashEmbedder
 from sonality.llm.tokens import approximate_tokens
 from sonality.llm.tokens import count_tokens as model_tokens
 from sonality.mind.context import ContextBuilder
-from sonality.mind.enrich_lanes import EnrichLanes, EnrichMode
+from sonality.mind.enrich_lanes import EnrichLanes
 from sonality.mind.enrichment import Enricher
 from sonality.mind.recording import EpisodeRecorder
 from sonality.mind.reflection import Reflector
+from sonality.models import EnrichMode
 from sonality.ports import LLM, Clock, Embedder, Store
 
 if TYPE_CHECKING:
     from sonality.mind.thinker import ThinkerBudget
 
-__all__ = ["EnrichMode", "Limits", "Parts", "RuntimeSettings", "SystemClock", "assemble"]
+__all__ = [
+    "EnrichMode",
+    "Given",
+    "Limits",
+    "Parts",
+    "RuntimeSettings",
+    "SystemClock",
+    "assemble",
+]
 
 
 class SystemClock:
@@ -158,30 +167,51 @@ class Parts:
         return getattr(self, name)
 
 
-def assemble(
-    *,
-    store: Store,
-    llm: LLM | None = None,
-    embedder: Embedder | None = None,
-    clock: Clock | None = None,
-    opinion: OpinionParams | None = None,
-    limits: Limits | None = None,
-    count_tokens: Callable[[str], int] | None = None,
-    owns_store: bool = False,
-    reflection: ReflectionParams | None = None,
-    owner: str | None = None,
-    runtime: RuntimeSettings | None = None,
-    recorder: EpisodeRecorder | None = None,
-    enricher: Enricher | None = None,
-    reflector: Reflector | None = None,
-    context_builder: ContextBuilder | None = None,
-    lanes: EnrichLanes | None = None,
-) -> Parts:
+class Given(TypedDict, total=False):
+    """The keywords ``Sonality(...)`` and :func:`assemble` take: the store, and any other
+    part (what is left out is built with the defaults), plus ``owner``, the reflector's
+    lease owner. The names are the :class:`Parts` fields (``tests/runtime`` checks that
+    the two lists agree)."""
+
+    store: Required[Store]
+    llm: LLM | None
+    embedder: Embedder | None
+    clock: Clock | None
+    opinion: OpinionParams | None
+    limits: Limits | None
+    count_tokens: Callable[[str], int] | None
+    owns_store: bool
+    reflection: ReflectionParams | None
+    owner: str | None
+    runtime: RuntimeSettings | None
+    recorder: EpisodeRecorder | None
+    enricher: Enricher | None
+    reflector: Reflector | None
+    context_builder: ContextBuilder | None
+    lanes: EnrichLanes | None
+
+
+def assemble(**given: Unpack[Given]) -> Parts:
     """The complete parts: what is given, and the rest built with the defaults (hashed
     embedder, system clock, default tunables, the model's tokenizer, and the derived
     parts over them). ``owner`` names the reflector's leases (a process-unique id by
     default). A given ``reflector`` brings its own reflection params and owner: passing
     different ones beside it is a ``ConfigError``."""
+    store, llm = given["store"], given.get("llm")
+    embedder, clock = given.get("embedder"), given.get("clock")
+    opinion, limits, runtime = given.get("opinion"), given.get("limits"), given.get("runtime")
+    count_tokens, reflection, owner = (
+        given.get("count_tokens"),
+        given.get("reflection"),
+        given.get("owner"),
+    )
+    recorder, enricher, reflector = (
+        given.get("recorder"),
+        given.get("enricher"),
+        given.get("reflector"),
+    )
+    context_builder, lanes = given.get("context_builder"), given.get("lanes")
+    owns_store = given.get("owns_store", False)
     embedder = embedder if embedder is not None else HashEmbedder()
     clock = clock if clock is not None else SystemClock()
     opinion = opinion if opinion is not None else OpinionParams()

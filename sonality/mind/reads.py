@@ -13,8 +13,6 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from sonality.errors import ValidationError
 from sonality.mind.inputs import (
     MAX_LIMIT,
@@ -24,52 +22,40 @@ from sonality.mind.inputs import (
     check_int,
     check_topic,
 )
-from sonality.models import EnrichmentStatus, InsightStatus, Lag, ThinkerStatus
+from sonality.models import (
+    Backlog,
+    EnrichmentStatus,
+    InsightStatus,
+    Lag,
+    PendingWork,
+    ThinkerStatus,
+)
 
 if TYPE_CHECKING:
     from sonality.models import (
+        AffectState,
         Belief,
         Episode,
         Erasure,
         Insight,
+        MonologueEntry,
+        Narrative,
         Persona,
         ProvenanceEdge,
         Reflection,
         Snapshot,
+        ThinkerTurn,
+        TurnUsage,
         UserFact,
     )
     from sonality.ports import Store
 
-__all__ = ["Backlog", "Reads"]
+__all__ = [
+    "Reads",
+]
 
 _EVER = datetime(9999, 1, 1, tzinfo=UTC)
 """A ``stale_before`` later than any turn's last touch: every pending turn counts."""
-
-
-class Backlog(BaseModel):
-    """What a persona's stored work still waits for from a model, whichever process will
-    do it (the worker, ``sonality enrich``, the Thinker's retry job)."""
-
-    model_config = ConfigDict(frozen=True, defer_build=True)
-
-    persona_id: str
-    enrichment_pending: int = Field(ge=0)
-    """Episodes not enriched yet."""
-    enrichment_failed: int = Field(ge=0)
-    """Episodes whose enrichment was given up (``sonality enrich --retry-failed``)."""
-    insights_pending: int = Field(ge=0)
-    """Enriched episodes whose insight extraction is to be retried."""
-    insights_failed: int = Field(ge=0)
-    """Insight extractions given up (``--retry-failed`` as well)."""
-    thinking_pending: int = Field(ge=0)
-    """Responded turns the Thinker has not committed yet."""
-    thinking_failed: int = Field(ge=0)
-    """Turns whose Thinker step failed; the retry job runs them again."""
-
-    @property
-    def empty(self) -> bool:
-        """Nothing waits (nothing pending, nothing failed)."""
-        return not any(self.model_dump(exclude={"persona_id"}).values())
 
 
 class Reads:
@@ -191,6 +177,61 @@ class Reads:
             ids = list(dict.fromkeys(check_id(p, "persona_id") for p in persona_ids))
         at = now or datetime.now(UTC)
         return [Lag.at(oldest, at) for oldest in await self.store.oldest_pending(ids)]
+
+    # the dual-process runtime's state -------------------------------------------------------
+    async def pending(self, persona_id: str, *, conversation_id: str | None = None) -> PendingWork:
+        """What the store holds as pending background work of the persona, whichever
+        process will do it: episodes not enriched yet, and Thinker turns not thought about
+        yet (of ``conversation_id``, or of every conversation)."""
+        pid = await self._known(persona_id)
+        episodes = (await self.store.count_episodes(pid)).get(EnrichmentStatus.PENDING.value, 0)
+        if conversation_id is not None:
+            turns = await self.store.thinker_turns(
+                pid, check_id(conversation_id, "conversation_id")
+            )
+        else:  # every failed turn and every pending one
+            turns = await self.store.list_thinker_retries(pid, stale_before=_EVER)
+        waiting = sum(t.status is ThinkerStatus.PENDING for t in turns)
+        return PendingWork(episodes=episodes, turns=waiting)
+
+    async def narrative(self, persona_id: str, *, conversation_id: str) -> Narrative | None:
+        """The conversation's latest committed narrative, or None."""
+        mind = await self.store.conversation_mind(
+            await self._known(persona_id), check_id(conversation_id, "conversation_id")
+        )
+        return mind.narrative
+
+    async def narratives(self, persona_id: str, *, conversation_id: str) -> list[Narrative]:
+        """The stored narrative versions, newest first."""
+        return await self.store.narrative_history(
+            await self._known(persona_id), check_id(conversation_id, "conversation_id")
+        )
+
+    async def monologue(self, persona_id: str, *, conversation_id: str) -> list[MonologueEntry]:
+        """The conversation's bounded inner-monologue history, oldest first."""
+        mind = await self.store.conversation_mind(
+            await self._known(persona_id), check_id(conversation_id, "conversation_id")
+        )
+        return list(mind.monologue)
+
+    async def thinker_turns(self, persona_id: str, *, conversation_id: str) -> list[ThinkerTurn]:
+        """Where the Thinker is with each turn of the conversation."""
+        return await self.store.thinker_turns(
+            await self._known(persona_id), check_id(conversation_id, "conversation_id")
+        )
+
+    async def turn_usage(self, persona_id: str, *, conversation_id: str) -> list[TurnUsage]:
+        """Model calls, tokens and cost per turn and component (talker, monologue,
+        controller, enrichment, affect)."""
+        return await self.store.turn_usage(
+            await self._known(persona_id), check_id(conversation_id, "conversation_id")
+        )
+
+    async def affect_state(self, persona_id: str, *, user_id: str) -> AffectState | None:
+        """The persona's affective state towards the user (None before any)."""
+        return await self.store.get_affect(
+            await self._known(persona_id), check_id(user_id, "user_id")
+        )
 
     # erasures and the export -------------------------------------------------------------
     async def erasures(self, persona_id: str) -> list[Erasure]:

@@ -17,31 +17,25 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 
 from sonality.errors import LLMError
-from sonality.models import EnrichmentBacklog, Episode, EpisodeDraft, ThinkerTurn, TurnStart
+from sonality.models import (
+    EnrichmentBacklog,
+    Episode,
+    EpisodeDraft,
+    Exchange,
+    ThinkerTurn,
+    TurnStart,
+)
 from sonality.observability import get_logger
 from sonality.ports import Clock, Embedder, Store
 
-__all__ = ["EpisodeRecorder", "Exchange"]
+__all__ = [
+    "EpisodeRecorder",
+]
 
 log = get_logger("sonality")
-
-
-@dataclass(frozen=True, slots=True)
-class Exchange:
-    """One exchange of a bulk load (``Sonality.record_batch``)."""
-
-    user_id: str
-    conversation_id: str
-    message: str
-    response: str = ""
-    episode_id: str | None = None
-    embedding: Sequence[float] | None = None
-    """The message's embedding when the caller has it already (``respond`` read its
-    context with it); else the recorder embeds the message."""
 
 
 def _draft_of(

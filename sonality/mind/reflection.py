@@ -56,7 +56,7 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict
 
 from sonality.core.decay import DecayResult, Verdict, advise, stale_beliefs
-from sonality.core.health import Challenge, HealthWarning, challenges_from
+from sonality.core.health import Challenge, challenges_from
 from sonality.core.reflection import (
     ReflectionParams,
     ReflectionPlan,
@@ -65,9 +65,15 @@ from sonality.core.reflection import (
     reflection_decay,
     unsuccessful_reflection,
 )
-from sonality.core.snapshot import word_diff
 from sonality.core.triggers import TriggerDecision, TriggerKind, TriggerState, decide
-from sonality.errors import ConflictError, LeaseHeld, LLMError, LLMUnavailable, SonalityError
+from sonality.errors import (
+    ConflictError,
+    LeaseHeld,
+    LLMError,
+    LLMUnavailable,
+    NotFoundError,
+    SonalityError,
+)
 from sonality.llm.prompts import Prompt
 from sonality.mind.reflection_prompt import (
     DecayReviewReply,
@@ -78,22 +84,25 @@ from sonality.mind.reflection_prompt import (
     verdicts_from,
 )
 from sonality.models import (
+    LEASE_HELD,
+    NO_MODEL,
     BeliefStatus,
     Episode,
+    HealthWarning,
     InsightStatus,
     Persona,
     ProvenanceEdge,
     Reflection,
     ReflectionOutcome,
+    ReflectionReport,
+    Snapshot,
 )
 from sonality.observability import get_logger
 from sonality.ports import LLM, Clock, Store
 
 __all__ = [
-    "LEASE_HELD",
     "DueNotifier",
     "ReflectionParams",
-    "ReflectionReport",
     "Reflector",
     "default_owner",
     "trigger_state",
@@ -101,64 +110,10 @@ __all__ = [
 
 log = get_logger("sonality.reflection")
 
-NO_MODEL = "no model configured"
-"""The reason of a reflection that could not run: no model is configured (the CLI exits 3)."""
-LEASE_HELD = "another worker is reflecting"
-"""The ``reason`` of a report skipped because another worker holds the persona's lease
-(``sonality reflect`` then exits with ``LeaseHeld``'s code, 9)."""
-
 
 def default_owner() -> str:
     """A lease owner id unique to this process: ``host:pid:random``."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-
-
-class ReflectionReport(BaseModel):
-    """What one ``reflect`` call decided and did (``--json`` prints it)."""
-
-    model_config = ConfigDict(frozen=True, defer_build=True)
-
-    persona_id: str
-    trigger: str
-    """The trigger kind: periodic, event, manual, idle, or cooldown / none when skipped."""
-    outcome: str
-    """``committed``, ``rejected``, ``failed``, ``skipped``, or ``accepted`` (a dry run
-    that would have committed)."""
-    reason: str | None = None
-    detail: str | None = None
-    dry_run: bool = False
-    reflection_id: str | None = None
-    snapshot_version: int | None = None
-    """The CURRENT version after the call."""
-    previous_version: int | None = None
-    old_snapshot: str | None = None
-    new_snapshot: str | None = None
-    """The model's text (also when rejected)."""
-    retention_ratio: float | None = None
-    unique_ratio: float | None = None
-    health: tuple[HealthWarning, ...] = ()
-    beliefs_decayed: tuple[str, ...] = ()
-    beliefs_retired: tuple[str, ...] = ()
-    decay_review: str | None = None
-    """What the belief-decay review did: ``applied``, ``fallback`` (the model failed: every
-    belief retained), ``nothing_stale``, ``off``, or None when no decay ran."""
-    advice: tuple[tuple[str, str], ...] = ()
-    """(topic, verdict) of every DECAY or FORGET verdict the review gave."""
-    insights_consumed: int = 0
-    episodes_read: int = 0
-    llm_calls: int = 0
-    duration_ms: float = 0.0
-
-    @property
-    def rewrote(self) -> bool:
-        """True when this call committed a new snapshot version."""
-        return self.outcome == "committed" and self.snapshot_version != self.previous_version
-
-    def diff(self) -> list[tuple[str, str]]:
-        """Word diff from the old to the new snapshot (empty without a new text)."""
-        if self.old_snapshot is None or self.new_snapshot is None:
-            return []
-        return word_diff(self.old_snapshot, self.new_snapshot)
 
 
 def trigger_state(
@@ -200,6 +155,32 @@ class Reflector:
         return self._locks.setdefault(persona_id, asyncio.Lock())
 
     # triggers -------------------------------------------------------------------------
+
+    async def rollback(self, persona_id: str, to_version: int) -> Snapshot:
+        """Make version ``to_version``'s text CURRENT again, as a new version recorded as
+        ``rollback:<N>`` (history is never rewritten). ``NotFoundError`` for a version the
+        persona never had (or no longer keeps)."""
+        history = await self._store.snapshot_history(persona_id)
+        target = next((s for s in history if s.version == to_version), None)
+        if target is None:
+            raise NotFoundError(
+                "no such snapshot version", persona_id=persona_id, version=to_version
+            )
+        snapshot = Snapshot(
+            persona_id=persona_id,
+            version=history[0].version + 1,
+            text=target.text,
+            reason=f"rollback:{to_version}",
+            created_at=self._clock.now(),
+        )
+        created = await self._store.append_snapshot(snapshot)
+        log.info(
+            "snapshot_rolled_back",
+            persona_id=persona_id,
+            to_version=to_version,
+            version=created.version,
+        )
+        return created
 
     async def decide(
         self, persona: Persona, *, force: bool = False, trigger: str | None = None

@@ -64,19 +64,22 @@ from sonality.mind.context import ContextBuilder
 from sonality.mind.enrich_lanes import EnrichLanes
 from sonality.mind.lanes import Lanes
 from sonality.mind.parts import RuntimeSettings  # defined there, light for reads; public here
-from sonality.mind.recording import EpisodeRecorder, Exchange
-from sonality.mind.talker import Reply, Talker
+from sonality.mind.recording import EpisodeRecorder
+from sonality.mind.talker import Talker
 from sonality.mind.thinker import Thinker
 from sonality.models import (
     AffectPlacement,
     ComponentUsage,
     Episode,
+    Exchange,
+    Reply,
     RuntimeMode,
     ThinkerStatus,
     TurnStart,
 )
 from sonality.observability import get_logger
 from sonality.ports import LLM, Clock, Store
+from sonality.storage import checks
 
 __all__ = ["DualProcess", "RuntimeSettings"]
 
@@ -354,16 +357,13 @@ class DualProcess:
             episode = await store.get_episode(persona_id, episode_id)
         except NotFoundError:
             return None
-        if (episode.user_id, episode.conversation_id, episode.user_message) != (
-            user_id,
-            conversation_id,
-            message,
-        ):
-            raise ConflictError(
-                "episode id already used for another exchange",
-                persona_id=persona_id,
-                episode_id=episode_id,
-            )
+        checks.same_episode_id(
+            episode,
+            persona_id=persona_id,
+            user_id=user_id,
+            conversation_id=conversation_id,
+            message=message,
+        )
         try:
             turn = await store.get_thinker_turn(persona_id, episode_id)
         except NotFoundError:

@@ -17,16 +17,15 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict
-
 from sonality.core.budget import Message, conversation_window, remembered
 from sonality.errors import LLMError
 from sonality.llm.prompts import Prompt
 from sonality.mind.affect import AffectStages, block, initial_state, self_model_text
-from sonality.mind.context import Context, ContextBuilder, order_facts
+from sonality.mind.context import ContextBuilder, order_facts
 from sonality.models import (
     AffectPlacement,
     AffectState,
+    Context,
     ConversationMind,
     Episode,
     RuntimeMode,
@@ -35,36 +34,18 @@ from sonality.models import (
 from sonality.observability import get_logger
 from sonality.ports import LLM, Clock, PromptSource, Store, StreamingLLM
 
-__all__ = ["Heard", "Reply", "Spoken", "Talker", "inner_state"]
+__all__ = [
+    "Heard",
+    "Spoken",
+    "Talker",
+    "inner_state",
+]
 
 log = get_logger("sonality.talker")
 
 _RECENT_EPISODES = 5
 """Episodes read for the window besides the first: the newest 10 messages need at most
 the last five."""
-
-
-class Reply(BaseModel):
-    """What ``respond`` returns: the answer and where it was recorded."""
-
-    model_config = ConfigDict(frozen=True, defer_build=True)
-
-    text: str
-    persona_id: str
-    user_id: str
-    conversation_id: str
-    episode_id: str
-    turn: int
-    mode: RuntimeMode
-    affect: AffectPlacement
-    narrative_version_used: int
-    """The committed narrative version the Talker answered with (0: none yet)."""
-    latency_ms: float
-    """Wall time of ``respond`` up to the return (the Thinker runs after it)."""
-    talker_ms: float
-    """Time spent in the Talker's own model calls (including affect stages placed there)."""
-    created: bool = True
-    """False when ``episode_id`` had been answered before and the stored reply came back."""
 
 
 @dataclass(frozen=True, slots=True)

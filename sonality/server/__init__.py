@@ -11,7 +11,7 @@ chat endpoint, MCP over streamable HTTP — with API keys.
       errors.py   Sonality's error kinds as HTTP statuses and ``{error, kind, detail}``
       rest.py     the REST routes over the facade
       chat.py     ``/v1/chat/completions`` and ``/v1/models`` in OpenAI's shapes
-      mcp.py      the MCP tools and resources (stdio and streamable HTTP)
+      mcp_tools.py the MCP tools and resources (stdio and streamable HTTP)
       metrics.py  Prometheus text: requests, latency, model calls and tokens
       run.py      running it under uvicorn (one process or several workers)
 

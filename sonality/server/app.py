@@ -24,7 +24,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import BaseRoute, Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from sonality import __version__
+from sonality import Sonality, __version__
 from sonality.errors import SonalityError
 from sonality.server import chat, rest
 from sonality.server.auth import NO_AUTH, Caller, KeyCheck, Limiter
@@ -38,7 +38,6 @@ from sonality.server.errors import (
     retry_after,
     status_and_kind,
 )
-from sonality.service import Sonality
 
 __all__ = ["ServerConfig", "create_app"]
 

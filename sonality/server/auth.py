@@ -20,9 +20,16 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
-from sonality.core.keys import hash_secret, parse_token, secret_matches
 from sonality.errors import NotFoundError, PersonaNotFound, ValidationError
-from sonality.models import ApiKey, KeyScope, Persona, validate_identifier
+from sonality.models import (
+    ApiKey,
+    KeyScope,
+    Persona,
+    hash_secret,
+    parse_token,
+    secret_matches,
+    validate_identifier,
+)
 from sonality.server.errors import HttpError
 
 __all__ = ["NO_AUTH", "RETRY_AFTER_SECONDS", "Caller", "KeyCheck", "Limiter"]

@@ -43,12 +43,11 @@ from fastapi import APIRouter, Header, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from sonality import Sonality
 from sonality.errors import SonalityError, ValidationError
-from sonality.mind.talker import Reply
-from sonality.models import KeyScope
+from sonality.models import KeyScope, Reply
 from sonality.server.deps import CallerDep, SonalityDep
 from sonality.server.errors import openai_body, status_and_kind
-from sonality.service import Sonality
 
 __all__ = ["router"]
 

@@ -12,10 +12,10 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.routing import BaseRoute
 
+from sonality import Sonality
 from sonality.server.auth import NO_AUTH, Caller, KeyCheck, Limiter
 from sonality.server.errors import HttpError
 from sonality.server.metrics import Metrics
-from sonality.service import Sonality
 
 __all__ = [
     "KEY_CONCURRENCY",

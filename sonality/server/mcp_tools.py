@@ -25,12 +25,11 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from sonality import __version__
+from sonality import Sonality, __version__
 from sonality.errors import NotFoundError, SonalityError
 from sonality.models import KeyScope, UserFact
 from sonality.server.auth import NO_AUTH, Caller
 from sonality.server.errors import HttpError, body, status_and_kind
-from sonality.service import Sonality
 
 __all__ = ["PATH", "Guarded", "build", "http_app", "running"]
 

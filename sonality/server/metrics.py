@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
     from prometheus_client.metrics_core import Metric
 
-    from sonality.service import Sonality
+    from sonality import Sonality
 
 __all__ = ["BUCKETS", "CONTENT_TYPE", "MULTIPROCESS_ENV", "Metrics"]
 

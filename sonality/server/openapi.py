@@ -12,8 +12,8 @@ import json
 import sys
 from typing import Any
 
+from sonality import Sonality
 from sonality.server.app import create_app
-from sonality.service import Sonality
 
 __all__ = ["document", "text"]
 

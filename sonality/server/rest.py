@@ -15,25 +15,29 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
+from sonality import Sonality
 from sonality.errors import NotFoundError, StoreError, ValidationError
-from sonality.mind.archive import Imported
-from sonality.mind.context import Context
-from sonality.mind.enrichment import EnrichReport
-from sonality.mind.reflection import ReflectionReport
-from sonality.mind.talker import Reply
 from sonality.models import (
     ApiKey,
     Belief,
+    Context,
+    EnrichMode,
+    EnrichReport,
     Episode,
     Erasure,
+    Exchange,
     FactKind,
+    Imported,
     Insight,
     InsightStatus,
     KeyScope,
     Narrative,
     Persona,
     ProvenanceEdge,
+    Recorded,
     Reflection,
+    ReflectionReport,
+    Reply,
     ScoredEpisode,
     Snapshot,
     ThinkerTurn,
@@ -45,7 +49,6 @@ from sonality.server.deps import CallerDep, SonalityDep
 from sonality.server.errors import HttpError
 from sonality.server.lag import readiness
 from sonality.server.metrics import CONTENT_TYPE
-from sonality.service import EnrichMode, Exchange, Recorded, Sonality
 
 __all__ = ["router"]
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import structlog
 
-from sonality.config import Settings
+from sonality import Settings
 from sonality.errors import ConfigError
 from sonality.server.app import ServerConfig, create_app
 from sonality.server.deps import KEY_CONCURRENCY
@@ -76,9 +76,8 @@ def record_mode(option: str | None, settings: Settings) -> str:
 
 def app_from_environment() -> Any:
     """The app of one server process (uvicorn's factory)."""
-    from sonality.observability import configure_logging
-    from sonality.service import Sonality
-    from sonality.wiring import load_llm_factory
+    from sonality import Sonality
+    from sonality.wiring import configure_logging, load_llm_factory
 
     raw = json.loads(os.environ.get(_ENV, "{}"))
     raw["cors_origins"] = tuple(raw.get("cors_origins", ()))

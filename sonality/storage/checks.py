@@ -57,9 +57,11 @@ __all__ = [
     "episode_counts",
     "episode_not_found",
     "erasure_may_commit",
+    "erasure_target",
     "fact_not_found",
     "fact_source",
     "facts_after_erasure",
+    "failed_attempt",
     "first_snapshot",
     "grants_live",
     "held_fact",
@@ -70,6 +72,7 @@ __all__ = [
     "limit",
     "next_version",
     "reflection_may_commit",
+    "same_episode_id",
     "same_exchange",
     "staged_committed",
     "stored_error",
@@ -270,12 +273,36 @@ def next_version(kind: str, persona_id: str, version: int, current: int) -> None
 def same_exchange(stored: Episode, draft: EpisodeDraft) -> Episode:
     """Idempotent append: an id used again for the same exchange returns the stored
     episode; for another exchange it is a ``ConflictError``."""
-    same = (stored.user_id, stored.conversation_id, stored.user_message, stored.agent_response)
-    if same != (draft.user_id, draft.conversation_id, draft.user_message, draft.agent_response):
+    return same_episode_id(
+        stored,
+        persona_id=draft.persona_id,
+        user_id=draft.user_id,
+        conversation_id=draft.conversation_id,
+        message=draft.user_message,
+        response=draft.agent_response,
+    )
+
+
+def same_episode_id(
+    stored: Episode,
+    *,
+    persona_id: str,
+    user_id: str,
+    conversation_id: str,
+    message: str,
+    response: str | None = None,
+) -> Episode:
+    """An episode id used again names the same exchange: the same user, conversation and
+    message (and reply, when the caller has one; a repeated ``respond`` has not written
+    its reply yet), else ``ConflictError``. Returns the stored episode."""
+    asked = (user_id, conversation_id, message)
+    if (stored.user_id, stored.conversation_id, stored.user_message) != asked or (
+        response is not None and stored.agent_response != response
+    ):
         raise ConflictError(
             "episode id already used for another exchange",
-            persona_id=draft.persona_id,
-            episode_id=draft.id,
+            persona_id=persona_id,
+            episode_id=stored.id,
         )
     return stored
 
@@ -528,6 +555,21 @@ def unsuccessful_attempt(reflection: Reflection) -> None:
 
 
 # dual-process runtime ---------------------------------------------------------------------
+
+
+def failed_attempt(turn: ThinkerTurn, give_up: bool) -> ThinkerStatus | None:
+    """The status a failed Thinker attempt leaves a turn in: ``abandoned`` when the caller
+    gives up, else ``failed``; None for a turn already ``done``, which stays done (a late
+    failure of a turn another process finished changes nothing)."""
+    if turn.status is ThinkerStatus.DONE:
+        return None
+    return ThinkerStatus.ABANDONED if give_up else ThinkerStatus.FAILED
+
+
+def erasure_target(user_id: str | None, episode_id: str | None) -> None:
+    """An erasure names exactly one of a user or an episode."""
+    if (user_id is None) == (episode_id is None):
+        raise ValueError("name a user or an episode")
 
 
 def turn_matches_episode(turn: ThinkerTurn, conversation_id: str, user_id: str, n: int) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from sonality.browser_assets import BrowseServer, post_connect_command
+from sonality.cli.browser_assets import BrowseServer, post_connect_command
 from sonality.storage.neo4j.store import Neo4jStore
 from tests.browser import sample
 from tests.conftest import EMBEDDING_DIMENSIONS, _load_devserver

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from sonality.browser_assets import (
+from sonality.cli import main
+from sonality.cli.browser_assets import (
     DEFAULT_PORT,
     BrowseAssets,
     BrowseServer,
@@ -22,7 +23,6 @@ from sonality.browser_assets import (
     load_queries,
     post_connect_command,
 )
-from sonality.cli import main
 from sonality.resources import resource_dir
 from tests.browser.grass import parse_grass, style_for
 

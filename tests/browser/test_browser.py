@@ -22,7 +22,7 @@ import pytest
 from neo4j import AsyncGraphDatabase
 from playwright.async_api import Page, Route, async_playwright, expect
 
-from sonality.browser_assets import BrowseServer, browser_url
+from sonality.cli.browser_assets import BrowseServer, browser_url
 from sonality.resources import resource_dir
 from tests.browser.grass import parse_grass, style_for
 from tests.conftest import ROOT

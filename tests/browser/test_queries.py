@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from neo4j import AsyncDriver, AsyncGraphDatabase
 
-from sonality.browser_assets import BrowseAssets
+from sonality.cli.browser_assets import BrowseAssets
 from tests.browser import sample
 
 pytestmark = pytest.mark.neo4j

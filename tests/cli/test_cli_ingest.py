@@ -11,7 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from sonality.cli import main
-from sonality.mind.ingest import BadLine, Exchange, read_exchanges
+from sonality.mind.ingest import Exchange, read_exchanges
+from sonality.models import BadLine
 
 
 @pytest.fixture

@@ -10,9 +10,8 @@ from typing import Any
 
 import pytest
 
-from sonality.core.keys import hash_secret
 from sonality.errors import AlreadyExists, NotFoundError, PersonaNotFound
-from sonality.models import ApiKey, Erasure, ErasureKind, KeyScope
+from sonality.models import ApiKey, Erasure, ErasureKind, KeyScope, hash_secret
 from tests.contract.factories import add_persona
 
 BOUND = ("i-ada", "i-bea")

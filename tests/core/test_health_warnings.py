@@ -8,14 +8,13 @@ import pytest
 
 from sonality.core.health import (
     Challenge,
-    HealthCode,
     HealthParams,
     assess_health,
     capitulations,
     challenges_from,
     vocabulary_unique_ratio,
 )
-from sonality.models import Belief, BeliefStatus, Direction, Episode, EvidenceAssessment
+from sonality.models import Belief, BeliefStatus, Direction, Episode, EvidenceAssessment, HealthCode
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 HEALTHY_TEXT = (

@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from sonality.core.decay import DecayResult
-from sonality.core.health import HealthCode
 from sonality.core.reflection import (
     ReflectionParams,
     ReflectionPlan,
@@ -17,6 +16,7 @@ from sonality.core.reflection import (
 from sonality.models import (
     Belief,
     BeliefStatus,
+    HealthCode,
     Insight,
     Persona,
     ReflectionOutcome,

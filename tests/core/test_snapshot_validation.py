@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sonality.core.snapshot import SnapshotRejection, validate_snapshot, word_diff
+from sonality.core.snapshot import SnapshotRejection, validate_snapshot
+from sonality.models import word_diff
 
 OLD = "I care about careful reasoning and I say so when I disagree. " * 2  # 122 chars
 

@@ -10,8 +10,8 @@ import pytest
 
 from sonality.errors import ConflictError, PersonaNotFound, ValidationError
 from sonality.llm.embedders import HashEmbedder
-from sonality.mind.archive import ImportStatus, copy_personas
-from sonality.models import SelfModel
+from sonality.mind.archive import copy_personas
+from sonality.models import ImportStatus, SelfModel
 from sonality.service import Sonality
 from sonality.storage.archive import TYPES
 from sonality.testing import FrozenClock

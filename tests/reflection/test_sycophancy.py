@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from sonality.core.health import HealthCode
 from sonality.core.opinion import OpinionParams
 from sonality.llm.prompts import RenderedPrompt
+from sonality.models import HealthCode
 from sonality.service import Sonality
 from sonality.testing import ScriptedLLM
 from tests.reflection.conftest import create

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from sonality.mind.recording import Exchange
+from sonality.models import Exchange
 from sonality.service import Sonality
 
 WRITERS = 200

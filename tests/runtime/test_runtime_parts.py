@@ -99,3 +99,17 @@ async def test_a_talker_reply_with_a_nul_records_nothing(app: Sonality, llm: Scr
         await app.respond("ada", user_id="u1", conversation_id="c1", message=script.message(1))
     assert await app.episodes("ada") == []
     assert await app.thinker_turns("ada", conversation_id="c1") == []
+
+
+def test_the_parts_are_named_once_for_every_constructor() -> None:
+    """``Parts`` (what a Sonality is made of) and ``Given`` (the keywords ``Sonality(...)``
+    and ``assemble`` take) name the same parts, ``Given`` adding only the lease ``owner``;
+    the facade's constructor takes exactly ``Given``."""
+    import inspect
+    from dataclasses import fields
+
+    from sonality.mind.parts import Given, Parts
+
+    assert set(Given.__annotations__) == {f.name for f in fields(Parts)} | {"owner"}
+    parameters = inspect.signature(Sonality.__init__).parameters
+    assert [p.kind for p in parameters.values()][1:] == [inspect.Parameter.VAR_KEYWORD]

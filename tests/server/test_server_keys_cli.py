@@ -7,7 +7,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from sonality.core.keys import hash_secret, parse_token
+from sonality.models import hash_secret, parse_token
 from tests.conftest import ROOT
 from tests.server.conftest import SONALITY, cli, store_env
 

@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from sonality import errors
-from sonality.core.keys import hash_secret, mint, parse_token, secret_matches
-from sonality.models import ApiKey, KeyScope
+from sonality.models import ApiKey, KeyScope, hash_secret, mint, parse_token, secret_matches
 from sonality.server.chat import derived_conversation
 from sonality.server.errors import body, status_and_kind
 from sonality.server.rest import ChatMessage, exchanges

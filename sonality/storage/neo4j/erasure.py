@@ -328,8 +328,7 @@ class Neo4jErasure(Neo4jAggregate):
         self, persona_id: str, *, user_id: str | None = None, episode_id: str | None = None
     ) -> ErasureState:
         """What erasing the user's episodes (or one episode) reads, in one transaction."""
-        if (user_id is None) == (episode_id is None):
-            raise ValueError("name a user or an episode")
+        checks.erasure_target(user_id, episode_id)
         return await self._db.read("erasure_state", _state, persona_id, user_id, episode_id)
 
     async def commit_erasure(self, commit: ErasureCommit) -> None:

@@ -172,7 +172,8 @@ async def _mark_failed(
     give_up: bool,
     at: datetime,
 ) -> ThinkerTurn:
-    """Count a failed attempt under the conversation lock; a done turn stays done."""
+    """Count a failed attempt under the conversation lock (the turn read again under it);
+    a done turn stays done (``checks.failed_attempt``)."""
     turn = await _turn(tx, persona_id, episode_id)
     await fetch(
         tx,
@@ -180,12 +181,16 @@ async def _mark_failed(
         persona_id=persona_id,
         conversation_id=turn.conversation_id,
     )
+    turn = await _turn(tx, persona_id, episode_id)
+    status = checks.failed_attempt(turn, give_up)
+    if status is None:
+        return turn
     await fetch(
         tx,
         Query.RUNTIME_MARK_FAILED,
         persona_id=persona_id,
         episode_id=episode_id,
-        status=(ThinkerStatus.ABANDONED if give_up else ThinkerStatus.FAILED).value,
+        status=status.value,
         error=checks.stored_error(error),
         at=codec.time_in(at, field="at"),
     )

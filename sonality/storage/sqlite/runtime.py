@@ -26,7 +26,6 @@ from sonality.models import (
     Narrative,
     Persona,
     RuntimeMode,
-    ThinkerStatus,
     ThinkerTurn,
     ThoughtCommit,
     TurnStart,
@@ -153,9 +152,9 @@ def _mark_failed(
     at: datetime,
 ) -> ThinkerTurn:
     current = _turn(conn, persona_id, episode_id)
-    if current.status is ThinkerStatus.DONE:
+    status = checks.failed_attempt(current, give_up)
+    if status is None:
         return current
-    status = ThinkerStatus.ABANDONED if give_up else ThinkerStatus.FAILED
     conn.execute(
         "UPDATE thinker_turns SET status = ?, attempts = attempts + 1, error = ?, "
         "updated_at = ? WHERE persona_id = ? AND episode_id = ?",

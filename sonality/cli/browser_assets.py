@@ -34,7 +34,7 @@ from types import TracebackType
 from typing import ClassVar
 from urllib.parse import quote, urlsplit
 
-from sonality.resources import resource_dir
+from sonality.wiring import resource_dir
 
 __all__ = [
     "DEFAULT_PORT",

@@ -1,0 +1,44 @@
+"""The store's context port: what a context reads in one go."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Protocol, runtime_checkable
+
+from sonality.models import (
+    ContextReads,
+)
+
+__all__ = ["ContextStore"]
+
+
+@runtime_checkable
+class ContextStore(Protocol):
+    """What ``context`` reads, in one unit of work."""
+
+    async def context_reads(
+        self,
+        persona_id: str,
+        user_id: str,
+        embedding: Sequence[float] | None,
+        *,
+        similar_k: int,
+        recent: int,
+        beliefs: int = 8,
+    ) -> ContextReads:
+        """Persona, CURRENT snapshot, the user's active facts, the beliefs to show (the
+        ``beliefs`` active ones whose topic is most similar to ``embedding``, the
+        ``beliefs`` strongest, and up to ``beliefs`` whose topic is not embedded yet, each
+        through an index: never every belief of the persona), the user's ``similar_k``
+        episodes most similar to ``embedding`` (none when it is ``None`` or ``similar_k``
+        is 0) and their ``recent`` latest, all in one read transaction.
+        ``PersonaNotFound`` when the persona is unknown."""
+        ...
+
+    async def set_topic_embeddings(
+        self, persona_id: str, embeddings: Mapping[str, Sequence[float]]
+    ) -> int:
+        """Store the embeddings of the persona's belief topics (topic -> vector of the
+        store's dimension; ``ValidationError`` otherwise); a topic with no belief is
+        skipped. Returns how many beliefs took one."""
+        ...
