@@ -771,6 +771,7 @@ async def main() -> int:
                     server = devserver.DevServer.start(
                         version=args.neo4j_version or devserver.DEFAULT_VERSION,
                         log_path=Path(tmp) / "neo4j.log",
+                        timeout=900,  # a loaded shared machine starts a JVM slowly
                     )
                     print(f"neo4j   dev server {server.version}", flush=True)
                     uri = server.bolt_uri
