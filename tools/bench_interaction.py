@@ -713,7 +713,7 @@ async def main() -> int:
         "--neo4j-version",
         default=None,
         help="dev server version to start: 5.26 or 2026 (2026.08.1); default: the dev "
-        "server's, which the tests and compose use",
+        "server's (5.26, the suite's; compose runs 2026)",
     )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -771,6 +771,7 @@ async def main() -> int:
                     server = devserver.DevServer.start(
                         version=args.neo4j_version or devserver.DEFAULT_VERSION,
                         log_path=Path(tmp) / "neo4j.log",
+                        timeout=900,  # a loaded shared machine starts a JVM slowly
                     )
                     print(f"neo4j   dev server {server.version}", flush=True)
                     uri = server.bolt_uri

@@ -234,6 +234,7 @@ async def run_neo4j(args: argparse.Namespace, tmp: Path) -> Path | None:
             page_cache=args.page_cache,
             java_opts=args.heap,
             log_path=tmp / "neo4j.log",
+            timeout=900,  # a loaded shared machine starts a JVM slowly
         )
         uri = server.bolt_uri
         print(
