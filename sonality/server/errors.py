@@ -144,7 +144,9 @@ def is_openai_route(path: str) -> bool:
 def openai_body(status: int, kind: str, message: str, detail: dict[str, Any]) -> dict[str, Any]:
     """The error body of the OpenAI-compatible routes: OpenAI's shape, ``type`` from the
     status (``invalid_request_error`` for the 4xx without one of their own,
-    ``server_error`` for a 5xx), ``code`` Sonality's kind, ``param`` the field at fault."""
+    ``server_error`` for a 5xx), ``code`` Sonality's kind, ``param`` the field at fault;
+    and, as Sonality's one addition, ``episode_id`` when the error names a stored
+    exchange (a 504 past the respond deadline: the same request answers it later)."""
     error_type = _OPENAI_TYPES.get(
         status, "server_error" if status >= 500 else "invalid_request_error"
     )
@@ -153,14 +155,15 @@ def openai_body(status: int, kind: str, message: str, detail: dict[str, Any]) ->
     if param is None and isinstance(problems, list) and problems:
         loc = [p for p in problems[0].get("loc", ()) if p != "body"]
         param = ".".join(str(p) for p in loc) or None
-    return {
-        "error": {
-            "message": message,
-            "type": error_type,
-            "code": kind,
-            "param": None if param is None else str(param),
-        }
+    error: dict[str, Any] = {
+        "message": message,
+        "type": error_type,
+        "code": kind,
+        "param": None if param is None else str(param),
     }
+    if "episode_id" in detail:  # a late answer's stored message: retry it for the answer
+        error["episode_id"] = detail["episode_id"]
+    return {"error": error}
 
 
 def error_body(

@@ -196,8 +196,8 @@ def test_chat_past_its_deadline_is_504_with_retry_after(served: Any, tmp_path: P
     assert late.status_code == 504, late.text
     assert waited < DEADLINE + WRITE
     assert int(late.headers["Retry-After"]) > 0
-    assert late.json()["kind"] == "timeout"
-    episode_id = late.json()["detail"]["episode_id"]
+    assert late.json()["error"]["code"] == "timeout"
+    episode_id = late.json()["error"]["episode_id"]
     assert retried.status_code == 200, retried.text
     assert retried.json()["choices"][0]["message"]["content"] == "You said: Hi?"
     assert retried.json()["id"] == f"chatcmpl-{episode_id}"
