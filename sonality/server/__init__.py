@@ -9,7 +9,8 @@ chat endpoint, MCP over streamable HTTP — with API keys.
       deps.py     what routes depend on: config, state, the facade, the caller
       auth.py     Bearer API keys: who is calling, which personas and scope it has
       errors.py   Sonality's error kinds as HTTP statuses and ``{error, kind, detail}``
-      rest.py     the REST routes over the facade
+      routes/     the REST routes over the facade, one module per OpenAPI tag (health,
+                  personas, memory, reads, reflection, agent, keys, forget)
       chat.py     ``/v1/chat/completions`` and ``/v1/models`` in OpenAI's shapes
       mcp_tools.py the MCP tools and resources (stdio and streamable HTTP)
       metrics.py  Prometheus text: requests, latency, model calls and tokens

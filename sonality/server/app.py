@@ -26,7 +26,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sonality import Sonality, __version__
 from sonality.errors import SonalityError
-from sonality.server import chat, rest
+from sonality.server import chat, routes
 from sonality.server.auth import NO_AUTH, Caller, KeyCheck, Limiter
 from sonality.server.deps import ServerConfig, ServerState
 from sonality.server.errors import (
@@ -405,7 +405,7 @@ def create_app(
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
-    app.include_router(rest.router)
+    app.include_router(routes.router)
     app.include_router(chat.router)
     app.router.routes.append(
         Route(MCP_PATH, mcp, methods=["GET", "POST", "DELETE"], include_in_schema=False)

@@ -13,7 +13,7 @@ from sonality import errors
 from sonality.models import ApiKey, KeyScope, hash_secret, mint, parse_token, secret_matches
 from sonality.server.chat import derived_conversation
 from sonality.server.errors import body, status_and_kind
-from sonality.server.rest import ChatMessage, exchanges
+from sonality.server.routes.memory import ChatMessage, exchanges
 
 
 @pytest.mark.parametrize(
