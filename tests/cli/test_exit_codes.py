@@ -29,6 +29,7 @@ KINDS: dict[type[errors.SonalityError], int] = {
     errors.StoreUnavailable: 7,
     errors.LLMError: 8,
     errors.LLMUnavailable: 8,
+    errors.AnswerTimeout: 8,
     errors.LLMResponseInvalid: 8,
 }
 

@@ -177,7 +177,9 @@ def test_chat_past_its_deadline_is_504_with_retry_after(served: Any, tmp_path: P
         "user": "u1",
         "messages": [{"role": "user", "content": "Hi?"}],
     }
-    headers = {"Authorization": f"Bearer {served.admin}"}
+    # the client names its request, so that its resend is the same exchange (a first
+    # message without a retry signal opens a new chat: see server/chat.py)
+    headers = {"Authorization": f"Bearer {served.admin}", "Idempotency-Key": "hi-1"}
     try:
         gate.touch()
         started = time.monotonic()
@@ -192,7 +194,7 @@ def test_chat_past_its_deadline_is_504_with_retry_after(served: Any, tmp_path: P
     # the client's retry, through the session's server on the same store (its deadline is
     # the default: a loaded test machine cannot make the answer late there)
     with served.client() as c:
-        retried = c.post("/v1/chat/completions", json=body)
+        retried = c.post("/v1/chat/completions", json=body, headers={"Idempotency-Key": "hi-1"})
     assert late.status_code == 504, late.text
     assert waited < DEADLINE + WRITE
     assert int(late.headers["Retry-After"]) > 0

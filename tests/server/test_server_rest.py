@@ -113,6 +113,21 @@ def test_context_search_and_reads(served: Served, ada: str) -> None:
     """context gives the prompt and its parts; search scores the user's episodes; the
     reads list beliefs (with evidence), facts, episodes and insights."""
     with served.client() as c:
+        # kim's disclosure, enriched before the reads (not left to another test's background)
+        drained = c.post("/v1/personas/ada/drain", json={"everywhere": True})
+        assert drained.status_code == 200 and drained.json()["drained"], drained.text
+        r = c.post(
+            "/v1/personas/ada/record",
+            json={
+                "user_id": "kim",
+                "conversation_id": "k2",
+                "message": "I am allergic to peanuts.",
+                "response": "Noted, no peanuts.",
+                "episode_id": "kim-1",
+                "enrich": "inline",
+            },
+        )
+        assert r.status_code == 200 and r.json()[0]["episode"]["enrichment_status"] == "enriched"
         ctx = c.post(
             "/v1/personas/ada/context", json={"user_id": "sam", "message": "nuclear?"}
         ).json()

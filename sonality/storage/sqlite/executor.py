@@ -153,6 +153,11 @@ class SqliteExecutor:
         """``SchemaError`` unless migrated (checked once, then cached)."""
         await self.run(_nothing, transaction=False)
 
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` ran."""
+        return self._closed
+
     async def close(self) -> None:
         """Close the connection and stop the worker thread (idempotent)."""
         if self._closed:
