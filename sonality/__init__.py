@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from sonality.lazy import lazy_attributes
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -62,11 +64,7 @@ _LAZY = {
 
 def __getattr__(name: str) -> Any:
     """Import public names on first use, so ``sonality --help`` stays fast."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'sonality' has no attribute {name!r}")
-    import importlib
+    return _import_on_first_use(name)
 
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+
+_import_on_first_use = lazy_attributes("sonality", _LAZY, globals())

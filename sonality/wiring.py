@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from sonality.config import Settings, default_store_url, legacy_store_path
 from sonality.errors import ConfigError
+from sonality.lazy import lazy_attributes
 from sonality.observability import get_logger
 from sonality.ports import LLM, PromptSource, UsageSink
 
@@ -276,11 +277,7 @@ _FOR_THE_FACES = {
 
 def __getattr__(name: str) -> Any:
     """Import a re-exported name on first use (``sonality --help`` loads none of them)."""
-    module = _FOR_THE_FACES.get(name)
-    if module is None:
-        raise AttributeError(f"module 'sonality.wiring' has no attribute {name!r}")
-    import importlib
+    return _import_on_first_use(name)
 
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+
+_import_on_first_use = lazy_attributes("sonality.wiring", _FOR_THE_FACES, globals())

@@ -6,7 +6,8 @@ each one is a dependency a reader has to follow. The layers, low to high (a modu
 import its own layer's package and any lower layer, never a sibling package of its layer
 and never a higher layer):
 
-1. ``errors`` — the exception tree (imports nothing of Sonality)
+1. ``errors``, ``lazy`` — the exception tree, and lazy re-exports (import nothing of
+   Sonality)
 2. ``models`` — the vocabulary every layer speaks (a commit object that contradicts
    itself raises an ``errors`` type when built)
 3. ``core/`` — pure rules
@@ -43,7 +44,7 @@ import sonality
 PACKAGE = Path(sonality.__file__).resolve().parent
 ROOT = "<root>"
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors",),
+    ("errors", "lazy"),
     ("models",),
     ("core",),
     ("ports",),
