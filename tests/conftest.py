@@ -52,6 +52,16 @@ def _load_devserver() -> Any:
     return module
 
 
+TEST_SERVER_SETTINGS = {"dbms.cypher.min_replan_interval": "1h"}
+"""The suite's server plans a statement once and keeps the plan. The tests empty the
+database between tests and refill it, so with Neo4j's default (replan a cached statement
+when the statistics it was planned on have drifted, at most every 10 s) it replanned its
+busiest statements about every 10 s all run long: 613 replans in 36 minutes on one worker's
+server, at 0.1-8 s of the server's CPU each (the enrichment commit and context read plan
+slowest). A test about plan choice asks for current statistics and a fresh plan itself
+(``db.prepareForReplanning`` in tests/neo4j/test_query_plans.py)."""
+
+
 @pytest.fixture(scope="session")
 def neo4j_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Bolt URI of a real Neo4j 5.26 server for the whole session (each xdist worker is a
@@ -64,7 +74,7 @@ def neo4j_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     log = tmp_path_factory.mktemp("neo4j") / "devserver.log"
     # Two workers start their servers at the same moment on a two-core machine: wait
     # longer than the library's 180 s before calling a slow start a failure.
-    server = devserver.DevServer.start(log_path=log, timeout=600)
+    server = devserver.DevServer.start(log_path=log, timeout=600, config=TEST_SERVER_SETTINGS)
     _SERVER_INFO.update(startup_seconds=server.startup_seconds, rss=server.rss_bytes())
     try:
         yield server.bolt_uri

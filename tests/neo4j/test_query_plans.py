@@ -25,6 +25,13 @@ NO_SEARCH: dict[str, Any] = {
 """context/read's parameters besides persona, user and recent, when nothing is searched."""
 
 
+async def _fresh_statistics(session: Any) -> None:
+    """Resample every index and empty the plan cache, so the next statement is planned on
+    the statistics of the data the test just wrote (the suite's server keeps plans:
+    ``TEST_SERVER_SETTINGS`` in tests/conftest.py)."""
+    await (await session.run("CALL db.prepareForReplanning()")).consume()
+
+
 def _operators(plan: Any) -> list[tuple[str, int, str]]:
     """(operator, rows, details) of every operator of a profiled plan."""
     details = str(plan.get("args", {}).get("Details", ""))
@@ -48,10 +55,7 @@ def _operators(plan: Any) -> list[tuple[str, int, str]]:
     "page",
     [
         "first",
-        # KNOWN FLAKE, not fixed: on a deep page Neo4j 5.26 sometimes seeks the index by its
-        # prefix and filters seq (about 28 rows read for 3), sometimes seeks the range (3);
-        # same data, same statement. Non-strict until the plan is pinned.
-        pytest.param("deep", marks=pytest.mark.xfail(strict=False, reason="planner flake")),
+        "deep",
     ],
 )
 async def test_latest_episodes_stop_at_the_limit(
@@ -80,6 +84,7 @@ async def test_latest_episodes_stop_at_the_limit(
         **params,
     }
     async with neo4j_store._driver.session(database="neo4j") as session:
+        await _fresh_statistics(session)
         result = await session.run("PROFILE " + load(query), arguments)
         plan = (await result.consume()).profile
     operators = _operators(plan)
@@ -111,6 +116,7 @@ async def test_a_current_caches_catch_up_in_context_read_reads_no_embedding(
     }
     assert len(arguments["known"]) == 30  # every row is inside the window
     async with neo4j_store._driver.session(database="neo4j") as session:
+        await _fresh_statistics(session)
         result = await session.run("PROFILE " + load(Query.CONTEXT_READ), arguments)
         [row] = [record.data() async for record in result]
         plan = (await result.consume()).profile
@@ -136,6 +142,7 @@ async def test_staged_reads_seek_the_persona(
     never by scanning every persona's StagedUpdate nodes."""
     await add_persona(neo4j_store)
     async with neo4j_store._driver.session(database="neo4j") as session:
+        await _fresh_statistics(session)
         result = await session.run("PROFILE " + load(query), {"persona_id": "p1", **params})
         plan = (await result.consume()).profile
     operators = _operators(plan)
@@ -172,6 +179,7 @@ async def test_lag_heads_stop_at_the_first_index_entry(neo4j_store: Any) -> None
             [],
         )
     async with neo4j_store._driver.session(database="neo4j") as session:
+        await _fresh_statistics(session)
         result = await session.run(
             "PROFILE " + load(Query.EPISODE_OLDEST_PENDING), {"persona_ids": ["p1"]}
         )
@@ -213,6 +221,7 @@ async def test_context_read_reads_beliefs_through_indexes_to_their_limits(
     }
     async with neo4j_store._driver.session(database="neo4j") as session:
         await (await session.run("CALL db.awaitIndexes(60)")).consume()
+        await _fresh_statistics(session)
         result = await session.run("PROFILE " + load(Query.CONTEXT_READ), arguments)
         [row] = [record.data() async for record in result]
         plan = (await result.consume()).profile

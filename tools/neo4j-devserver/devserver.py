@@ -42,6 +42,7 @@ import tempfile
 import time
 import urllib.request
 from collections import deque
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
@@ -392,6 +393,7 @@ class DevServer:
         timeout: float = 180.0,
         log_path: str | os.PathLike[str] | None = None,
         page_cache: str | None = None,
+        config: Mapping[str, str] | None = None,
         browser_post_connect_cmd: str | None = None,
         java_opts: str | None = None,
         detach: bool = False,
@@ -405,7 +407,9 @@ class DevServer:
         The server's output goes to ``log_path``, else ``<data_dir>/devserver.log``, else to a
         temporary file that stop() deletes (it is kept when start-up fails, for the error message).
         ``detach`` starts it in its own session so it outlives this Python process (no atexit stop).
-        ``java_opts`` replaces the heap options; ``extra_env`` is added to run.sh's environment.
+        ``config`` sets further Neo4j settings by their neo4j.conf names (the server refuses a
+        name it does not declare). ``java_opts`` replaces the heap options; ``extra_env`` is
+        added to run.sh's environment.
         Raises RuntimeError with the last lines of the server log on failure or timeout.
         """
         build(version=version)
@@ -438,6 +442,8 @@ class DevServer:
             args += ["--data-dir", str(data_path)]
         if page_cache:
             args += ["--page-cache", page_cache]
+        for name, value in (config or {}).items():
+            args += ["--config", f"{name}={value}"]
         if browser_post_connect_cmd is not None:
             args += ["--browser-post-connect-cmd", browser_post_connect_cmd]
         env = dict(os.environ)
@@ -628,6 +634,7 @@ def _cmd_start(ns: argparse.Namespace) -> int:
         timeout=ns.timeout,
         log_path=ns.log_file,
         page_cache=ns.page_cache,
+        config=dict(item.split("=", 1) for item in ns.config),
         browser_post_connect_cmd=ns.browser_post_connect_cmd,
         detach=ns.detach,
     )
@@ -715,6 +722,13 @@ def main(argv: list[str] | None = None) -> int:
     p_start.add_argument("--pid-file", default=None)
     p_start.add_argument("--log-file", default=None, help="default: DATA_DIR/devserver.log or tmp")
     p_start.add_argument("--page-cache", default=None, help="page cache size (default 64m)")
+    p_start.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a further Neo4j setting by its neo4j.conf name (repeatable)",
+    )
     p_start.add_argument("--browser-post-connect-cmd", default=None)
     p_start.add_argument("--timeout", type=float, default=180.0)
     p_start.add_argument("--detach", action="store_true", help="run in the background")

@@ -32,7 +32,7 @@ import java.util.stream.Stream;
  * name or value class of either line is baked in.
  *
  * <p>Usage: {@code Launcher [--bolt-port N] [--http-port N] [--data-dir PATH] [--page-cache 64m]
- * [--browser-post-connect-cmd CMD]}
+ * [--browser-post-connect-cmd CMD] [--config NAME=VALUE ...]}
  *
  * <p>Prints exactly one line {@code NEO4J_DEVSERVER_READY bolt=bolt://127.0.0.1:<p> http=http://127.0.0.1:<p>}
  * to stdout once Bolt and HTTP accept connections, then runs until SIGTERM/SIGINT, on which it shuts the
@@ -59,6 +59,8 @@ public final class Launcher {
         Path dataDir;
         String pageCache = "64m";
         String browserPostConnectCmd;
+        /** Further settings by their neo4j.conf names ({@code --config NAME=VALUE}, repeatable). */
+        final Map<String, String> config = new LinkedHashMap<>();
     }
 
     public static void main(String[] args) {
@@ -78,9 +80,10 @@ public final class Launcher {
 
     private static String usage() {
         return "usage: neo4j-devserver [--bolt-port N] [--http-port N] [--data-dir PATH] [--page-cache SIZE]"
-                + " [--browser-post-connect-cmd CMD]\n"
+                + " [--browser-post-connect-cmd CMD] [--config NAME=VALUE ...]\n"
                 + "  ports default to 7687/7474 (0 = pick a free port); without --data-dir a temporary"
-                + " directory is used and deleted on exit; --page-cache defaults to 64m.";
+                + " directory is used and deleted on exit; --page-cache defaults to 64m; --config sets any"
+                + " setting this Neo4j declares (by its neo4j.conf name) and may be repeated.";
     }
 
     static Options parse(String[] args) {
@@ -109,6 +112,13 @@ public final class Launcher {
                 case "--data-dir" -> o.dataDir = Path.of(value).toAbsolutePath().normalize();
                 case "--page-cache" -> o.pageCache = value;
                 case "--browser-post-connect-cmd" -> o.browserPostConnectCmd = value;
+                case "--config" -> {
+                    int split = value.indexOf('=');
+                    if (split <= 0) {
+                        throw new IllegalArgumentException("--config needs NAME=VALUE, got '" + value + "'");
+                    }
+                    o.config.put(value.substring(0, split), value.substring(split + 1));
+                }
                 default -> throw new IllegalArgumentException("unknown argument: " + a);
             }
         }
@@ -151,6 +161,7 @@ public final class Launcher {
         if (opts.browserPostConnectCmd != null) {
             conf.put("browser.post_connect_cmd", opts.browserPostConnectCmd);
         }
+        conf.putAll(opts.config);
         // Nice to have, absent or renamed in some lines: each group sets the first name this server declares,
         // and is skipped with a note when it declares none of them.
         String[][][] optional = {
