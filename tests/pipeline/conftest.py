@@ -3,7 +3,7 @@ scripted model, a frozen clock and the offline embedder."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -32,18 +32,27 @@ def llm() -> ScriptedLLM:
 
 
 @pytest.fixture
-def make_app(store: Any, clock: FrozenClock) -> Callable[..., Sonality]:
-    def make(llm: ScriptedLLM | None, **kwargs: Any) -> Sonality:
-        return Sonality(
-            store=store,
-            llm=llm,
-            embedder=HashEmbedder(EMBEDDING_DIMENSIONS),
-            clock=clock,
-            count_tokens=lambda text: max(1, len(text) // 4),
-            **kwargs,
-        )
+async def make_app(store: Any, clock: FrozenClock) -> AsyncIterator[Callable[..., Sonality]]:
+    """Builds facades on the test's store; each is closed after the test, so one a failed
+    test left open does not hold its model client (and its sockets) into the next test."""
+    made: list[Sonality] = []
 
-    return make
+    def make(llm: ScriptedLLM | None, **kwargs: Any) -> Sonality:
+        made.append(
+            Sonality(
+                store=store,
+                llm=llm,
+                embedder=HashEmbedder(EMBEDDING_DIMENSIONS),
+                clock=clock,
+                count_tokens=lambda text: max(1, len(text) // 4),
+                **kwargs,
+            )
+        )
+        return made[-1]
+
+    yield make
+    for app in made:
+        await app.close()
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ enrichment, affect) from the turn number carried in each message."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -30,18 +30,27 @@ def llm() -> ScriptedLLM:
 
 
 @pytest.fixture
-def make_app(store: Any, clock: FrozenClock) -> Callable[..., Sonality]:
+async def make_app(store: Any, clock: FrozenClock) -> AsyncIterator[Callable[..., Sonality]]:
+    """Builds facades on the test's store; each is closed after the test, so one a failed
+    test left open does not hold its model client (and its sockets) into the next test."""
+    made: list[Sonality] = []
+
     def make(llm: ScriptedLLM | None, **kwargs: Any) -> Sonality:
         kwargs.setdefault("count_tokens", lambda text: max(1, len(text) // 4))
-        return Sonality(
-            store=store,
-            llm=llm,
-            embedder=HashEmbedder(EMBEDDING_DIMENSIONS),
-            clock=clock,
-            **kwargs,
+        made.append(
+            Sonality(
+                store=store,
+                llm=llm,
+                embedder=HashEmbedder(EMBEDDING_DIMENSIONS),
+                clock=clock,
+                **kwargs,
+            )
         )
+        return made[-1]
 
-    return make
+    yield make
+    for app in made:
+        await app.close()
 
 
 @pytest.fixture
