@@ -61,7 +61,8 @@ async def create(app: Sonality, persona_id: str = "ada") -> None:
 async def record_turns(
     app: Sonality, start: int, stop: int, *, persona_id: str = "ada", clock: Any = None
 ) -> None:
-    """Record scripted turns ``start``..``stop - 1`` (enriched by the scripted model)."""
+    """Record scripted turns ``start``..``stop - 1``, all enriched by the scripted model when
+    this returns."""
     for i in range(start, stop):
         if clock is not None:
             clock.advance(minutes=1)
@@ -73,3 +74,6 @@ async def record_turns(
             response=scripts.turn(i).response,
             episode_id=f"{persona_id}-t{i}",
         )
+    # an inline record past its deadline (a loaded machine) returns pending and leaves the
+    # rest to the persona's lane: wait for it, so every turn is enriched as the tests assume
+    assert await app.drain(persona_id, max_seconds=120)
