@@ -91,22 +91,26 @@ lint: install
 typecheck: install
 	$(BIN)/mypy sonality
 
-# pytest in two steps: first the soak tests (-m soak, minutes of real time each) in one
-# process, killed after SOAK_TIMEOUT seconds; then everything else on PYTEST_WORKERS xdist
-# workers, each with its own Neo4j server (--dist loadfile hands out whole files, see
-# tests/conftest.py). Both steps run even when the first fails; each prints its 20 slowest
-# tests, and a step that collects no test fails (pytest's exit 5).
+# pytest in two sessions side by side: the soak tests (-m soak, minutes of real time each,
+# mostly waiting) in one process of their own, killed after SOAK_TIMEOUT seconds, and
+# everything else on PYTEST_WORKERS xdist workers, each session and worker with its own Neo4j
+# server (--dist loadfile hands out whole files, see tests/conftest.py). The soak's output is
+# printed after the others'. Each prints its 20 slowest tests; the target fails when either
+# fails, and a session that collects no test fails (pytest's exit 5).
 PYTEST_WORKERS ?= 2
 SOAK_TIMEOUT ?= 900
 PYTEST_STEP = r=0; $(1) || r=$$?; \
 	if [ $$r -eq 5 ]; then echo "pytest collected no tests: that is a failure here" >&2; fi; \
-	if [ $$r -eq 124 ]; then echo "pytest: the soak step ran out of its $(SOAK_TIMEOUT) s" >&2; fi; \
+	if [ $$r -eq 124 ]; then echo "pytest: the soak session ran out of its $(SOAK_TIMEOUT) s" >&2; fi; \
 	if [ $$rc -eq 0 ]; then rc=$$r; fi
 
 pytest: install devserver chromium
-	@rc=0; \
-	$(call PYTEST_STEP,timeout -k 30 $(SOAK_TIMEOUT) $(BIN)/pytest -q -p no:xdist -m soak --durations=20); \
+	@rc=0; soak_log=$$(mktemp); \
+	timeout -k 30 $(SOAK_TIMEOUT) $(BIN)/pytest -q -p no:xdist -m soak --durations=20 \
+	  > $$soak_log 2>&1 & soak=$$!; \
 	$(call PYTEST_STEP,$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile -m "not soak" --durations=20); \
+	echo "--- the soak session (-m soak), run beside the one above ---"; \
+	$(call PYTEST_STEP,wait $$soak); cat $$soak_log; rm -f $$soak_log; \
 	if [ $$rc -eq 5 ]; then exit 1; fi; \
 	exit $$rc
 

@@ -18,8 +18,8 @@ Parallel runs (pytest-xdist; ``make pytest`` uses ``-n 2 --dist loadfile``):
 
 Markers: ``neo4j`` (needs the server), ``browser`` (headless Chromium), ``reliability``
 (``tests/reliability``), ``slow`` (long; its file is handed out first) and ``soak`` (a
-soak test of minutes: ``make pytest`` runs ``-m "not soak"`` on the workers, then
-``-m soak`` as a step of its own bounded by ``SOAK_TIMEOUT``).
+soak test of minutes: ``make pytest`` runs ``-m "not soak"`` on the workers and, beside
+it, ``-m soak`` as a session of its own bounded by ``SOAK_TIMEOUT``).
 """
 
 from __future__ import annotations
