@@ -28,7 +28,8 @@ import importlib.util
 import os
 import shutil
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -166,6 +167,30 @@ async def opened() -> AsyncIterator[list[Any]]:
 def store(request: pytest.FixtureRequest) -> Any:
     """Each test using it runs once per backend."""
     return request.getfixturevalue(f"{request.param}_store")
+
+
+@asynccontextmanager
+async def facades(store: Any, clock: Any) -> AsyncIterator[Callable[..., Any]]:
+    """A maker of facades over ``store`` and ``clock`` (a hash embedder, and a token count
+    of a quarter of the characters unless given); each is closed on the way out, so one a
+    failed test left open does not hold its model client (and its sockets) into the next
+    test."""
+    from sonality.llm.embedders import HashEmbedder
+    from sonality.service import Sonality
+
+    made: list[Sonality] = []
+
+    def make(llm: Any, **kwargs: Any) -> Sonality:
+        kwargs.setdefault("count_tokens", lambda text: max(1, len(text) // 4))
+        embedder = HashEmbedder(EMBEDDING_DIMENSIONS)
+        made.append(Sonality(store=store, llm=llm, embedder=embedder, clock=clock, **kwargs))
+        return made[-1]
+
+    try:
+        yield make
+    finally:
+        for app in made:
+            await app.close()
 
 
 @pytest.fixture

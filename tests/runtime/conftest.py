@@ -9,10 +9,9 @@ from typing import Any
 
 import pytest
 
-from sonality.llm.embedders import HashEmbedder
 from sonality.service import Sonality
 from sonality.testing import FrozenClock, ScriptedLLM
-from tests.conftest import EMBEDDING_DIMENSIONS
+from tests.conftest import facades
 from tests.runtime import script
 
 IDENTITY = "I am Ada. I follow evidence, not pressure, and I look after the people I talk to."
@@ -31,26 +30,8 @@ def llm() -> ScriptedLLM:
 
 @pytest.fixture
 async def make_app(store: Any, clock: FrozenClock) -> AsyncIterator[Callable[..., Sonality]]:
-    """Builds facades on the test's store; each is closed after the test, so one a failed
-    test left open does not hold its model client (and its sockets) into the next test."""
-    made: list[Sonality] = []
-
-    def make(llm: ScriptedLLM | None, **kwargs: Any) -> Sonality:
-        kwargs.setdefault("count_tokens", lambda text: max(1, len(text) // 4))
-        made.append(
-            Sonality(
-                store=store,
-                llm=llm,
-                embedder=HashEmbedder(EMBEDDING_DIMENSIONS),
-                clock=clock,
-                **kwargs,
-            )
-        )
-        return made[-1]
-
-    yield make
-    for app in made:
-        await app.close()
+    async with facades(store, clock) as make:
+        yield make
 
 
 @pytest.fixture
