@@ -103,6 +103,9 @@ class Result:
     seconds: float = 0.0
     cpu_seconds: float | None = None
     """CPU the servers spent meanwhile (user + system), when measured."""
+    others: dict[str, float] = field(default_factory=dict)
+    """CPU seconds the rest of the machine's parts of the run spent meanwhile, by name:
+    this process (the load generator), the fake model, Neo4j."""
 
     @property
     def every(self) -> list[float]:
@@ -202,8 +205,10 @@ def fake_model(latency: float = 0.5, log: Path | None = None) -> Iterator[str]:
         url = process.stdout.readline().decode().strip()
         if not url.startswith("http"):
             raise SystemExit("the fake model did not start")
+        HELPERS["model"] = process.pid
         yield url
     finally:
+        HELPERS.pop("model", None)
         process.terminate()
         process.wait(timeout=30)
 
@@ -242,13 +247,33 @@ def cpu_seconds(pids: Sequence[int]) -> float:
     return total
 
 
+HELPERS: dict[str, int] = {}
+"""The processes a run starts besides the servers, by name (``model``: the fake model,
+``neo4j``: the dev server), whose CPU :func:`cpu_of` reports beside the servers'."""
+
+
+def _own_cpu() -> float:
+    times = os.times()
+    return times.user + times.system
+
+
 @contextlib.contextmanager
-def cpu_of(running: Sequence[Server], result: list[float]) -> Iterator[None]:
-    """Appends the CPU seconds ``running`` spent while the block ran to ``result``."""
+def cpu_of(
+    running: Sequence[Server], result: list[float], others: dict[str, float] | None = None
+) -> Iterator[None]:
+    """Appends the CPU seconds ``running`` spent while the block ran to ``result``; with
+    ``others``, the CPU seconds of this process (``client``) and of each of
+    :data:`HELPERS` meanwhile."""
     pids = [s.process.pid for s in running]
     before = cpu_seconds(pids)
+    helpers = {name: cpu_seconds([pid]) for name, pid in HELPERS.items()}
+    own = _own_cpu()
     yield
     result.append(cpu_seconds(pids) - before)
+    if others is not None:
+        others["client"] = _own_cpu() - own
+        for name, pid in HELPERS.items():
+            others[name] = cpu_seconds([pid]) - helpers[name]
 
 
 @dataclass
@@ -673,11 +698,15 @@ async def measure_fake(
                 base = await floor(urls, token, clients=opts.clients)
             base.cpu_seconds = spent[0]
             spent = []
-            with profiled(running, opts.profile, f"{store}-{processes}p"), cpu_of(running, spent):
+            others: dict[str, float] = {}
+            with (
+                profiled(running, opts.profile, f"{store}-{processes}p"),
+                cpu_of(running, spent, others),
+            ):
                 result = await record_context(
                     urls, token, persona, clients=opts.clients, rounds=opts.rounds
                 )
-            result.cpu_seconds = spent[0]
+            result.cpu_seconds, result.others = spent[0], others
             lag = await lag_seconds(urls[0], token, persona)
         out.loads[processes], out.floors[processes], out.lags[processes] = result, base, lag
         if echo:
@@ -750,7 +779,17 @@ def _overhead(store: str, floor_: Result, served: Result) -> str:
 
 def _cpu(result: Result) -> str:
     ms = result.cpu_ms
-    return "" if ms is None else f"server CPU {ms:.1f} ms/request"
+    text = "" if ms is None else f"server CPU {ms:.1f} ms/request"
+    if result.others and result.every:
+        text += (
+            " ("
+            + ", ".join(
+                f"{name} {1000 * seconds / len(result.every):.1f}"
+                for name, seconds in result.others.items()
+            )
+            + ")"
+        )
+    return text
 
 
 def _print_errors(result: Result) -> None:
@@ -765,9 +804,11 @@ def neo4j(tmp: Path) -> Iterator[str]:
         yield uri
         return
     server = load_devserver().DevServer.start(log_path=tmp / "neo4j.log")
+    HELPERS["neo4j"] = server.pid
     try:
         yield server.bolt_uri
     finally:
+        HELPERS.pop("neo4j", None)
         server.stop()
 
 
