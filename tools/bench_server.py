@@ -145,10 +145,16 @@ Call = Callable[[str, int, int], Awaitable[None]]
 
 
 async def run_clients(
-    call: Call, clients: int, rounds: int, kinds: Sequence[str], warm: int = 1
+    call: Call,
+    clients: int,
+    rounds: int,
+    kinds: Sequence[str],
+    warm: int = 1,
+    on_start: Callable[[], None] | None = None,
 ) -> Result:
     """Every client runs ``warm`` unmeasured rounds, then ``rounds`` measured ones, each
-    a call of every kind in turn; the clock runs from the first measured call."""
+    a call of every kind in turn; the clock runs from the first measured call (and
+    ``on_start`` is called then: the CPU meter of :func:`cpu_of` starts there)."""
     result = Result(latencies={kind: [] for kind in kinds})
     barrier = asyncio.Event()
     warmed = 0
@@ -161,6 +167,8 @@ async def run_clients(
                     await call(kind, i, -1 - r)
         warmed += 1
         if warmed == clients:
+            if on_start is not None:
+                on_start()
             result.seconds = time.perf_counter()
             barrier.set()
         await barrier.wait()
@@ -260,20 +268,26 @@ def _own_cpu() -> float:
 @contextlib.contextmanager
 def cpu_of(
     running: Sequence[Server], result: list[float], others: dict[str, float] | None = None
-) -> Iterator[None]:
+) -> Iterator[Callable[[], None]]:
     """Appends the CPU seconds ``running`` spent while the block ran to ``result``; with
     ``others``, the CPU seconds of this process (``client``) and of each of
-    :data:`HELPERS` meanwhile."""
+    :data:`HELPERS` meanwhile. Yields a function that restarts the count (called when the
+    measured rounds start, so that the warm-up rounds are not counted)."""
     pids = [s.process.pid for s in running]
-    before = cpu_seconds(pids)
-    helpers = {name: cpu_seconds([pid]) for name, pid in HELPERS.items()}
-    own = _own_cpu()
-    yield
-    result.append(cpu_seconds(pids) - before)
+    start: dict[str, float] = {}
+
+    def restart() -> None:
+        start["servers"] = cpu_seconds(pids)
+        start["client"] = _own_cpu()
+        start.update({name: cpu_seconds([pid]) for name, pid in HELPERS.items()})
+
+    restart()
+    yield restart
+    result.append(cpu_seconds(pids) - start["servers"])
     if others is not None:
-        others["client"] = _own_cpu() - own
+        others["client"] = _own_cpu() - start["client"]
         for name, pid in HELPERS.items():
-            others[name] = cpu_seconds([pid]) - helpers[name]
+            others[name] = cpu_seconds([pid]) - start[name]
 
 
 @dataclass
@@ -500,9 +514,12 @@ async def record_context(
     rounds: int = 10,
     tag: str = "u",
     enrich: bool | str | None = None,
+    warm: int = 1,
+    on_start: Callable[[], None] | None = None,
 ) -> Result:
-    """``clients`` users, each ``record`` then ``context`` per round; client ``i`` talks
-    to ``urls[i % len(urls)]``. ``enrich`` None sends no ``enrich`` (the server's mode)."""
+    """``clients`` users, each ``record`` then ``context`` per round (after ``warm``
+    unmeasured ones); client ``i`` talks to ``urls[i % len(urls)]``. ``enrich`` None
+    sends no ``enrich`` (the server's mode)."""
     async with _client(token, clients) as http:
 
         async def call(kind: str, i: int, r: int) -> None:
@@ -515,7 +532,8 @@ async def record_context(
                     body["enrich"] = enrich
             _check(await http.post(f"{base}/v1/personas/{persona}/{kind}", json=body))
 
-        return await run_clients(call, clients, rounds, ("record", "context"))
+        kinds = ("record", "context")
+        return await run_clients(call, clients, rounds, kinds, warm=warm, on_start=on_start)
 
 
 async def warm_up(urls: Sequence[str], token: str, persona: str) -> None:
@@ -624,6 +642,9 @@ class Options:
     chat_rounds: int
     processes: tuple[int, ...]
     profile: Path | None
+    warm_rounds: int = 3
+    """Unmeasured rounds of record + context before the measured ones (a freshly started
+    Neo4j compiles its hot paths just-in-time over the first few hundred statements)."""
 
 
 def _ratio(result: Result, base: Result) -> str:
@@ -701,10 +722,16 @@ async def measure_fake(
             others: dict[str, float] = {}
             with (
                 profiled(running, opts.profile, f"{store}-{processes}p"),
-                cpu_of(running, spent, others),
+                cpu_of(running, spent, others) as measured_from_here,
             ):
                 result = await record_context(
-                    urls, token, persona, clients=opts.clients, rounds=opts.rounds
+                    urls,
+                    token,
+                    persona,
+                    clients=opts.clients,
+                    rounds=opts.rounds,
+                    warm=opts.warm_rounds,
+                    on_start=measured_from_here,
                 )
             result.cpu_seconds, result.others = spent[0], others
             lag = await lag_seconds(urls[0], token, persona)
@@ -823,6 +850,7 @@ async def main() -> int:
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--chat-clients", type=int, default=16)
     parser.add_argument("--chat-rounds", type=int, default=4)
+    parser.add_argument("--warm-rounds", type=int, default=3, help="unmeasured rounds first")
     parser.add_argument("--profile", type=Path, help="py-spy each server into this folder")
     parser.add_argument(
         "--client", choices=("aiohttp", "httpx"), default=CLIENT, help="the load generator"
@@ -838,6 +866,7 @@ async def main() -> int:
         chat_rounds=args.chat_rounds,
         processes=tuple(int(n) for n in args.processes.split(",")),
         profile=args.profile,
+        warm_rounds=args.warm_rounds,
     )
     from sonality.observability import configure_logging
 
