@@ -22,7 +22,11 @@ Two models:
   is the facade called in this process (one client, then the same clients), as before.
 
 Each client is one user with one conversation on the row's own persona: ``record`` an
-exchange, then ``context`` for a new message, ``rounds`` times, after one unmeasured round.
+exchange, then ``context`` for a new message, ``rounds`` times, after ``--warm-rounds``
+unmeasured ones (3). The clients are aiohttp sessions (``--client httpx`` for httpx's,
+which costs several times the CPU per request: on a small machine it caps the floor).
+Beside the servers' CPU per request a row prints this process's (the load generator's),
+the fake model's and Neo4j's, counted over the measured rounds only.
 After a record+context row the enrichment lag (the age of the persona's oldest pending
 episode, from ``/readyz``) says how far behind the servers' background enrichment is.
 Neo4j is the dev server from tools/neo4j-devserver (started here) unless
