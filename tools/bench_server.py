@@ -22,7 +22,11 @@ Two models:
   is the facade called in this process (one client, then the same clients), as before.
 
 Each client is one user with one conversation on the row's own persona: ``record`` an
-exchange, then ``context`` for a new message, ``rounds`` times, after one unmeasured round.
+exchange, then ``context`` for a new message, ``rounds`` times, after ``--warm-rounds``
+unmeasured ones (3). The clients are aiohttp sessions (``--client httpx`` for httpx's,
+which costs several times the CPU per request: on a small machine it caps the floor).
+Beside the servers' CPU per request a row prints this process's (the load generator's),
+the fake model's and Neo4j's, counted over the measured rounds only.
 After a record+context row the enrichment lag (the age of the persona's oldest pending
 episode, from ``/readyz``) says how far behind the servers' background enrichment is.
 Neo4j is the dev server from tools/neo4j-devserver (started here) unless
@@ -103,6 +107,9 @@ class Result:
     seconds: float = 0.0
     cpu_seconds: float | None = None
     """CPU the servers spent meanwhile (user + system), when measured."""
+    others: dict[str, float] = field(default_factory=dict)
+    """CPU seconds the rest of the machine's parts of the run spent meanwhile, by name:
+    this process (the load generator), the fake model, Neo4j."""
 
     @property
     def every(self) -> list[float]:
@@ -142,10 +149,16 @@ Call = Callable[[str, int, int], Awaitable[None]]
 
 
 async def run_clients(
-    call: Call, clients: int, rounds: int, kinds: Sequence[str], warm: int = 1
+    call: Call,
+    clients: int,
+    rounds: int,
+    kinds: Sequence[str],
+    warm: int = 1,
+    on_start: Callable[[], None] | None = None,
 ) -> Result:
     """Every client runs ``warm`` unmeasured rounds, then ``rounds`` measured ones, each
-    a call of every kind in turn; the clock runs from the first measured call."""
+    a call of every kind in turn; the clock runs from the first measured call (and
+    ``on_start`` is called then: the CPU meter of :func:`cpu_of` starts there)."""
     result = Result(latencies={kind: [] for kind in kinds})
     barrier = asyncio.Event()
     warmed = 0
@@ -158,6 +171,8 @@ async def run_clients(
                     await call(kind, i, -1 - r)
         warmed += 1
         if warmed == clients:
+            if on_start is not None:
+                on_start()
             result.seconds = time.perf_counter()
             barrier.set()
         await barrier.wait()
@@ -202,8 +217,10 @@ def fake_model(latency: float = 0.5, log: Path | None = None) -> Iterator[str]:
         url = process.stdout.readline().decode().strip()
         if not url.startswith("http"):
             raise SystemExit("the fake model did not start")
+        HELPERS["model"] = process.pid
         yield url
     finally:
+        HELPERS.pop("model", None)
         process.terminate()
         process.wait(timeout=30)
 
@@ -242,13 +259,39 @@ def cpu_seconds(pids: Sequence[int]) -> float:
     return total
 
 
+HELPERS: dict[str, int] = {}
+"""The processes a run starts besides the servers, by name (``model``: the fake model,
+``neo4j``: the dev server), whose CPU :func:`cpu_of` reports beside the servers'."""
+
+
+def _own_cpu() -> float:
+    times = os.times()
+    return times.user + times.system
+
+
 @contextlib.contextmanager
-def cpu_of(running: Sequence[Server], result: list[float]) -> Iterator[None]:
-    """Appends the CPU seconds ``running`` spent while the block ran to ``result``."""
+def cpu_of(
+    running: Sequence[Server], result: list[float], others: dict[str, float] | None = None
+) -> Iterator[Callable[[], None]]:
+    """Appends the CPU seconds ``running`` spent while the block ran to ``result``; with
+    ``others``, the CPU seconds of this process (``client``) and of each of
+    :data:`HELPERS` meanwhile. Yields a function that restarts the count (called when the
+    measured rounds start, so that the warm-up rounds are not counted)."""
     pids = [s.process.pid for s in running]
-    before = cpu_seconds(pids)
-    yield
-    result.append(cpu_seconds(pids) - before)
+    start: dict[str, float] = {}
+
+    def restart() -> None:
+        start["servers"] = cpu_seconds(pids)
+        start["client"] = _own_cpu()
+        start.update({name: cpu_seconds([pid]) for name, pid in HELPERS.items()})
+
+    restart()
+    yield restart
+    result.append(cpu_seconds(pids) - start["servers"])
+    if others is not None:
+        others["client"] = _own_cpu() - start["client"]
+        for name, pid in HELPERS.items():
+            others[name] = cpu_seconds([pid]) - start[name]
 
 
 @dataclass
@@ -397,7 +440,58 @@ async def prepare(store_url: str, personas: Sequence[str]) -> str:
         await app.close()
 
 
+CLIENT = "aiohttp"
+"""The load generator's HTTP client: ``aiohttp`` (the default: about a millisecond of CPU
+per request on this machine) or ``httpx`` (several times that; with 32 clients on 2 cores
+the generator then caps the floor itself). Set by ``--client``."""
+
+
+class _Answer:
+    """What the workloads read off a response, whichever client got it."""
+
+    __slots__ = ("status_code", "text")
+
+    def __init__(self, status_code: int, text: str) -> None:
+        self.status_code = status_code
+        self.text = text
+
+    def json(self) -> Any:
+        return json.loads(self.text)
+
+
+class _AioHttp:
+    """An aiohttp session with the few calls of httpx's client the workloads make."""
+
+    def __init__(self, token: str, clients: int) -> None:
+        self._token = token
+        self._clients = clients
+        self._session: Any = None
+
+    async def __aenter__(self) -> _AioHttp:
+        import aiohttp
+
+        self._session = aiohttp.ClientSession(
+            headers={"Authorization": f"Bearer {self._token}"},
+            connector=aiohttp.TCPConnector(limit=self._clients, limit_per_host=self._clients),
+            timeout=aiohttp.ClientTimeout(total=120),
+        )
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._session.close()
+
+    async def get(self, url: str) -> _Answer:
+        async with self._session.get(url) as r:
+            return _Answer(r.status, await r.text())
+
+    async def post(self, url: str, json: Any = None) -> _Answer:
+        async with self._session.post(url, json=json) as r:
+            return _Answer(r.status, await r.text())
+
+
 def _client(token: str, clients: int) -> Any:
+    if CLIENT == "aiohttp":
+        return _AioHttp(token, clients)
     import httpx
 
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
@@ -424,9 +518,12 @@ async def record_context(
     rounds: int = 10,
     tag: str = "u",
     enrich: bool | str | None = None,
+    warm: int = 1,
+    on_start: Callable[[], None] | None = None,
 ) -> Result:
-    """``clients`` users, each ``record`` then ``context`` per round; client ``i`` talks
-    to ``urls[i % len(urls)]``. ``enrich`` None sends no ``enrich`` (the server's mode)."""
+    """``clients`` users, each ``record`` then ``context`` per round (after ``warm``
+    unmeasured ones); client ``i`` talks to ``urls[i % len(urls)]``. ``enrich`` None
+    sends no ``enrich`` (the server's mode)."""
     async with _client(token, clients) as http:
 
         async def call(kind: str, i: int, r: int) -> None:
@@ -439,7 +536,8 @@ async def record_context(
                     body["enrich"] = enrich
             _check(await http.post(f"{base}/v1/personas/{persona}/{kind}", json=body))
 
-        return await run_clients(call, clients, rounds, ("record", "context"))
+        kinds = ("record", "context")
+        return await run_clients(call, clients, rounds, kinds, warm=warm, on_start=on_start)
 
 
 async def warm_up(urls: Sequence[str], token: str, persona: str) -> None:
@@ -548,6 +646,9 @@ class Options:
     chat_rounds: int
     processes: tuple[int, ...]
     profile: Path | None
+    warm_rounds: int = 3
+    """Unmeasured rounds of record + context before the measured ones (a freshly started
+    Neo4j compiles its hot paths just-in-time over the first few hundred statements)."""
 
 
 def _ratio(result: Result, base: Result) -> str:
@@ -622,11 +723,21 @@ async def measure_fake(
                 base = await floor(urls, token, clients=opts.clients)
             base.cpu_seconds = spent[0]
             spent = []
-            with profiled(running, opts.profile, f"{store}-{processes}p"), cpu_of(running, spent):
+            others: dict[str, float] = {}
+            with (
+                profiled(running, opts.profile, f"{store}-{processes}p"),
+                cpu_of(running, spent, others) as measured_from_here,
+            ):
                 result = await record_context(
-                    urls, token, persona, clients=opts.clients, rounds=opts.rounds
+                    urls,
+                    token,
+                    persona,
+                    clients=opts.clients,
+                    rounds=opts.rounds,
+                    warm=opts.warm_rounds,
+                    on_start=measured_from_here,
                 )
-            result.cpu_seconds = spent[0]
+            result.cpu_seconds, result.others = spent[0], others
             lag = await lag_seconds(urls[0], token, persona)
         out.loads[processes], out.floors[processes], out.lags[processes] = result, base, lag
         if echo:
@@ -699,7 +810,17 @@ def _overhead(store: str, floor_: Result, served: Result) -> str:
 
 def _cpu(result: Result) -> str:
     ms = result.cpu_ms
-    return "" if ms is None else f"server CPU {ms:.1f} ms/request"
+    text = "" if ms is None else f"server CPU {ms:.1f} ms/request"
+    if result.others and result.every:
+        text += (
+            " ("
+            + ", ".join(
+                f"{name} {1000 * seconds / len(result.every):.1f}"
+                for name, seconds in result.others.items()
+            )
+            + ")"
+        )
+    return text
 
 
 def _print_errors(result: Result) -> None:
@@ -714,13 +835,16 @@ def neo4j(tmp: Path) -> Iterator[str]:
         yield uri
         return
     server = load_devserver().DevServer.start(log_path=tmp / "neo4j.log")
+    HELPERS["neo4j"] = server.pid
     try:
         yield server.bolt_uri
     finally:
+        HELPERS.pop("neo4j", None)
         server.stop()
 
 
 async def main() -> int:
+    global CLIENT
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--model", choices=("fake", "instant"), default="fake")
     parser.add_argument("--latency", type=float, default=0.5, help="the fake model's delay (s)")
@@ -730,8 +854,13 @@ async def main() -> int:
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--chat-clients", type=int, default=16)
     parser.add_argument("--chat-rounds", type=int, default=4)
+    parser.add_argument("--warm-rounds", type=int, default=3, help="unmeasured rounds first")
     parser.add_argument("--profile", type=Path, help="py-spy each server into this folder")
+    parser.add_argument(
+        "--client", choices=("aiohttp", "httpx"), default=CLIENT, help="the load generator"
+    )
     args = parser.parse_args()
+    CLIENT = args.client
     opts = Options(
         model=args.model,
         latency=args.latency,
@@ -741,6 +870,7 @@ async def main() -> int:
         chat_rounds=args.chat_rounds,
         processes=tuple(int(n) for n in args.processes.split(",")),
         profile=args.profile,
+        warm_rounds=args.warm_rounds,
     )
     from sonality.observability import configure_logging
 

@@ -91,6 +91,29 @@ class ChatReply:
         self.output_tokens = completion if isinstance(completion, int) else None
 
 
+class _Route:
+    """How the endpoint is reached, from the environment as aiohttp's ``trust_env`` reads
+    it (``HTTP(S)_PROXY``/``NO_PROXY``, and ``~/.netrc`` for a key-less endpoint), read
+    once: ``trust_env`` would read both again on every call, each on a worker thread (two
+    thread hand-overs, a walk of the environment and a file read per model call)."""
+
+    __slots__ = ("auth", "proxy", "proxy_auth")
+
+    def __init__(self, url: str, keyed: bool) -> None:
+        from aiohttp.helpers import basicauth_from_netrc, get_env_proxy_for_url, netrc_from_env
+        from yarl import URL
+
+        target = URL(url)
+        self.proxy: URL | None = None
+        self.proxy_auth: aiohttp.BasicAuth | None = None
+        with contextlib.suppress(LookupError):
+            self.proxy, self.proxy_auth = get_env_proxy_for_url(target)
+        self.auth: aiohttp.BasicAuth | None = None
+        if not keyed and target.host is not None:  # a key's header wins over ~/.netrc
+            with contextlib.suppress(LookupError):
+                self.auth = basicauth_from_netrc(netrc_from_env(), target.host)
+
+
 class OpenAIHTTP:
     """``POST {api_base}/chat/completions`` over a pooled session (see the module doc)."""
 
@@ -100,6 +123,21 @@ class OpenAIHTTP:
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
         self._sessions: dict[asyncio.AbstractEventLoop, aiohttp.ClientSession] = {}
+        self._route: _Route | None = None
+
+    def _post(self, data: bytes) -> Any:
+        """The POST of one call (a context manager and an awaitable, as aiohttp's)."""
+        route = self._route
+        if route is None:
+            route = self._route = _Route(self._url, "Authorization" in self._headers)
+        return self._session().post(
+            self._url,
+            data=data,
+            headers=self._headers,
+            proxy=route.proxy,
+            proxy_auth=route.proxy_auth,
+            auth=route.auth,
+        )
 
     def _session(self) -> aiohttp.ClientSession:
         loop = asyncio.get_running_loop()
@@ -109,7 +147,6 @@ class OpenAIHTTP:
                 self._forget(old)
             session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=_POOL, limit_per_host=_POOL),
-                trust_env=True,
                 skip_auto_headers=("User-Agent",),
             )
             self._sessions[loop] = session
@@ -129,7 +166,7 @@ class OpenAIHTTP:
         """Send one chat completion; raise on an HTTP error or a connection failure."""
         data = json.dumps(body, ensure_ascii=False).encode("utf-8")
         try:
-            async with self._session().post(self._url, data=data, headers=self._headers) as r:
+            async with self._post(data) as r:
                 raw = await r.read()
                 status = r.status
                 retry_after = r.headers.get("Retry-After")
@@ -150,7 +187,7 @@ class OpenAIHTTP:
         streamed = {**body, "stream": True, "stream_options": {"include_usage": True}}
         data = json.dumps(streamed, ensure_ascii=False).encode("utf-8")
         try:
-            response = await self._session().post(self._url, data=data, headers=self._headers)
+            response = await self._post(data)
         except aiohttp.ClientConnectionError as exc:
             raise ProviderConnectionError(str(exc) or type(exc).__name__) from exc
         if response.status >= 400:

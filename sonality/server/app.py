@@ -56,7 +56,8 @@ class Guard:
     """The outermost ASGI layer: the body-size limit (413 up front for a declared
     ``Content-Length`` over it, else as soon as the stream runs past it) and, for every
     request, the metrics and the request log (method, route, status, duration, the key's
-    public id — never the token, never a body)."""
+    public id — never the token, never a body); it frees the key's concurrency slot the
+    request took (``deps.caller_of``) once the request is over."""
 
     def __init__(self, app: ASGIApp, state: ServerState) -> None:
         self.app = app
@@ -123,7 +124,14 @@ class Guard:
             status = 413
             await self._refuse(scope, send)
         finally:
+            self._release(scope)
             self._observe(scope, status, started)
+
+    def _release(self, scope: Scope) -> None:
+        """Free the key's concurrency slot ``deps.caller_of`` took for this request."""
+        held = scope.get("state", {}).pop("key_slot", None)
+        if held is not None and self.state.limiter is not None:
+            self.state.limiter.leave(held)
 
     def _route(self, scope: Scope) -> str:
         """The route template a request matched (its label in the metrics): the one the

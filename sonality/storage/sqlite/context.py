@@ -91,8 +91,10 @@ def _reads(
     beliefs: int,
 ) -> ContextReads:
     persona = get_persona(conn, persona_id)
+    latest = _list(conn, persona_id, user_id, None, recent, None) if recent else []
+    # the latest are often among the most similar too: those are not built twice
     similar = (
-        _similar(conn, cache, persona_id, user_id, embedding, similar_k)
+        _similar(conn, cache, persona_id, user_id, embedding, similar_k, {e.id: e for e in latest})
         if embedding is not None and similar_k > 0
         else []
     )
@@ -113,7 +115,7 @@ def _reads(
         belief_similarity={b.topic: score for b, score in relevant},
         unembedded=tuple(b.topic for b in unembedded),
         similar=tuple(similar),
-        recent=tuple(_list(conn, persona_id, user_id, None, recent, None)) if recent else (),
+        recent=tuple(latest),
     )
 
 

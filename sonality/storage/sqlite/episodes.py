@@ -6,7 +6,7 @@ the NEXT edge read backwards; the embedding a float32 BLOB stamped with an
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from sonality.models import EnrichmentStatus, Episode, EpisodeDraft, OldestPending
 from sonality.storage import checks, shapes
@@ -272,9 +272,16 @@ def _count(conn: sqlite3.Connection, persona_id: str) -> dict[str, int]:
 
 
 def _by_id(
-    conn: sqlite3.Connection, persona_id: str, user_id: str, ids: Sequence[str]
+    conn: sqlite3.Connection,
+    persona_id: str,
+    user_id: str,
+    ids: Sequence[str],
+    known: Mapping[str, Episode] | None = None,
 ) -> dict[str, Episode]:
+    """The user's episodes among ``ids``; ``known``: episodes of the user read earlier in
+    the same transaction, reused rather than built again from their rows."""
     found: dict[str, Episode] = {}
+    known = known or {}
     for chunk in chunks(ids):
         # Filter the user in Python: with user_id in the WHERE clause SQLite prefers the
         # (persona_id, user_id, seq) index and scans all of the user's episodes.
@@ -284,7 +291,7 @@ def _by_id(
         )
         for row in rows:
             if row["user_id"] == user_id:
-                episode = episode_from(row)
+                episode = known.get(row["id"]) or episode_from(row)
                 found[episode.id] = episode
     return found
 
@@ -296,11 +303,12 @@ def _similar(
     user_id: str,
     embedding: Sequence[float],
     k: int,
+    known: Mapping[str, Episode] | None = None,
 ) -> list[tuple[Episode, float]]:
     """The user's top ``k`` episodes by cosine similarity, best first."""
     for _ in range(2):
         hits = cache.search(conn, persona_id, user_id, embedding, k)
-        episodes = _by_id(conn, persona_id, user_id, [i for i, _ in hits])
+        episodes = _by_id(conn, persona_id, user_id, [i for i, _ in hits], known)
         if len(episodes) == len(hits):
             break
         # A cached episode vanished (delete_all from another connection): reload.
