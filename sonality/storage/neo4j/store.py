@@ -92,6 +92,11 @@ async def _reach(
 _ACQUISITION_BACKSTOP = 120.0
 """Seconds the driver lets a unit wait for a pooled connection (see ``open``)."""
 
+_LIVENESS_SECONDS = 2.0
+"""A pooled connection idle for longer is checked (a RESET round trip) before the driver
+hands it out: one left from before a restart is dropped there, without failing the unit
+that asked and costing it a retry (busy connections are reused without the check)."""
+
 BOLT_SCHEMES = frozenset({"bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc"})
 """URI schemes the store accepts (the driver's HTTP support is a preview)."""
 
@@ -249,6 +254,7 @@ class Neo4jStore(
                 # a unit waiting for a connection while others finish (a burst bigger
                 # than the pool) waits on a busy server, not a down one
                 connection_acquisition_timeout=_ACQUISITION_BACKSTOP,
+                liveness_check_timeout=_LIVENESS_SECONDS,
             )
         except ConfigurationError as exc:  # the driver's reason, without the URI it quotes
             reason = str(exc).partition(" Given URI")[0]
