@@ -52,7 +52,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
 from functools import partial
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from sonality.errors import (
     AnswerTimeout,
@@ -131,7 +131,7 @@ class DualProcess:
         self._settings = settings
         self._max_response_chars = max_response_chars
         self._deadline_seconds = deadline_seconds
-        self._writes: set[asyncio.Future[object]] = set()
+        self._writes: set[asyncio.Future[Any]] = set()
         """Writes that keep an exchange and outlived their call's deadline (``close``
         waits for them)."""
         affect = AffectStages(
@@ -355,7 +355,7 @@ class DualProcess:
             retry_after_seconds=_RETRY_AFTER_SECONDS,
         )
 
-    def _written(self, persona_id: str, kept_id: str, task: asyncio.Future[object]) -> None:
+    def _written(self, persona_id: str, kept_id: str, task: asyncio.Future[Any]) -> None:
         """A write that outlived its call finished: say how."""
         self._writes.discard(task)
         error = None if task.cancelled() else task.exception()
@@ -393,8 +393,10 @@ class DualProcess:
         """The deadline passed before the answer: the user's message stored without a
         response (unless it is already), and the error that names it (the write waited for
         within :data:`WRITE_GRACE`, see :meth:`_in_time`)."""
-        if unanswered is None:
-            unanswered, _ = await self._in_time(
+        if unanswered is not None:
+            stored = unanswered
+        else:
+            stored, _ = await self._in_time(
                 self._recorder.append(
                     persona_id,
                     user_id=user_id,
@@ -411,14 +413,14 @@ class DualProcess:
         log.warning(
             "answer_deadline_passed",
             persona_id=persona_id,
-            episode_id=unanswered.id,
+            episode_id=stored.id,
             deadline_seconds=self._deadline_seconds,
         )
         return AnswerTimeout(
             f"no answer within {self._deadline_seconds:g} s; the message is stored, "
             "call again with its episode_id for the answer",
             persona_id=persona_id,
-            episode_id=unanswered.id,
+            episode_id=stored.id,
             stored="pending",
             retry_after_seconds=_RETRY_AFTER_SECONDS,
         )
@@ -566,10 +568,11 @@ class DualProcess:
         pending and ``retry`` takes them up."""
         self.stop()
         bound = self._settings.shutdown_seconds if max_seconds is None else max_seconds
-        started = asyncio.get_running_loop().time()
+        loop = asyncio.get_running_loop()
+        started = loop.time()
         if self._writes:  # the writes that keep an exchange whose call answered late
             await asyncio.wait(set(self._writes), timeout=bound)
-        left = max(0.0, bound - (asyncio.get_running_loop().time() - started))
+        left = None if bound is None else max(0.0, bound - (loop.time() - started))
         await self.lanes.close(max_seconds=left)
 
 

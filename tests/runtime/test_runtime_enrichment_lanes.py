@@ -89,9 +89,10 @@ class _Admissions(CallBudget):
 async def test_the_talker_goes_first_past_a_full_budget(make_app: Callable[..., Sonality]) -> None:
     """4 model calls in flight at most; 6 personas' backlogs enriching (a lane each, one
     call at a time) whose model calls are held (they answer once the test lets them):
-    background calls hold the 3 slots they may and the others wait. respond's Talker call is admitted before every background call
-    that was waiting when it asked (it answers while they are all still held), and the
-    budget never holds more than 4. Order, not wall-clock time (speed is for benchmarks)."""
+    background calls hold the 3 slots they may and the others wait. respond's Talker call
+    is admitted before every background call that was waiting when it asked (it answers
+    while they are all still held), and the budget never holds more than 4. Order, not
+    wall-clock time (speed is for benchmarks)."""
     held = threading.Event()
 
     def answers(request: ChatRequest) -> Any:
