@@ -315,7 +315,7 @@ async def test_a_restart_with_writers_in_flight_fails_calls_fast_and_loses_nothi
         await asyncio.sleep(0.1)
     answering = time.monotonic()
     while not any(ok and started > answering for started, _, ok in calls):
-        assert time.monotonic() < answering + 60, "no record succeeded after the restart"
+        assert time.monotonic() < answering + 180, "no record succeeded after the restart"
         await asyncio.sleep(0.1)
     stop.set()
     await asyncio.gather(*writers)
