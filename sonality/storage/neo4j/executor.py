@@ -30,7 +30,8 @@ the first unit after a restart gets a live one instead of a failed attempt and a
 Until the server first answers this process, the handshake alone is the probe: a server
 just started compiles its first query slowly (``RETURN 1`` took 6 s on a cold server at a
 load average of 19), and opening a store on it must wait for that, not fail; ``open``
-runs the probe's query once, so that its plan is compiled before it is relied on.
+runs the probe's query once after its unit (best effort), so that its plan is compiled
+before it is relied on.
 
 The helpers below (:func:`fetch`, :func:`fetch_one`, :func:`lock_persona` …) are what
 transaction functions use inside the transaction. Writers that move persona state take the
