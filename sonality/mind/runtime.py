@@ -240,7 +240,8 @@ class DualProcess:
             spoken.affect,
             heard.vector,
         )
-        kept = await self._in_time(keeping, deadline, persona_id, kept_id, "answered")
+        then = partial(self._hand_over, persona_id, conversation_id)
+        kept = await self._in_time(keeping, deadline, persona_id, kept_id, "answered", then)
         if isinstance(kept, Reply):
             return kept.model_copy(update={"latency_ms": _ms(started)})
         episode, created = kept
@@ -269,6 +270,7 @@ class DualProcess:
             latency_ms=reply.latency_ms,
             talker_ms=reply.talker_ms,
         )
+        then(kept)
         return reply
 
     async def _keep(
@@ -319,18 +321,31 @@ class DualProcess:
                 )
             except ConflictError:  # another conversation with this user moved it first
                 log.warning("affect_update_lost", persona_id=persona_id, episode_id=episode.id)
-        self.lanes.submit(
-            (persona_id, conversation_id),
-            partial(self.catch_up, persona_id, conversation_id, episode.turn),
-        )
         return episode, created
 
+    def _hand_over(self, persona_id: str, conversation_id: str, kept: object) -> None:
+        """Queue the Thinker's catch-up for a kept exchange (the last step of ``respond``,
+        with no await after it: the lane's job starts once respond has returned)."""
+        if isinstance(kept, tuple):
+            episode = kept[0]
+            self.lanes.submit(
+                (persona_id, conversation_id),
+                partial(self.catch_up, persona_id, conversation_id, episode.turn),
+            )
+
     async def _in_time(
-        self, write: Awaitable[T], deadline: float, persona_id: str, kept_id: str, what: str
+        self,
+        write: Awaitable[T],
+        deadline: float,
+        persona_id: str,
+        kept_id: str,
+        what: str,
+        then: Callable[[T], None] | None = None,
     ) -> T:
         """``write``'s result, waited for until :data:`WRITE_GRACE` past ``deadline``; past
-        that the write goes on in the background and ``AnswerTimeout`` names the episode id
-        it writes (``what`` it keeps: the answered exchange or the late message)."""
+        that the write goes on in the background (``then`` gets its result once it lands)
+        and ``AnswerTimeout`` names the episode id it writes (``what`` it keeps: the
+        answered exchange or the late message)."""
         task: asyncio.Future[T] = asyncio.ensure_future(write)
         try:
             async with asyncio.timeout_at(deadline + WRITE_GRACE):
@@ -339,7 +354,7 @@ class DualProcess:
             if task.done():  # it finished (or failed) as the time ran out
                 return task.result()
         self._writes.add(task)
-        task.add_done_callback(partial(self._written, persona_id, kept_id))
+        task.add_done_callback(partial(self._written, persona_id, kept_id, then))
         log.warning(
             "answer_write_late",
             persona_id=persona_id,
@@ -355,8 +370,14 @@ class DualProcess:
             retry_after_seconds=_RETRY_AFTER_SECONDS,
         )
 
-    def _written(self, persona_id: str, kept_id: str, task: asyncio.Future[Any]) -> None:
-        """A write that outlived its call finished: say how."""
+    def _written(
+        self,
+        persona_id: str,
+        kept_id: str,
+        then: Callable[[Any], None] | None,
+        task: asyncio.Future[Any],
+    ) -> None:
+        """A write that outlived its call finished: say how (and hand its result on)."""
         self._writes.discard(task)
         error = None if task.cancelled() else task.exception()
         if task.cancelled() or error is not None:
@@ -368,6 +389,8 @@ class DualProcess:
             )
         else:
             log.info("answer_write_landed", persona_id=persona_id, episode_id=kept_id)
+            if then is not None and not self._closing:
+                then(task.result())
 
     @staticmethod
     async def _stored(write: Awaitable[object], episode: Episode) -> None:
