@@ -11,7 +11,13 @@ Talker's call with its retries) is cut at ``deadline_seconds``. Then the user's 
 stored as an exchange without a response (pending enrichment: what the user said is kept)
 and ``AnswerTimeout`` names it; a ``respond`` with that ``episode_id`` answers it (the
 Talker again, the response filled in with ``Store.answer_episode``, the turn registered),
-as a client's retry does.
+as a client's retry does. The writes that keep the exchange (the answered one, or the late
+message) are waited for until :data:`WRITE_GRACE` seconds past the deadline, no longer: a
+write still running then goes on in the background (``close`` waits for it within its
+bound) and ``AnswerTimeout`` names the episode id it writes (``stored: unconfirmed``), so
+the call never outlasts its deadline by more than the grace, whatever the store's own
+bound, and a retry with that id answers from what landed. The episode id is chosen before
+the Talker is asked, so every outcome can name it.
 
 Ordering: a conversation's lane runs one job at a time, in submission order. A job
 "catches up": it thinks about every open turn of the conversation up to its own, oldest
@@ -43,9 +49,10 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
 from functools import partial
+from typing import Any, TypeVar
 
 from sonality.errors import (
     AnswerTimeout,
@@ -69,6 +76,7 @@ from sonality.mind.talker import Talker
 from sonality.mind.thinker import Thinker
 from sonality.models import (
     AffectPlacement,
+    AffectState,
     ComponentUsage,
     Episode,
     Exchange,
@@ -81,12 +89,18 @@ from sonality.observability import get_logger
 from sonality.ports import LLM, Clock, Store
 from sonality.storage import checks
 
-__all__ = ["DualProcess", "RuntimeSettings"]
+__all__ = ["WRITE_GRACE", "DualProcess", "RuntimeSettings"]
 
 log = get_logger("sonality.runtime")
 
 _RETRY_AFTER_SECONDS = 5
 """When a caller whose answer was late should try again (HTTP ``Retry-After``)."""
+
+WRITE_GRACE = 0.5
+"""Seconds past ``respond``'s deadline it waits for the write that keeps the exchange
+before it answers ``AnswerTimeout`` with the write still going (see the module docstring)."""
+
+T = TypeVar("T")
 
 
 class DualProcess:
@@ -117,6 +131,9 @@ class DualProcess:
         self._settings = settings
         self._max_response_chars = max_response_chars
         self._deadline_seconds = deadline_seconds
+        self._writes: set[asyncio.Future[Any]] = set()
+        """Writes that keep an exchange and outlived their call's deadline (``close``
+        waits for them)."""
         affect = AffectStages(
             llm=llm,
             count=count_tokens,
@@ -164,6 +181,7 @@ class DualProcess:
         is written (never a replayed one's)."""
         started = time.perf_counter()
         deadline = asyncio.get_running_loop().time() + self._deadline_seconds
+        kept_id = episode_id or f"ep_{uuid.uuid4().hex}"
         unanswered: Episode | None = None
         limit = asyncio.timeout_at(deadline)
         key = (persona_id, conversation_id)
@@ -198,7 +216,7 @@ class DualProcess:
             if not limit.expired():
                 raise
             raise await self._late(
-                persona_id, user_id, conversation_id, message, episode_id, unanswered
+                persona_id, user_id, conversation_id, message, kept_id, unanswered, deadline
             ) from None
         text = spoken.text[: self._max_response_chars]
         if "\x00" in text:  # stored text never holds NUL (``record`` refuses it too)
@@ -209,47 +227,24 @@ class DualProcess:
                 errors="NUL character",
             )
         start = self._start(mode, placement, spoken.narrative_version, component_usage(meter))
-        if unanswered is not None:
-            self._enrich.book_usage(unanswered.id)
-            episode = await self._store.answer_episode(persona_id, unanswered.id, text)
-            created = False
-            await self._stored(
-                self._store.begin_turn(start.turn_of(episode), start.usage_of(episode)), episode
-            )
-        else:
-            exchange = Exchange(
-                user_id,
-                conversation_id,
-                message,
-                text,
-                episode_id or f"ep_{uuid.uuid4().hex}",
-                embedding=heard.vector,
-            )
-            # before the write: the lane may enrich the episode as soon as it is committed
-            self._enrich.book_usage(exchange.episode_id or "")
-            try:
-                episode, created, _ = await self._recorder.append_turn(persona_id, exchange, start)
-            except ConflictError:
-                # a concurrent respond with the same episode_id stored its answer first
-                replay = None
-                if episode_id is not None:
-                    replay = await self._replay(
-                        persona_id, episode_id, user_id, conversation_id, message
-                    )
-                if not isinstance(replay, Reply):
-                    raise
-                return replay.model_copy(update={"latency_ms": _ms(started)})
-        if spoken.affect is not None:
-            try:
-                await self._stored(
-                    self._store.put_affect(
-                        spoken.affect.model_copy(update={"episode_id": episode.id})
-                    ),
-                    episode,
-                )
-            except ConflictError:  # another conversation with this user moved it first
-                log.warning("affect_update_lost", persona_id=persona_id, episode_id=episode.id)
-        self.lanes.submit(key, partial(self.catch_up, persona_id, conversation_id, episode.turn))
+        keeping = self._keep(
+            persona_id,
+            user_id,
+            conversation_id,
+            message,
+            episode_id,
+            kept_id,
+            unanswered,
+            text,
+            start,
+            spoken.affect,
+            heard.vector,
+        )
+        then = partial(self._hand_over, persona_id, conversation_id)
+        kept = await self._in_time(keeping, deadline, persona_id, kept_id, "answered", then)
+        if isinstance(kept, Reply):
+            return kept.model_copy(update={"latency_ms": _ms(started)})
+        episode, created = kept
         reply = Reply(
             text=text,
             persona_id=persona_id,
@@ -275,7 +270,127 @@ class DualProcess:
             latency_ms=reply.latency_ms,
             talker_ms=reply.talker_ms,
         )
+        then(kept)
         return reply
+
+    async def _keep(
+        self,
+        persona_id: str,
+        user_id: str,
+        conversation_id: str,
+        message: str,
+        episode_id: str | None,
+        kept_id: str,
+        unanswered: Episode | None,
+        text: str,
+        start: TurnStart,
+        affect: AffectState | None,
+        vector: Sequence[float],
+    ) -> tuple[Episode, bool] | Reply:
+        """The writes that keep an answered exchange, then its turn handed to the Thinker's
+        lane: the stored episode and whether this call created it, or the reply a
+        concurrent ``respond`` with the same id stored first."""
+        if unanswered is not None:
+            self._enrich.book_usage(unanswered.id)
+            episode = await self._store.answer_episode(persona_id, unanswered.id, text)
+            created = False
+            await self._stored(
+                self._store.begin_turn(start.turn_of(episode), start.usage_of(episode)), episode
+            )
+        else:
+            exchange = Exchange(user_id, conversation_id, message, text, kept_id, embedding=vector)
+            # before the write: the lane may enrich the episode as soon as it is committed
+            self._enrich.book_usage(kept_id)
+            try:
+                episode, created, _ = await self._recorder.append_turn(persona_id, exchange, start)
+            except ConflictError:
+                # a concurrent respond with the same episode_id stored its answer first
+                replay = None
+                if episode_id is not None:
+                    replay = await self._replay(
+                        persona_id, episode_id, user_id, conversation_id, message
+                    )
+                if not isinstance(replay, Reply):
+                    raise
+                return replay
+        if affect is not None:
+            try:
+                await self._stored(
+                    self._store.put_affect(affect.model_copy(update={"episode_id": episode.id})),
+                    episode,
+                )
+            except ConflictError:  # another conversation with this user moved it first
+                log.warning("affect_update_lost", persona_id=persona_id, episode_id=episode.id)
+        return episode, created
+
+    def _hand_over(self, persona_id: str, conversation_id: str, kept: object) -> None:
+        """Queue the Thinker's catch-up for a kept exchange (the last step of ``respond``,
+        with no await after it: the lane's job starts once respond has returned)."""
+        if isinstance(kept, tuple):
+            episode = kept[0]
+            self.lanes.submit(
+                (persona_id, conversation_id),
+                partial(self.catch_up, persona_id, conversation_id, episode.turn),
+            )
+
+    async def _in_time(
+        self,
+        write: Awaitable[T],
+        deadline: float,
+        persona_id: str,
+        kept_id: str,
+        what: str,
+        then: Callable[[T], None] | None = None,
+    ) -> T:
+        """``write``'s result, waited for until :data:`WRITE_GRACE` past ``deadline``; past
+        that the write goes on in the background (``then`` gets its result once it lands)
+        and ``AnswerTimeout`` names the episode id it writes (``what`` it keeps: the
+        answered exchange or the late message)."""
+        task: asyncio.Future[T] = asyncio.ensure_future(write)
+        try:
+            async with asyncio.timeout_at(deadline + WRITE_GRACE):
+                return await asyncio.shield(task)
+        except TimeoutError:
+            if task.done():  # it finished (or failed) as the time ran out
+                return task.result()
+        self._writes.add(task)
+        task.add_done_callback(partial(self._written, persona_id, kept_id, then))
+        log.warning(
+            "answer_write_late",
+            persona_id=persona_id,
+            episode_id=kept_id,
+            deadline_seconds=self._deadline_seconds,
+        )
+        raise AnswerTimeout(
+            f"no {what} exchange stored within {self._deadline_seconds:g} s; its write goes "
+            "on: call again with its episode_id for the answer",
+            persona_id=persona_id,
+            episode_id=kept_id,
+            stored="unconfirmed",
+            retry_after_seconds=_RETRY_AFTER_SECONDS,
+        )
+
+    def _written(
+        self,
+        persona_id: str,
+        kept_id: str,
+        then: Callable[[Any], None] | None,
+        task: asyncio.Future[Any],
+    ) -> None:
+        """A write that outlived its call finished: say how (and hand its result on)."""
+        self._writes.discard(task)
+        error = None if task.cancelled() else task.exception()
+        if task.cancelled() or error is not None:
+            log.warning(
+                "answer_write_failed",
+                persona_id=persona_id,
+                episode_id=kept_id,
+                error="cancelled" if error is None else type(error).__name__,
+            )
+        else:
+            log.info("answer_write_landed", persona_id=persona_id, episode_id=kept_id)
+            if then is not None and not self._closing:
+                then(task.result())
 
     @staticmethod
     async def _stored(write: Awaitable[object], episode: Episode) -> None:
@@ -294,31 +409,41 @@ class DualProcess:
         user_id: str,
         conversation_id: str,
         message: str,
-        episode_id: str | None,
+        kept_id: str,
         unanswered: Episode | None,
+        deadline: float,
     ) -> AnswerTimeout:
         """The deadline passed before the answer: the user's message stored without a
-        response (unless it is already), and the error that names it."""
-        if unanswered is None:
-            unanswered, _ = await self._recorder.append(
+        response (unless it is already), and the error that names it (the write waited for
+        within :data:`WRITE_GRACE`, see :meth:`_in_time`)."""
+        if unanswered is not None:
+            stored = unanswered
+        else:
+            stored, _ = await self._in_time(
+                self._recorder.append(
+                    persona_id,
+                    user_id=user_id,
+                    conversation_id=conversation_id,
+                    message=message,
+                    response="",
+                    episode_id=kept_id,
+                ),
+                deadline,
                 persona_id,
-                user_id=user_id,
-                conversation_id=conversation_id,
-                message=message,
-                response="",
-                episode_id=episode_id,
+                kept_id,
+                "late",
             )
         log.warning(
             "answer_deadline_passed",
             persona_id=persona_id,
-            episode_id=unanswered.id,
+            episode_id=stored.id,
             deadline_seconds=self._deadline_seconds,
         )
         return AnswerTimeout(
             f"no answer within {self._deadline_seconds:g} s; the message is stored, "
             "call again with its episode_id for the answer",
             persona_id=persona_id,
-            episode_id=unanswered.id,
+            episode_id=stored.id,
             stored="pending",
             retry_after_seconds=_RETRY_AFTER_SECONDS,
         )
@@ -438,8 +563,8 @@ class DualProcess:
     async def drain(
         self, persona_id: str, conversation_id: str | None, max_seconds: float | None
     ) -> bool:
-        """Wait for the conversation's (or the persona's) Thinker jobs, then for the
-        enrichment they handed to the persona's lane."""
+        """Wait for the writes of late answers, the conversation's (or the persona's)
+        Thinker jobs, then for the enrichment they handed to the persona's lane."""
         loop = asyncio.get_running_loop()
         deadline = None if max_seconds is None else loop.time() + max_seconds
 
@@ -447,7 +572,11 @@ class DualProcess:
             assert isinstance(key, tuple)
             return key[0] == persona_id and (conversation_id is None or key[1] == conversation_id)
 
-        if not await self.lanes.drain(match, max_seconds=max_seconds):
+        writes = {w for w in self._writes if not w.done()}
+        if writes and (await asyncio.wait(writes, timeout=max_seconds))[1]:
+            return False  # a late exchange's write still runs
+        left = None if deadline is None else max(0.0, deadline - loop.time())
+        if not await self.lanes.drain(match, max_seconds=left):
             return False
         left = None if deadline is None else max(0.0, deadline - loop.time())
         return await self._enrich.drain(persona_id, left)
@@ -462,7 +591,12 @@ class DualProcess:
         pending and ``retry`` takes them up."""
         self.stop()
         bound = self._settings.shutdown_seconds if max_seconds is None else max_seconds
-        await self.lanes.close(max_seconds=bound)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        if self._writes:  # the writes that keep an exchange whose call answered late
+            await asyncio.wait(set(self._writes), timeout=bound)
+        left = None if bound is None else max(0.0, bound - (loop.time() - started))
+        await self.lanes.close(max_seconds=left)
 
 
 def _ms(started: float) -> float:

@@ -25,16 +25,19 @@ from sonality.errors import AnswerTimeout
 from sonality.llm.embedders import HashEmbedder
 from sonality.llm.litellm_llm import LiteLLM
 from sonality.mind.parts import Limits
+from sonality.mind.runtime import WRITE_GRACE
 from sonality.models import EnrichmentStatus, RuntimeMode, ThinkerStatus
 from sonality.service import Sonality
 from sonality.testing.openai_server import FakeOpenAI
 from tests.conftest import EMBEDDING_DIMENSIONS
 
 DEADLINE = 1.5
-WRITE = 10.0
-"""What the write that keeps a late message may add to the deadline: its documented bound
-is a store call's (``SONALITY_NEO4J_RETRY_SECONDS`` + ``_CONNECT_SECONDS``, 5 + 5 s;
-``tools/bench_outage.py`` measures the whole call, 30.1-30.6 s against a 30 s deadline)."""
+BOUND = DEADLINE + WRITE_GRACE + 1.0
+"""The longest a respond may take: its deadline, the grace it gives the write that keeps
+the exchange (past it the write goes on in the background), and a second of slack."""
+SLOW_WRITE = 3.0
+"""How long a slow store takes over the write that keeps an exchange (a loaded machine
+took 15-18 s on Neo4j): with the deadline, longer than the bound."""
 
 
 @pytest.fixture
@@ -76,8 +79,9 @@ async def test_respond_past_its_deadline_stores_the_message_and_answers_on_retry
         await asyncio.wait_for(
             app.respond("ada", user_id="u1", conversation_id="c1", message="Any tea tips?"), 30
         )
-    assert time.monotonic() - started < DEADLINE + WRITE
+    assert time.monotonic() - started < BOUND
     error = caught.value
+    await app.drain("ada")  # a write the grace did not cover finishes in the background
     assert error.exit_code == 8 and error.context["retry_after_seconds"] > 0
     stored = await store.get_episode("ada", error.context["episode_id"])
     assert (stored.user_message, stored.agent_response) == ("Any tea tips?", "")
@@ -112,6 +116,111 @@ async def test_respond_past_its_deadline_stores_the_message_and_answers_on_retry
         "ada", user_id="u1", conversation_id="c1", message="Any tea tips?", episode_id=stored.id
     )
     assert replay.text == reply.text and len(model.chat_requests()) == calls
+    await app.close()
+
+
+def slow_appends(
+    store: Any, monkeypatch: pytest.MonkeyPatch, seconds: float = SLOW_WRITE
+) -> list[str]:
+    """The store's appends of an exchange (the late message's, the answered exchange's)
+    take ``seconds`` more before they write: a store slowed down by load. Returns the ids
+    appended, in order, once written."""
+    written: list[str] = []
+    for name in ("append_episode", "append_turn"):
+        real = getattr(store, name)
+
+        async def slow(draft: Any, *args: Any, _real: Any = real) -> Any:
+            await asyncio.sleep(seconds)
+            stored = await _real(draft, *args)
+            written.append(draft.id)
+            return stored
+
+        monkeypatch.setattr(store, name, slow)
+    return written
+
+
+async def test_a_slow_write_after_the_deadline_does_not_hold_the_call(
+    store: Any, model: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The model hangs past the deadline and the store takes 3 s to keep the late message:
+    respond still fails within the deadline plus the write's grace (+1 s), naming the id
+    the write goes on storing (``stored: unconfirmed``; it waited for the whole write,
+    15-18 s past a 30 s deadline under load); the write lands in the background, and the
+    client's retry with the id answers it: one exchange."""
+    app = hung_app(store, model)
+    await app.create_persona("ada", name="Ada", core_identity="I am Ada.")
+    await app.set_runtime("ada", mode=RuntimeMode.BASELINE)
+    written = slow_appends(store, monkeypatch)
+    model.hang()
+    started = time.monotonic()
+    with pytest.raises(AnswerTimeout) as caught:
+        await asyncio.wait_for(
+            app.respond("ada", user_id="u1", conversation_id="c1", message="Still there?"), 60
+        )
+    waited = time.monotonic() - started
+    error = caught.value
+    assert waited < BOUND, waited
+    assert error.context["stored"] == "unconfirmed" and error.context["retry_after_seconds"] > 0
+    episode_id = error.context["episode_id"]
+    assert await app.drain("ada", max_seconds=60)  # the write finishes in the background
+    assert written == [episode_id]
+    stored = await store.get_episode("ada", episode_id)
+    assert (stored.user_message, stored.agent_response) == ("Still there?", "")
+    model.release()
+    monkeypatch.undo()
+    await app.close()
+    app = hung_app(store, model, deadline=120)
+    reply = await app.respond(
+        "ada", user_id="u1", conversation_id="c1", message="Still there?", episode_id=episode_id
+    )
+    episodes = await store.list_episodes("ada", conversation_id="c1")
+    assert [(e.id, e.agent_response) for e in episodes] == [(episode_id, reply.text)]
+    await app.close()
+
+
+async def test_a_slow_write_of_an_answered_exchange_does_not_hold_the_call(
+    store: Any, model: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The model answers at once but the store takes 6 s more to keep the exchange (a
+    4 s deadline here, so that the Talker answers in time on a loaded machine): respond
+    answers AnswerTimeout within the deadline plus the grace (+1 s), naming the episode
+    id (``stored: unconfirmed``); the write lands in the background (``drain`` waits for
+    it), and the retry with that id returns the stored answer without asking the model."""
+    deadline = 4.0
+    patient = hung_app(store, model, deadline=120)  # the store's statements compiled first
+    await patient.create_persona("ada", name="Ada", core_identity="I am Ada.")
+    await patient.set_runtime("ada", mode=RuntimeMode.BASELINE)
+    await patient.respond("ada", user_id="u0", conversation_id="c0", message="Hi")
+    assert await patient.drain("ada", max_seconds=60)
+    await patient.close()
+    app = hung_app(store, model, deadline=deadline)
+    written = slow_appends(store, monkeypatch, seconds=6.0)
+    calls = len(model.chat_requests())
+    started = time.monotonic()
+    with pytest.raises(AnswerTimeout) as caught:
+        await asyncio.wait_for(
+            app.respond("ada", user_id="u1", conversation_id="c1", message="Tea?"), 60
+        )
+    assert time.monotonic() - started < deadline + WRITE_GRACE + 1.0
+    episode_id = caught.value.context["episode_id"]
+    assert caught.value.context["stored"] == "unconfirmed"
+    # the Talker answered in time, unless the reads before it took the whole deadline on
+    # a loaded machine: then the late message's write is the slow one (bounded the same)
+    answered = len(model.chat_requests()) > calls
+    assert await app.drain("ada", max_seconds=60)  # the write finishes in the background
+    assert written == [episode_id]
+    await app.close()
+    monkeypatch.undo()
+    calls = len(model.chat_requests())
+    app = hung_app(store, model, deadline=120)
+    replay = await app.respond(
+        "ada", user_id="u1", conversation_id="c1", message="Tea?", episode_id=episode_id
+    )
+    assert replay.text and not replay.created and replay.episode_id == episode_id
+    if answered:  # the stored answer, without a new model call
+        assert len(model.chat_requests()) == calls
+    episodes = await store.list_episodes("ada", conversation_id="c1")
+    assert [(e.id, e.agent_response) for e in episodes] == [(episode_id, replay.text)]
     await app.close()
 
 
@@ -196,7 +305,7 @@ def test_chat_past_its_deadline_is_504_with_retry_after(served: Any, tmp_path: P
     with served.client() as c:
         retried = c.post("/v1/chat/completions", json=body, headers={"Idempotency-Key": "hi-1"})
     assert late.status_code == 504, late.text
-    assert waited < DEADLINE + WRITE
+    assert waited < BOUND
     assert int(late.headers["Retry-After"]) > 0
     assert late.json()["error"]["code"] == "timeout"
     episode_id = late.json()["error"]["episode_id"]

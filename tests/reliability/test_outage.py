@@ -258,3 +258,75 @@ async def test_a_locked_sqlite_file_fails_calls_within_the_busy_timeout(
     assert all(isinstance(e, StoreUnavailable) and w < RETRY + 1 for w, e in results), results
     again = await record(app, 9)
     assert again.episode.turn == first.episode.turn + 1
+
+
+@pytest.mark.neo4j
+@pytest.mark.slow
+async def test_a_restart_with_writers_in_flight_fails_calls_fast_and_loses_nothing(
+    server: Any, neo4j_app: Sonality
+) -> None:
+    """Four writers keep recording (each into its own conversation) while the server is
+    killed and restarted on its data. A call that fails, fails within the bound; a call
+    that began while the restarting server did not answer queries yet ends within the
+    bound too (the probe asks a query: a restarting server completes the Bolt handshake
+    before it answers one, and a handshake probe let such calls wait until the database
+    was up, 30-120 s on a loaded machine); once a ping answers, the writers' records
+    succeed again; every acknowledged record is stored, the turns of each conversation
+    consecutive."""
+    app = neo4j_app
+    stop = asyncio.Event()
+    calls: list[tuple[float, float, bool]] = []  # (started, took, acknowledged)
+    acked: dict[str, list[int]] = {}
+    others: list[BaseException] = []
+
+    async def writer(n: int) -> None:
+        i = 0
+        while not stop.is_set():
+            started = time.monotonic()
+            waited, error = await timed(
+                app.record(
+                    "ada",
+                    user_id="u1",
+                    conversation_id=f"w{n}",
+                    message=f"message {i}",
+                    response="Noted.",
+                    episode_id=f"w{n}-{i}",
+                    enrich=False,
+                )
+            )
+            if error is not None and not isinstance(error, StoreUnavailable):
+                others.append(error)  # a call cut at 60 s by ``timed`` among them
+            calls.append((started, waited, error is None))
+            if error is None:
+                acked.setdefault(f"w{n}", []).append(i)
+            else:
+                await asyncio.sleep(0.2)
+            i += 1
+
+    writers = [asyncio.create_task(writer(n)) for n in range(4)]
+    await asyncio.sleep(2)
+    server.current.process.kill()
+    server.current.process.wait()
+    await asyncio.sleep(2)
+    await asyncio.to_thread(server.restart)
+    deadline = time.monotonic() + 120
+    while (await timed(app.store.ping()))[1] is not None:
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.1)
+    answering = time.monotonic()
+    while not any(ok and started > answering for started, _, ok in calls):
+        assert time.monotonic() < answering + 180, "no record succeeded after the restart"
+        await asyncio.sleep(0.1)
+    stop.set()
+    await asyncio.gather(*writers)
+
+    assert not others, others
+    failed = [took for _, took, ok in calls if not ok]
+    assert failed and max(failed) < BOUND, max(failed)
+    before = [took for started, took, _ in calls if started + BOUND < answering]
+    assert max(before) < BOUND, sorted(before)[-5:]
+    for conversation, numbers in acked.items():
+        episodes = await app.store.list_episodes("ada", conversation_id=conversation, limit=1000)
+        stored = {e.id for e in episodes}
+        assert {f"{conversation}-{i}" for i in numbers} <= stored
+        assert sorted(e.turn for e in episodes) == list(range(1, len(episodes) + 1))

@@ -11,13 +11,27 @@ parameters nor the server's message (which may quote stored values).
 Every unit of work runs inside :meth:`Neo4jExecutor.unit`, which bounds it in time
 (:class:`StoreHealth`): a unit that has had no answer for ``retry_seconds`` — and no other
 unit of this process finished meanwhile — asks a *probe* whether the server still answers
-(``admin/ping`` on a connection of its own, so a busy pool cannot starve it; at most
+a query (``admin/ping``, ``RETURN 1``, on a new connection of a driver of its own, so
+neither a busy pool nor a dead pooled connection answers for the server; at most
 ``connect_seconds``, shared by every unit asking at once). An answer means a busy server:
 the unit waits on. No answer means the server is down: the unit is cancelled and fails
 with ``StoreUnavailable``, within ``retry_seconds + connect_seconds`` of the last answer
 — the driver's retries, connection attempts and pool waits included. While the store is
 down, each unit first asks the probe and fails at once without an answer, so callers hear
 of an outage in one probe instead of a full retry window each; the first answer ends it.
+
+The probe runs a query, not only the Bolt handshake: a restarting server accepts
+connections and completes the handshake (and the authentication) before its database is
+online, and queries sent meanwhile wait or fail; a handshake probe called that server
+busy, so units waited on it up to the driver's 120 s pool backstop. A killed server also
+leaves the pool holding connections to the old process; the driver checks a connection
+idle for longer than ``liveness_check_timeout`` (``store.py``) before it hands it out, so
+the first unit after a restart gets a live one instead of a failed attempt and a retry.
+Until the server first answers this process, the handshake alone is the probe: a server
+just started compiles its first query slowly (``RETURN 1`` took 6 s on a cold server at a
+load average of 19), and opening a store on it must wait for that, not fail; ``open``
+runs the probe's query once after its unit (best effort), so that its plan is compiled
+before it is relied on.
 
 The helpers below (:func:`fetch`, :func:`fetch_one`, :func:`lock_persona` …) are what
 transaction functions use inside the transaction. Writers that move persona state take the
@@ -193,9 +207,10 @@ class StoreHealth:
             self.down_since = asyncio.get_running_loop().time()
 
     def probe(self) -> asyncio.Future[bool]:
-        """Whether the server completes a Bolt handshake on a new connection within
-        :attr:`probe_seconds` (a query engine busy compiling still answers it; a hung or
-        unreachable server does not): the probe in flight, or a new one."""
+        """Whether the server answers ``RETURN 1`` on a new connection within
+        :attr:`probe_seconds` (a busy server does; a hung, unreachable or still starting
+        one does not; before its first answer to this process, whether it completes the
+        handshake): the probe in flight, or a new one."""
         if self._probe is None or self._probe.done():
             self._probe = asyncio.ensure_future(self._ask())
         return self._probe
@@ -204,7 +219,7 @@ class StoreHealth:
         if self._reach is not None:
             try:
                 async with asyncio.timeout(self.probe_seconds):
-                    await self._reach(False)
+                    await self._reach(self.answered_at > -math.inf)
             except (TimeoutError, Neo4jError, DriverError, OSError):
                 pass
             else:

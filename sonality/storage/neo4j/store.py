@@ -19,6 +19,8 @@ maintenance.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from datetime import UTC, datetime
 from functools import partial
@@ -26,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from neo4j import AsyncDriver, AsyncGraphDatabase, NotificationDisabledClassification
-from neo4j.exceptions import ConfigurationError
+from neo4j.exceptions import ConfigurationError, DriverError, Neo4jError
 
 from sonality.errors import ConfigError
 from sonality.models import SchemaStatus
@@ -91,6 +93,11 @@ async def _reach(
 
 _ACQUISITION_BACKSTOP = 120.0
 """Seconds the driver lets a unit wait for a pooled connection (see ``open``)."""
+
+_LIVENESS_SECONDS = 2.0
+"""A pooled connection idle for longer is checked (a RESET round trip) before the driver
+hands it out: one left from before a restart is dropped there, without failing the unit
+that asked and costing it a retry (busy connections are reused without the check)."""
 
 BOLT_SCHEMES = frozenset({"bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc"})
 """URI schemes the store accepts (the driver's HTTP support is a preview)."""
@@ -249,6 +256,7 @@ class Neo4jStore(
                 # a unit waiting for a connection while others finish (a burst bigger
                 # than the pool) waits on a busy server, not a down one
                 connection_acquisition_timeout=_ACQUISITION_BACKSTOP,
+                liveness_check_timeout=_LIVENESS_SECONDS,
             )
         except ConfigurationError as exc:  # the driver's reason, without the URI it quotes
             reason = str(exc).partition(" Given URI")[0]
@@ -274,6 +282,12 @@ class Neo4jStore(
         except BaseException:
             await store.close()
             raise
+        # the probe's query compiled once (best effort, outside the unit so that it does
+        # not lengthen it): a cold server took 6 s over its first RETURN 1 at a load
+        # average of 19, and the probe bounds it by connect_seconds
+        with contextlib.suppress(Neo4jError, DriverError, OSError, TimeoutError):
+            async with asyncio.timeout(connect_seconds):
+                await driver.execute_query(load(Query.ADMIN_PING), database_=database)
         return store
 
     async def close(self) -> None:
