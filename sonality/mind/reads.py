@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from sonality.models import (
         AffectState,
         Belief,
+        BiographyEntry,
         Episode,
         Erasure,
         Insight,
@@ -78,6 +79,12 @@ class Reads:
 
     async def personas(self) -> list[Persona]:
         return await self.store.list_personas()
+
+    async def biography(self, persona_id: str, *, limit: int = MAX_LIMIT) -> list[BiographyEntry]:
+        """The persona's own past (its biography entries), oldest first."""
+        check_id(persona_id, "persona_id")
+        limit = check_int(limit, field="limit", low=0, high=MAX_LIMIT)
+        return await self.store.biography(persona_id, limit=limit)
 
     async def snapshot(self, persona_id: str) -> Snapshot:
         return await self.store.current_snapshot(check_id(persona_id, "persona_id"))
