@@ -68,9 +68,9 @@ async def doctor(state: CliState, as_json: bool, call_model: bool) -> None:
     Thinker turn, BEHIND past SONALITY_LAG_DEGRADED_SECONDS (a lag alone does not fail the
     check), and a reflection lease when one is held (its holder and expiry: a worker killed
     while reflecting leaves it until then), and the users whose active constraints pass
-    4,000 tokens (every context shows them in one compact line: a warning, not a failure). --call-model sends one tiny request and says
-    why it failed. A store setting that cannot work (a malformed URL) exits 3, as every
-    command does.
+    4,000 tokens (every context shows them in one compact line: a warning, not a
+    failure). --call-model sends one tiny request and says why it failed. A store
+    setting that cannot work (a malformed URL) exits 3, as every command does.
     """
     from datetime import UTC, datetime
 

@@ -56,8 +56,8 @@ __all__ = [
     "ContextBuilder",
     "build_context",
     "constraint_tokens",
-    "oversized_constraints",
     "order_facts",
+    "oversized_constraints",
     "pin_facts",
     "relevant_beliefs",
 ]
