@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from sonality.core.budget import clip_text
 from sonality.core.retrieval import rank_biography
@@ -91,7 +91,8 @@ async def new_entries(
     now: datetime,
 ) -> list[BiographyEntry]:
     """The entries of checked ``drafts``, embedded (one call for all): nothing is written
-    when embedding fails."""
+    when embedding fails. Entries given together are a microsecond apart, so they list in
+    the order given."""
     if not drafts:
         return []
     vectors = await embedder.embed([d.text for d in drafts])
@@ -102,10 +103,10 @@ async def new_entries(
             text=d.text,
             importance=d.importance,
             source=d.source,
-            created_at=now,
+            created_at=now + timedelta(microseconds=i),
             vector=tuple(vector),
         )
-        for d, vector in zip(drafts, vectors, strict=True)
+        for i, (d, vector) in enumerate(zip(drafts, vectors, strict=True))
     ]
 
 
