@@ -354,7 +354,8 @@ class AffectStages:
         )
         past = ""
         if self._biography is not None:
-            past = biography_text(await self._biography.recall(persona.id, vector))
+            recalled = await self._biography.recall(persona.id, vector)
+            past = biography_text(recalled) if recalled else ""
         active = clip("\n".join(f"- {g.text}" for _, g in active_goals(hard)) or "- (none)")
         appraisal = await self._llm.structured(
             Prompt.AFFECT_APPRAISE,
