@@ -16,6 +16,10 @@ if TYPE_CHECKING:
 
 __all__ = ["doctor", "migrate"]
 
+COMPACT_CONSTRAINT_TOKENS = 4_000
+"""The tokens of constraint lines past which a context shows them compactly
+(``sonality.mind.context.COMPACT_CONSTRAINT_TOKENS``; ``tests/cli`` keeps the two equal)."""
+
 
 @click.command()
 @click.option("--check", is_flag=True, help="Apply nothing; exit 1 when migrations are pending.")
@@ -75,9 +79,7 @@ async def doctor(state: CliState, as_json: bool, call_model: bool) -> None:
     from datetime import UTC, datetime
 
     from sonality.errors import ConfigError, SonalityError
-    from sonality.llm.tokens import count_tokens
-    from sonality.mind.context import COMPACT_CONSTRAINT_TOKENS, oversized_constraints
-    from sonality.wiring import redact_url
+    from sonality.wiring import Reads, redact_url
 
     settings = state.settings
     report: dict[str, Any] = {
@@ -125,11 +127,11 @@ async def doctor(state: CliState, as_json: bool, call_model: bool) -> None:
                     counts["unembedded"] = await store.count_unembedded(persona.id)
                     pending[persona.id] = counts
                     insights[persona.id] = await store.count_insight_retries(persona.id)
-                    heavy = await oversized_constraints(store, persona.id, count_tokens)
+                    heavy = await Reads(store).oversized_constraints(persona.id)
                     if heavy:
                         constraints[persona.id] = [
-                            {"user_id": load.user_id, "constraints": load.facts, "tokens": tokens}
-                            for load, tokens in heavy
+                            {"user_id": h.user_id, "constraints": h.facts, "tokens": h.tokens}
+                            for h in heavy
                         ]
                     if pending[persona.id]["failed"]:
                         failed[persona.id] = [
@@ -145,7 +147,7 @@ async def doctor(state: CliState, as_json: bool, call_model: bool) -> None:
                 report["failed_episodes"] = failed
                 report["leases"] = leases
                 report["oversized_constraints"] = {
-                    "bound_tokens": COMPACT_CONSTRAINT_TOKENS,
+                    "bound_tokens": COMPACT_CONSTRAINT_TOKENS,  # mind.context's cap
                     "personas": constraints,
                 }
     except ConfigError:

@@ -189,9 +189,9 @@ _LINE_CHARS = len("- [constraint, severity 5] ")
 
 async def oversized_constraints(
     store: Store, persona_id: str, count: Callable[[str], int], *, limit: int = 20
-) -> list[tuple[ConstraintLoad, int]]:
+) -> list[ConstraintLoad]:
     """The persona's users (at most ``limit``, the longest first) whose active constraints
-    pass :data:`COMPACT_CONSTRAINT_TOKENS`, with their tokens: the users every context
+    pass :data:`COMPACT_CONSTRAINT_TOKENS`, their tokens counted: the users every context
     shows the constraints of compactly (``doctor`` warns about them). The store picks the
     candidates by characters (a token spans at least one character of English text), and
     only theirs are counted in tokens."""
@@ -202,7 +202,7 @@ async def oversized_constraints(
     for load in loads:
         tokens = constraint_tokens(await store.list_facts(persona_id, load.user_id), count)
         if tokens > COMPACT_CONSTRAINT_TOKENS:
-            out.append((load, tokens))
+            out.append(load.model_copy(update={"tokens": tokens}))
     return out
 
 

@@ -51,3 +51,5 @@ class ConstraintLoad(Frozen):
     user_id: Identifier
     facts: int
     chars: int
+    tokens: int = 0
+    """Their tokens as a context shows them, one line each (0 until counted)."""

@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from sonality.cli import main
+from sonality.cli.schema import COMPACT_CONSTRAINT_TOKENS as SHOWN_BOUND
 from sonality.mind.context import COMPACT_CONSTRAINT_TOKENS
 from tests.conftest import EMBEDDING_DIMENSIONS
 
@@ -72,7 +73,7 @@ def test_doctor_names_users_whose_constraints_pass_the_cap(either_env: dict[str,
     code, out = run(env, "doctor", "--json")
     assert code == 0, out
     warned = json.loads(out)["oversized_constraints"]
-    assert warned["bound_tokens"] == COMPACT_CONSTRAINT_TOKENS
+    assert warned["bound_tokens"] == SHOWN_BOUND == COMPACT_CONSTRAINT_TOKENS
     assert list(warned["personas"]) == ["ada"]
     [user] = warned["personas"]["ada"]
     assert user["user_id"] == "heavy" and user["constraints"] == 10
