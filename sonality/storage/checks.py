@@ -55,6 +55,7 @@ __all__ = [
     "answered",
     "biography_key",
     "biography_room",
+    "biography_to_write",
     "corrected_fact",
     "cursor",
     "embedding",
@@ -652,6 +653,23 @@ def held_biography(known: Iterable[BiographyEntry], entry: BiographyEntry) -> Bi
         ):
             return held
     return None
+
+
+def biography_to_write(
+    persona_id: str, held: Sequence[BiographyEntry], new: Sequence[BiographyEntry], cap: int
+) -> tuple[list[tuple[BiographyEntry, bool]], list[BiographyEntry]]:
+    """Of ``new``, what each call returns (the entry, or the held one it restates, with
+    whether it is written) and the entries to write, in order; ``ValidationError`` when
+    those would take the persona past ``cap``."""
+    out: list[tuple[BiographyEntry, bool]] = []
+    fresh: list[BiographyEntry] = []
+    for entry in new:
+        same = held_biography([*held, *fresh], entry)
+        if same is None:
+            fresh.append(entry)
+        out.append((same or entry, same is None))
+    biography_room(persona_id, len(held), len(fresh), cap)
+    return out, fresh
 
 
 def biography_room(persona_id: str, held: int, adding: int, cap: int) -> None:

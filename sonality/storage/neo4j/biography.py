@@ -35,14 +35,7 @@ async def put_entries(
     """Write the entries the persona does not hold yet (``checks.held_biography``),
     within ``cap``; the caller holds the persona's lock."""
     held = await entries(tx, persona_id, cap + len(new))
-    out: list[tuple[BiographyEntry, bool]] = []
-    fresh: list[BiographyEntry] = []
-    for entry in new:
-        same = checks.held_biography([*held, *fresh], entry)
-        if same is None:
-            fresh.append(entry)
-        out.append((same or entry, same is None))
-    checks.biography_room(persona_id, len(held), len(fresh), cap)
+    out, fresh = checks.biography_to_write(persona_id, held, new, cap)
     if fresh:
         rows = [{**codec.encode(e), "key": checks.biography_key(e.text)} for e in fresh]
         written = await count(tx, Query.BIOGRAPHY_PUT, persona_id=persona_id, entries=rows)

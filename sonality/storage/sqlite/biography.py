@@ -37,14 +37,7 @@ def put_entries(
     """Write the entries the persona does not hold yet (``checks.held_biography``),
     within ``cap``; the caller holds the write transaction."""
     held = entries(conn, persona_id, cap + len(new))
-    out: list[tuple[BiographyEntry, bool]] = []
-    fresh: list[BiographyEntry] = []
-    for entry in new:
-        same = checks.held_biography([*held, *fresh], entry)
-        if same is None:
-            fresh.append(entry)
-        out.append((same or entry, same is None))
-    checks.biography_room(persona_id, len(held), len(fresh), cap)
+    out, fresh = checks.biography_to_write(persona_id, held, new, cap)
     conn.executemany(_INSERT, [biography_row(e) for e in fresh])
     return out
 
