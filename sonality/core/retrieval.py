@@ -151,7 +151,9 @@ def rank_biography(
     for entry in entries:
         similarity = 0.0
         if len(entry.vector) == len(unit):
-            similarity = math.fsum(map(operator.mul, unit_vector(entry.vector), unit))
+            norm = math.hypot(*entry.vector)  # in C: a recall scores every entry held
+            if norm > 0.0:
+                similarity = sum(map(operator.mul, entry.vector, unit)) / norm
         sim = _unit((max(-1.0, min(1.0, similarity)) + 1.0) / 2.0)
         importance = _unit(entry.importance / 10.0)
         recalled.append(
