@@ -48,6 +48,9 @@ from sonality.models import (
     AffectPlacement,
     AffectState,
     ApiKey,
+    BiographyDraft,
+    BiographyEntry,
+    BiographySource,
     Context,
     EnrichReport,
     Erasure,
@@ -182,9 +185,19 @@ class Sonality(Reads):
         core_identity: str,
         snapshot: str | None = None,
         self_model: SelfModel | None = None,
+        biography: Sequence[BiographyDraft | str] = (),
     ) -> Persona:
         """Create a persona. Its first snapshot is ``snapshot`` or the core identity;
-        ``self_model`` (traits, values, goals) is fixed with the core identity."""
+        ``self_model`` (traits, values, goals) is fixed with the core identity;
+        ``biography`` (texts or drafts) is its own past, stored in the same transaction
+        (see ``add_biography``)."""
+        from sonality.mind.biography import check_drafts, new_entries
+
+        drafts = check_drafts(
+            biography,
+            max_chars=self.limits.max_biography_chars,
+            max_entries=self.limits.max_biography_entries,
+        )
         persona, first = new_persona(
             persona_id,
             name=name,
@@ -194,9 +207,55 @@ class Sonality(Reads):
             limits=self.limits,
             now=self.clock.now(),
         )
-        created = await self.store.create_persona(persona, first)
-        log.info("persona_created", persona_id=persona_id)
+        entries = await new_entries(
+            persona_id, drafts, embedder=self.embedder, now=self.clock.now()
+        )
+        created = await self.store.create_persona(persona, first, entries)
+        log.info("persona_created", persona_id=persona_id, biography=len(entries))
         return created
+
+    async def add_biography(
+        self,
+        persona_id: str,
+        text: str,
+        *,
+        importance: int = 5,
+        source: BiographySource | str = BiographySource.AUTHORED,
+    ) -> BiographyEntry:
+        """Add an entry to the persona's own past: backstory (``authored``) or something
+        the persona said about itself that the application keeps (``statement``);
+        ``importance`` 1-10. It is embedded and stored once: an entry that restates a held
+        one (same words, or nearly the same embedding) returns that one. A persona holds
+        at most ``Limits.max_biography_entries`` (``ValidationError`` past it). The affect
+        stages recall entries by 0.7 x similarity + 0.3 x importance, never by age."""
+        from sonality.mind.biography import check_drafts, new_entries
+
+        check_id(persona_id, "persona_id")
+        importance = check_int(importance, field="importance", low=1, high=10)
+        kind = check_choice(source, BiographySource, field="source")
+        limit = self.limits.max_biography_chars
+        draft = BiographyDraft(
+            text=check_text(text, field="text", limit=limit), importance=importance, source=kind
+        )
+        drafts = check_drafts([draft], max_chars=limit, max_entries=1)
+        await self.store.get_persona(persona_id)  # unknown: PersonaNotFound before embedding
+        entries = await new_entries(
+            persona_id, drafts, embedder=self.embedder, now=self.clock.now()
+        )
+        [(entry, written)] = await self.store.add_biography(
+            persona_id, entries, cap=self.limits.max_biography_entries
+        )
+        log.info("biography_added", persona_id=persona_id, entry_id=entry.id, written=written)
+        return entry
+
+    async def remove_biography(self, persona_id: str, *, entry_id: str) -> BiographyEntry:
+        """Remove one entry of the persona's past (``NotFoundError`` when it has none of
+        that id); returns it."""
+        removed = await self.store.remove_biography(
+            check_id(persona_id, "persona_id"), check_id(entry_id, "entry_id")
+        )
+        log.info("biography_removed", persona_id=persona_id, entry_id=entry_id)
+        return removed
 
     # API keys (the HTTP server's) ------------------------------------------------------
     async def create_key(
@@ -540,6 +599,7 @@ class Sonality(Reads):
                 settings=self.runtime,
                 max_response_chars=self.limits.max_response_chars,
                 deadline_seconds=self.limits.respond_deadline_seconds,
+                biography_entries=self.limits.max_biography_entries,
             )
         return self._dual
 

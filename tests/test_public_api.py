@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 import sonality
+from sonality.models import BiographySource
 
 
 def test_public_names_are_exactly_the_curated_list() -> None:
@@ -49,7 +50,28 @@ def test_importing_the_package_does_not_import_heavy_dependencies() -> None:
 _REQUIRED = "-"
 _P, _K = "POSITIONAL_OR_KEYWORD", "KEYWORD_ONLY"
 SONALITY_METHODS: dict[str, tuple[str, bool, list[tuple[str, str, object]]]] = {
+    "add_biography": (
+        "method",
+        True,
+        [
+            ("persona_id", _P, _REQUIRED),
+            ("text", _P, _REQUIRED),
+            ("importance", _K, 5),
+            ("source", _K, BiographySource.AUTHORED),
+        ],
+    ),
     "add_due_listener": ("method", False, [("listener", _P, _REQUIRED)]),
+    "biography": ("method", True, [("persona_id", _P, _REQUIRED), ("limit", _K, 10_000)]),
+    "oversized_constraints": (
+        "method",
+        True,
+        [("persona_id", _P, _REQUIRED), ("limit", _K, 20)],
+    ),
+    "remove_biography": (
+        "method",
+        True,
+        [("persona_id", _P, _REQUIRED), ("entry_id", _K, _REQUIRED)],
+    ),
     "add_fact": (
         "method",
         True,
@@ -117,6 +139,7 @@ SONALITY_METHODS: dict[str, tuple[str, bool, list[tuple[str, str, object]]]] = {
             ("core_identity", _K, _REQUIRED),
             ("snapshot", _K, None),
             ("self_model", _K, None),
+            ("biography", _K, ()),
         ],
     ),
     "drain": (

@@ -46,6 +46,7 @@ READ_TARGET_SECONDS = 0.5
 READS: list[list[str]] = [
     ["persona", "list"],
     ["persona", "show", "ada"],
+    ["persona", "biography", "list", "ada"],
     ["beliefs", "--persona", "ada"],
     ["facts", "--persona", "ada", "--user", "u1"],
     ["episodes", "--persona", "ada"],

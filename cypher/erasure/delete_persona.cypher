@@ -15,5 +15,6 @@ CALL (p) { MATCH (n:Narrative {persona_id: p.id}) DETACH DELETE n }
 CALL (p) { MATCH (n:MonologueEntry {persona_id: p.id}) DETACH DELETE n }
 CALL (p) { MATCH (n:AffectState {persona_id: p.id}) DETACH DELETE n }
 CALL (p) { MATCH (n:TurnUsage {persona_id: p.id}) DETACH DELETE n }
+CALL (p) { MATCH (n:BiographyEntry {persona_id: p.id}) DETACH DELETE n }
 DETACH DELETE p
 RETURN count(*) AS deleted

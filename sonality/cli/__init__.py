@@ -64,9 +64,11 @@ COMMANDS: dict[str, str] = {
 }
 """Each top-level command's name → ``module:attribute`` in :mod:`sonality.cli`."""
 
-SUBCOMMANDS: dict[str, tuple[str, ...]] = {"persona": ("data:persona_delete",)}
+SUBCOMMANDS: dict[str, tuple[str, ...]] = {
+    "persona": ("data:persona_delete", "biography:biography")
+}
 """Subcommands added to a group that another module defines (``persona delete`` lives with
-the other erasures)."""
+the other erasures, ``persona biography`` in a module of its own)."""
 
 
 def _load(where: str) -> click.Command:

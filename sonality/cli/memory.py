@@ -77,6 +77,9 @@ def persona() -> None:
 @click.option("--trait", "traits", multiple=True, help="A personality trait (repeatable).")
 @click.option("--value", "values", multiple=True, help="A value it holds (repeatable).")
 @click.option("--goal", "goals", multiple=True, help="A long-term goal of its own (repeatable).")
+@click.option(
+    "--past", "past", multiple=True, help="A piece of its own past, backstory (repeatable)."
+)
 @json_option
 @click.pass_obj
 @run
@@ -89,10 +92,12 @@ async def persona_create(
     traits: tuple[str, ...],
     values: tuple[str, ...],
     goals: tuple[str, ...],
+    past: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """Create persona PERSONA_ID with a core identity and, optionally, a self-model of
-    traits, values and goals (both immutable)."""
+    traits, values and goals (both immutable) and pieces of its past (see `persona
+    biography`)."""
     if (identity is None) == (identity_file is None):
         raise click.UsageError("give exactly one of --identity or --identity-file")
     text = identity
@@ -118,6 +123,7 @@ async def persona_create(
             name=name,
             core_identity=text,
             self_model=SelfModel(traits=traits, values=values, goals=goals),
+            biography=list(past),
         )
     emit(created, as_json, lambda: click.echo(f"created {_persona_text(created)}"))
 

@@ -16,6 +16,10 @@ if TYPE_CHECKING:
 
 __all__ = ["doctor", "migrate"]
 
+COMPACT_CONSTRAINT_TOKENS = 4_000
+"""The tokens of constraint lines past which a context shows them compactly
+(``sonality.mind.context.COMPACT_CONSTRAINT_TOKENS``; ``tests/cli`` keeps the two equal)."""
+
 
 @click.command()
 @click.option("--check", is_flag=True, help="Apply nothing; exit 1 when migrations are pending.")
@@ -59,22 +63,23 @@ async def migrate(state: CliState, check: bool, as_json: bool) -> None:
 @click.pass_obj
 @run
 async def doctor(state: CliState, as_json: bool, call_model: bool) -> None:
-    """Check the store, the schema, pending enrichment, episodes without an embedding and
-    the model settings.
+    """Check the store, the schema, pending enrichment, episodes without an embedding,
+    oversized constraints and the model settings.
 
     Lists, per persona, episodes by enrichment status, the failed ones (with their last
     error; `sonality enrich --retry-failed` retries them), insight parts still pending or
     failed, the lag: the age of the oldest pending episode and of the oldest unthought
     Thinker turn, BEHIND past SONALITY_LAG_DEGRADED_SECONDS (a lag alone does not fail the
     check), and a reflection lease when one is held (its holder and expiry: a worker killed
-    while reflecting leaves it until then). --call-model sends one tiny request and says
-    why it failed. A store setting that cannot work (a malformed URL) exits 3, as every
-    command does.
+    while reflecting leaves it until then), and the users whose active constraints pass
+    4,000 tokens (every context shows them in one compact line: a warning, not a
+    failure). --call-model sends one tiny request and says why it failed. A store
+    setting that cannot work (a malformed URL) exits 3, as every command does.
     """
     from datetime import UTC, datetime
 
     from sonality.errors import ConfigError, SonalityError
-    from sonality.wiring import redact_url
+    from sonality.wiring import Reads, redact_url
 
     settings = state.settings
     report: dict[str, Any] = {
@@ -103,6 +108,7 @@ async def doctor(state: CliState, as_json: bool, call_model: bool) -> None:
                 insights: dict[str, dict[str, int]] = {}
                 failed: dict[str, list[dict[str, Any]]] = {}
                 leases: dict[str, dict[str, Any]] = {}
+                constraints: dict[str, list[dict[str, Any]]] = {}
                 now = datetime.now(UTC)
                 personas = await store.list_personas()
                 report["lag"] = _lag_report(
@@ -121,6 +127,12 @@ async def doctor(state: CliState, as_json: bool, call_model: bool) -> None:
                     counts["unembedded"] = await store.count_unembedded(persona.id)
                     pending[persona.id] = counts
                     insights[persona.id] = await store.count_insight_retries(persona.id)
+                    heavy = await Reads(store).oversized_constraints(persona.id)
+                    if heavy:
+                        constraints[persona.id] = [
+                            {"user_id": h.user_id, "constraints": h.facts, "tokens": h.tokens}
+                            for h in heavy
+                        ]
                     if pending[persona.id]["failed"]:
                         failed[persona.id] = [
                             {
@@ -134,6 +146,10 @@ async def doctor(state: CliState, as_json: bool, call_model: bool) -> None:
                 report["insights"] = insights
                 report["failed_episodes"] = failed
                 report["leases"] = leases
+                report["oversized_constraints"] = {
+                    "bound_tokens": COMPACT_CONSTRAINT_TOKENS,  # mind.context's cap
+                    "personas": constraints,
+                }
     except ConfigError:
         raise  # not an unreachable store: a setting to fix (exit 3)
     except SonalityError as exc:
@@ -189,6 +205,13 @@ async def doctor(state: CliState, as_json: bool, call_model: bool) -> None:
                 click.echo(f"  retry    sonality enrich --persona {pid} --retry-failed")
             if pid in report["leases"]:
                 click.echo(f"  lease    {_lease_line(report['leases'][pid])}")
+            for user in report["oversized_constraints"]["personas"].get(pid, []):
+                click.echo(
+                    f"  WARNING  user {user['user_id']}: {user['constraints']} active constraints "
+                    f"take {user['tokens']} tokens, over "
+                    f"{report['oversized_constraints']['bound_tokens']}: every context shows "
+                    "them in one compact line; review them (`sonality facts`)"
+                )
         model = report["model"]
         click.echo(
             "model      "

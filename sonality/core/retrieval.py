@@ -9,6 +9,10 @@ An episode's score blends three terms, each in ``[0, 1]``:
 - importance: the enrichment's 1-10 rating divided by 10, 0.5 when unknown.
 
 With the default weights ``(0.5, 0.3, 0.2)`` the score is in ``[0, 1]`` too.
+
+The persona's biography (seed 002's biographical knowledge) is ranked without recency:
+``0.7 × similarity + 0.3 × importance`` (:func:`rank_biography`), so a distant past that
+is on theme comes back however old it is.
 """
 
 from __future__ import annotations
@@ -18,11 +22,13 @@ import operator
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
-from sonality.models import Episode, ScoredEpisode
+from sonality.models import BiographyEntry, Episode, RecalledBiography, ScoredEpisode
 
 __all__ = [
+    "BIOGRAPHY_WEIGHTS",
     "DEFAULT_WEIGHTS",
     "cosine",
+    "rank_biography",
     "rank_episodes",
     "recency",
     "retrieval_score",
@@ -31,6 +37,9 @@ __all__ = [
 
 DEFAULT_WEIGHTS: tuple[float, float, float] = (0.5, 0.3, 0.2)
 """Weights of similarity, recency and importance."""
+
+BIOGRAPHY_WEIGHTS: tuple[float, float] = (0.7, 0.3)
+"""Weights of similarity and importance in biographical recall (seed 002: no recency)."""
 
 
 def _unit(value: float) -> float:
@@ -121,3 +130,39 @@ def rank_episodes(
     scored.sort(key=lambda s: s.episode.id)
     scored.sort(key=lambda s: (s.score, s.episode.created_at), reverse=True)
     return scored[:k]
+
+
+def rank_biography(
+    entries: Iterable[BiographyEntry],
+    query: Sequence[float],
+    k: int,
+    *,
+    weights: tuple[float, float] = BIOGRAPHY_WEIGHTS,
+) -> list[RecalledBiography]:
+    """The best ``k`` entries for ``query``: ``w_sim × (cosine + 1) / 2 + w_imp ×
+    importance / 10``, highest first. Age plays no part; ties go to the more important
+    entry, then to the older one, then to the smaller id. An entry without a vector
+    counts as dissimilar (cosine 0)."""
+    if k <= 0:
+        return []
+    w_similarity, w_importance = weights
+    unit = unit_vector(query)
+    recalled: list[RecalledBiography] = []
+    for entry in entries:
+        similarity = 0.0
+        if len(entry.vector) == len(unit):
+            norm = math.hypot(*entry.vector)  # in C: a recall scores every entry held
+            if norm > 0.0:
+                similarity = sum(map(operator.mul, entry.vector, unit)) / norm
+        sim = _unit((max(-1.0, min(1.0, similarity)) + 1.0) / 2.0)
+        importance = _unit(entry.importance / 10.0)
+        recalled.append(
+            RecalledBiography(
+                entry=entry,
+                similarity=sim,
+                importance=importance,
+                score=w_similarity * sim + w_importance * importance,
+            )
+        )
+    recalled.sort(key=lambda r: (-r.score, -r.entry.importance, r.entry.created_at, r.entry.id))
+    return recalled[:k]

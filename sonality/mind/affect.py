@@ -7,11 +7,13 @@
 2. Recall, keyed on that interpretation rather than on the raw message (seed 002's
    episodic retrieval): ``ContextBuilder.build`` with the interpretation as its query, so
    memories match what was meant, not the words used.
+   The same interpretation recalls the persona's own past (``mind.biography``: its
+   biography entries by 0.7 × similarity + 0.3 × importance, no recency).
 3. ``affect_appraise`` (structured): the visceral, private appraisal, alone. It reads the
    persona's semantic self-model (``Persona.self_model``: traits, values, goals, fixed at
    creation, never retrieved), the new mood and relationship, the interpretation, the
-   recalled memories and the active goals (seed 002 §7.3: feelings arise from a
-   situation judged against one's goals).
+   recalled memories, the recalled past and the active goals (seed 002 §7.3: feelings
+   arise from a situation judged against one's goals).
 4. ``affect_plan`` (structured): a plan that must fit the appraisal, which it receives
    as its first input. The appraisal is upstream of planning — the paper's own fix (§7.2)
    for the "rational bias" it found, a calm plan overriding felt panic — and, being a
@@ -19,9 +21,10 @@
    before or without it: a failed appraisal means no plan call at all.
 
 The formulation is the Talker's answer itself, which receives the appraisal and the plan
-(``block``). Placement is per persona: in the Talker (every call before answering: slower,
-more faithful; the recalled memories become the Talker's context too) or in the Thinker
-(after the answer, preparing the next one: fast). Goal rules are in
+(``block``) and the recalled past (``Felt.biography``). Placement is per persona: in the
+Talker (every call before answering: slower, more faithful; the recalled memories become
+the Talker's context too) or in the Thinker (after the answer, preparing the next one:
+fast). Goal rules are in
 :mod:`sonality.core.goals`; every text is clipped so the stages stay within a fixed token
 budget, and each prompt's ``max_tokens`` bounds what it writes.
 """
@@ -42,6 +45,7 @@ from sonality.core.goals import (
     update_soft_goals,
 )
 from sonality.llm.prompts import Prompt
+from sonality.mind.biography import BiographyRecall, biography_text
 from sonality.mind.context import ContextBuilder
 from sonality.models import (
     AffectState,
@@ -135,6 +139,8 @@ class Felt:
 
     state: AffectState
     context: Context
+    biography: str = ""
+    """The recalled past as the prompts read it (what the formulation receives too)."""
 
 
 def self_model_text(model: SelfModel) -> str:
@@ -264,11 +270,13 @@ class AffectStages:
         count: Callable[[str], int],
         field_tokens: int,
         contexts: ContextBuilder,
+        biography: BiographyRecall | None = None,
     ) -> None:
         self._llm = llm
         self._count = count
         self._field_tokens = field_tokens
         self._contexts = contexts
+        self._biography = biography
 
     INPUT_UNITS = 31
     """The three calls' variable inputs, in ``field_tokens`` units (update: identity 1,
@@ -277,11 +285,13 @@ class AffectStages:
     interpretation 1, facts 1, message 1, memories 2, active goals 1, soft goals 1; plan:
     appraisal 1, interpretation 1, message 1, reply 1, active goals 2, soft goals 1,
     previous plan 1). Every variable is clipped to its share, so the stages never read
-    more than this plus their prompts' fixed text."""
+    more than this, plus the recalled past (``BiographyRecall.tokens``), plus their
+    prompts' fixed text."""
 
     def input_tokens(self) -> int:
         """The most variable input the three calls can send (see ``INPUT_UNITS``)."""
-        return self.INPUT_UNITS * self._field_tokens
+        past = self._biography.tokens if self._biography is not None else 0
+        return self.INPUT_UNITS * self._field_tokens + past
 
     def clip(self, text: str, factor: int = 1) -> str:
         return clip_text(text, self._field_tokens * factor, self._count)
@@ -338,9 +348,14 @@ class AffectStages:
             }
         )
         interpretation = felt.interpretation or clip(message)
+        vector = await self._contexts.embed(interpretation)
         context = await self._contexts.build(
-            persona.id, user_id=state.user_id, message=interpretation
+            persona.id, user_id=state.user_id, message=interpretation, vector=vector
         )
+        past = ""
+        if self._biography is not None:
+            recalled = await self._biography.recall(persona.id, vector)
+            past = biography_text(recalled) if recalled else ""
         active = clip("\n".join(f"- {g.text}" for _, g in active_goals(hard)) or "- (none)")
         appraisal = await self._llm.structured(
             Prompt.AFFECT_APPRAISE,
@@ -354,6 +369,7 @@ class AffectStages:
                 "facts": clip(fact_lines),
                 "message": clip(message),
                 "memories": clip(memories_text(context), 2),
+                "biography": past or biography_text([]),
                 "active_goals": active,
                 "soft_goals": clip(_soft_lines(felt)),
             },
@@ -387,4 +403,4 @@ class AffectStages:
                 "updated_at": now,
             }
         )
-        return Felt(state=new_state, context=context)
+        return Felt(state=new_state, context=context, biography=past)

@@ -36,7 +36,15 @@ from typing import TypeVar
 from sonality.core.budget import fit_items, remembered
 from sonality.core.retrieval import cosine, rank_episodes
 from sonality.errors import StoreError
-from sonality.models import Belief, Context, ContextReads, FactKind, ScoredEpisode, UserFact
+from sonality.models import (
+    Belief,
+    ConstraintLoad,
+    Context,
+    ContextReads,
+    FactKind,
+    ScoredEpisode,
+    UserFact,
+)
 from sonality.models.context import _belief_line, _episode_line, _fact_line
 from sonality.observability import get_logger
 from sonality.ports import Clock, Embedder, Store
@@ -49,6 +57,7 @@ __all__ = [
     "build_context",
     "constraint_tokens",
     "order_facts",
+    "oversized_constraints",
     "pin_facts",
     "relevant_beliefs",
 ]
@@ -174,6 +183,29 @@ def constraint_tokens(facts: Sequence[UserFact], count: Callable[[str], int]) ->
     return sum(count(_fact_line(f)) for f in facts if f.kind is FactKind.CONSTRAINT)
 
 
+_LINE_CHARS = len("- [constraint, severity 5] ")
+"""What a constraint's line in a context adds to its text, in characters."""
+
+
+async def oversized_constraints(
+    store: Store, persona_id: str, count: Callable[[str], int], *, limit: int = 20
+) -> list[ConstraintLoad]:
+    """The persona's users (at most ``limit``, the longest first) whose active constraints
+    pass :data:`COMPACT_CONSTRAINT_TOKENS`, their tokens counted: the users every context
+    shows the constraints of compactly (``doctor`` warns about them). The store picks the
+    candidates by characters (a token spans at least one character of English text), and
+    only theirs are counted in tokens."""
+    loads = await store.heavy_constraints(
+        persona_id, min_chars=COMPACT_CONSTRAINT_TOKENS, line_chars=_LINE_CHARS, limit=limit
+    )
+    out = []
+    for load in loads:
+        tokens = constraint_tokens(await store.list_facts(persona_id, load.user_id), count)
+        if tokens > COMPACT_CONSTRAINT_TOKENS:
+            out.append(load.model_copy(update={"tokens": tokens}))
+    return out
+
+
 async def build_context(
     *,
     store: Store,
@@ -187,10 +219,13 @@ async def build_context(
     max_episodes: int,
     narrative: str | None = None,
     fact_tokens: int = 1_000,
+    vector: Sequence[float] | None = None,
 ) -> Context:
     """Assemble the context for ``message`` (see the module docstring). The store reads
-    everything in one unit of work (``Store.context_reads``)."""
-    vector = (await embedder.embed([message]))[0]
+    everything in one unit of work (``Store.context_reads``). ``vector``: the message's
+    embedding when the caller has it already."""
+    if vector is None:
+        vector = (await embedder.embed([message]))[0]
     reads = await store.context_reads(persona_id, user_id, vector, **read_sizes(max_episodes))
     return await assemble(
         reads,
@@ -344,8 +379,10 @@ class ContextBuilder:
         message: str,
         narrative: str | None = None,
         token_budget: int | None = None,
+        vector: Sequence[float] | None = None,
     ) -> Context:
-        """The context for ``message`` (``token_budget`` overrides the default)."""
+        """The context for ``message`` (``token_budget`` overrides the default; ``vector``:
+        the message's embedding, when the caller made it already)."""
         return await build_context(
             store=self._store,
             embedder=self._embedder,
@@ -358,4 +395,5 @@ class ContextBuilder:
             max_episodes=self.max_episodes,
             narrative=narrative,
             fact_tokens=self.fact_tokens,
+            vector=vector,
         )

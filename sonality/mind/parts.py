@@ -81,6 +81,10 @@ class Limits(BaseModel):
     the user's message is stored, pending, and ``AnswerTimeout`` names it."""
     enrich_concurrency: int = Field(default=16, ge=1)
     """Episodes of one persona asked about at once (``Enricher``'s ``concurrency``)."""
+    max_biography_entries: int = Field(default=200, ge=1, le=10_000)
+    """Biography entries a persona holds at most (recall scores them all)."""
+    max_biography_chars: int = Field(default=2_000, ge=1)
+    """Characters of one biography entry at most."""
 
 
 class RuntimeSettings(BaseModel):

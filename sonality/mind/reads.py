@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from sonality.models import (
         AffectState,
         Belief,
+        BiographyEntry,
+        ConstraintLoad,
         Episode,
         Erasure,
         Insight,
@@ -78,6 +80,25 @@ class Reads:
 
     async def personas(self) -> list[Persona]:
         return await self.store.list_personas()
+
+    async def oversized_constraints(
+        self, persona_id: str, *, limit: int = 20
+    ) -> list[ConstraintLoad]:
+        """The persona's users (at most ``limit``) whose active constraints alone pass the
+        4,000 tokens past which every context shows them in one compact line (counted with
+        ``cl100k_base``, as every budget is): what ``doctor`` warns about."""
+        from sonality.llm.tokens import count_tokens
+        from sonality.mind.context import oversized_constraints
+
+        check_id(persona_id, "persona_id")
+        limit = check_int(limit, field="limit", low=0, high=MAX_LIMIT)
+        return await oversized_constraints(self.store, persona_id, count_tokens, limit=limit)
+
+    async def biography(self, persona_id: str, *, limit: int = MAX_LIMIT) -> list[BiographyEntry]:
+        """The persona's own past (its biography entries), oldest first."""
+        check_id(persona_id, "persona_id")
+        limit = check_int(limit, field="limit", low=0, high=MAX_LIMIT)
+        return await self.store.biography(persona_id, limit=limit)
 
     async def snapshot(self, persona_id: str) -> Snapshot:
         return await self.store.current_snapshot(check_id(persona_id, "persona_id"))

@@ -67,6 +67,7 @@ from sonality.llm.prompts import Prompt
 from sonality.llm.usage import metering
 from sonality.mind.accounting import component_usage
 from sonality.mind.affect import AffectStages
+from sonality.mind.biography import BiographyRecall
 from sonality.mind.context import ContextBuilder
 from sonality.mind.enrich_lanes import EnrichLanes
 from sonality.mind.lanes import Lanes
@@ -120,6 +121,7 @@ class DualProcess:
         settings: RuntimeSettings,
         max_response_chars: int,
         deadline_seconds: float = 30.0,
+        biography_entries: int = 200,
     ) -> None:
         if llm is None:
             raise LLMUnavailable("no model configured", setting="SONALITY_MODEL")
@@ -139,6 +141,9 @@ class DualProcess:
             count=count_tokens,
             field_tokens=settings.affect_field_tokens,
             contexts=contexts,
+            biography=BiographyRecall(
+                store=store, count=count_tokens, max_entries=biography_entries
+            ),
         )
         self.lanes = Lanes()
         self.talker = Talker(

@@ -157,6 +157,7 @@ class Talker:
             history = tuple(e for e in history if e.turn < before_turn)
         spent = 0.0
         ctx: Context | None = None
+        past = ""
         state: AffectState | None = None
         new_state: AffectState | None = None
         if placement is not AffectPlacement.OFF:
@@ -183,6 +184,7 @@ class Talker:
                     # the memories recalled with the interpretation are the Talker's too
                     state = new_state = felt.state
                     ctx = felt.context
+                    past = felt.biography
                 spent += time.perf_counter() - started
         if ctx is None:
             ctx = await self._contexts.assemble(
@@ -195,10 +197,12 @@ class Talker:
         prompt = Prompt.FORMULATE if new_state is not None else Prompt.TALK
         feelings = block(state, current=new_state is not None)
         self_model = self_model_text(persona.self_model)
+        # the formulation hears the past the appraisal recalled (seed 002); talk.md does not
+        past_block = f"What my own past brings back here:\n{past}" if past else ""
         transcript = self._transcript(
             history,
             message,
-            [background, inner, feelings, self_model],
+            [background, inner, feelings, self_model, past_block],
             prompt,
             background_tokens=ctx.tokens,
         )
@@ -209,6 +213,7 @@ class Talker:
             "background": background,
             "inner_state": inner,
             "affect": feelings,
+            "biography": past_block,
             "conversation": transcript,
             "message": message,
         }

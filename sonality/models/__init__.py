@@ -32,6 +32,12 @@ from sonality.models.belief import (
     StagedUpdate,
     UserInfluence,
 )
+from sonality.models.biography import (
+    BiographyDraft,
+    BiographyEntry,
+    BiographySource,
+    RecalledBiography,
+)
 from sonality.models.common import (
     ID_PATTERN,
     Frozen,
@@ -73,7 +79,7 @@ from sonality.models.erasure import (
     UserErasure,
     UserErasureStatus,
 )
-from sonality.models.fact import FactKind, UserFact, UserFactDraft
+from sonality.models.fact import ConstraintLoad, FactKind, UserFact, UserFactDraft
 from sonality.models.insight import Insight, InsightState, InsightStatus
 from sonality.models.keys import (
     TOKEN_PATTERN,
@@ -136,7 +142,11 @@ __all__ = [
     "BadLine",
     "Belief",
     "BeliefStatus",
+    "BiographyDraft",
+    "BiographyEntry",
+    "BiographySource",
     "ComponentUsage",
+    "ConstraintLoad",
     "Context",
     "ContextReads",
     "ConversationMind",
@@ -179,6 +189,7 @@ __all__ = [
     "PersonaArchive",
     "ProvenanceEdge",
     "ReasoningType",
+    "RecalledBiography",
     "Recorded",
     "Reflection",
     "ReflectionCommit",

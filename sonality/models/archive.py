@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from sonality import errors
 from sonality.models.belief import Belief, ProvenanceEdge, StagedUpdate
+from sonality.models.biography import BiographyEntry
 from sonality.models.common import Frozen, Identifier
 from sonality.models.episode import Episode
 from sonality.models.erasure import Erasure
@@ -87,6 +88,8 @@ class PersonaArchive(Frozen):
     affect: tuple[AffectState, ...] = ()
     usage: tuple[TurnUsage, ...] = ()
     erasures: tuple[Erasure, ...] = ()
+    biography: tuple[BiographyEntry, ...] = ()
+    """The persona's own past (with each entry's vector)."""
 
     @model_validator(mode="after")
     def _one_persona(self) -> Self:
@@ -105,6 +108,7 @@ class PersonaArchive(Frozen):
             *self.affect,
             *self.usage,
             *self.erasures,
+            *self.biography,
         ]
         if any(getattr(part, "persona_id", pid) != pid for part in parts):
             raise errors.ValidationError("an archive holds one persona's data", persona_id=pid)

@@ -9,7 +9,7 @@ from pydantic import Field
 
 from sonality.models.common import Frozen, Identifier
 
-__all__ = ["FactKind", "UserFact", "UserFactDraft"]
+__all__ = ["ConstraintLoad", "FactKind", "UserFact", "UserFactDraft"]
 
 
 class FactKind(StrEnum):
@@ -42,3 +42,14 @@ class UserFact(Frozen):
     also_from: tuple[Identifier, ...] = ()
     """Other exchanges of the user that back the fact (a correction merged a fact drawn
     from them into this one): erasing ``episode_id`` leaves the fact backed by these."""
+
+
+class ConstraintLoad(Frozen):
+    """How much a user's active constraints weigh (``doctor``'s check of the context's
+    compact cap): how many there are and their characters in all."""
+
+    user_id: Identifier
+    facts: int
+    chars: int
+    tokens: int = 0
+    """Their tokens as a context shows them, one line each (0 until counted)."""

@@ -5,6 +5,7 @@ Adapters (``storage.neo4j.store.Neo4jStore``, ``storage.sqlite.store.SqliteStore
 """
 
 from sonality.ports.archive import ArchiveStore
+from sonality.ports.biography import BiographyStore
 from sonality.ports.clock import Clock
 from sonality.ports.context import ContextStore
 from sonality.ports.enrichment import EnrichmentStore
@@ -21,6 +22,7 @@ from sonality.ports.store import Store
 __all__ = [
     "LLM",
     "ArchiveStore",
+    "BiographyStore",
     "Clock",
     "ContextStore",
     "Embedder",

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 from sonality.models import (
+    ConstraintLoad,
     ContextReads,
 )
 
@@ -41,4 +42,12 @@ class ContextStore(Protocol):
         """Store the embeddings of the persona's belief topics (topic -> vector of the
         store's dimension; ``ValidationError`` otherwise); a topic with no belief is
         skipped. Returns how many beliefs took one."""
+        ...
+
+    async def heavy_constraints(
+        self, persona_id: str, *, min_chars: int, line_chars: int = 0, limit: int
+    ) -> list[ConstraintLoad]:
+        """The persona's users whose active constraints add up to at least ``min_chars``
+        characters, counting ``line_chars`` more for each (the line a context gives it),
+        the longest first, at most ``limit`` (``doctor``)."""
         ...

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from sonality.models import (
+    BiographyEntry,
     Persona,
     Snapshot,
 )
@@ -16,8 +18,12 @@ __all__ = ["PersonaStore"]
 class PersonaStore(Protocol):
     """Personas and their versioned snapshots."""
 
-    async def create_persona(self, persona: Persona, snapshot: Snapshot) -> Persona:
-        """Create the persona with its first snapshot. ``AlreadyExists`` if the id is taken."""
+    async def create_persona(
+        self, persona: Persona, snapshot: Snapshot, biography: Sequence[BiographyEntry] = ()
+    ) -> Persona:
+        """Create the persona with its first snapshot and its ``biography`` entries (told
+        apart already, at most the cap), in one transaction. ``AlreadyExists`` if the id is
+        taken."""
         ...
 
     async def get_persona(self, persona_id: str) -> Persona:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Protocol, runtime_checkable
 
 from sonality.ports.archive import ArchiveStore
+from sonality.ports.biography import BiographyStore
 from sonality.ports.context import ContextStore
 from sonality.ports.enrichment import EnrichmentStore
 from sonality.ports.episode import EpisodeStore
@@ -30,6 +31,7 @@ class Store(
     ErasureStore,
     ArchiveStore,
     ContextStore,
+    BiographyStore,
     Protocol,
 ):
     """Persistence of one Sonality deployment: every part above. Every method is scoped

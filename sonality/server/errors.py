@@ -195,6 +195,7 @@ _CONFLICTS = {
     ("post", "/v1/personas/{persona_id}/reflect"),
     ("post", "/v1/personas/{persona_id}/snapshots/rollback"),
     ("post", "/v1/personas/{persona_id}/users/{user_id}/facts"),
+    ("post", "/v1/personas/{persona_id}/biography"),
     ("post", "/v1/personas/{persona_id}/facts/{fact_id}/retract"),
     ("patch", "/v1/personas/{persona_id}/facts/{fact_id}"),
     ("delete", "/v1/personas/{persona_id}"),

@@ -32,6 +32,7 @@ from sonality.models import (
     ArchivedReflection,
     ArchivedUser,
     Belief,
+    BiographyEntry,
     Erasure,
     Insight,
     MonologueEntry,
@@ -80,6 +81,7 @@ TYPES: dict[str, tuple[str, type[BaseModel] | None]] = {
     "affect": ("affect", AffectState),
     "usage": ("usage", TurnUsage),
     "erasure": ("erasures", Erasure),
+    "biography": ("biography", BiographyEntry),
 }
 """Record type → (archive field, model; None: a bare topic name), in file order (after the
 ``persona`` record that opens each section)."""
@@ -102,6 +104,7 @@ ORDER: dict[str, Callable[[Any], Any]] = {
     "affect": lambda a: a.user_id,
     "usage": lambda u: (u.episode_id, u.component),
     "erasures": lambda e: (e.created_at, e.id),
+    "biography": lambda b: b.id,
 }
 """The sort key of each archive field's records."""
 

@@ -13,6 +13,8 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 
+from sonality.core.influence import claim_key
+from sonality.core.retrieval import cosine
 from sonality.errors import (
     ConflictError,
     LeaseHeld,
@@ -22,6 +24,7 @@ from sonality.errors import (
 )
 from sonality.models import (
     ApiKey,
+    BiographyEntry,
     EnrichmentCommit,
     EnrichmentStatus,
     Episode,
@@ -42,6 +45,7 @@ from sonality.models import (
 )
 
 __all__ = [
+    "BIOGRAPHY_DUPLICATE",
     "ERROR_MAX_CHARS",
     "FLOAT32_MAX",
     "NO_CURSOR",
@@ -49,6 +53,9 @@ __all__ = [
     "absorb",
     "active_key",
     "answered",
+    "biography_key",
+    "biography_room",
+    "biography_to_write",
     "corrected_fact",
     "cursor",
     "embedding",
@@ -64,6 +71,7 @@ __all__ = [
     "failed_attempt",
     "first_snapshot",
     "grants_live",
+    "held_biography",
     "held_fact",
     "insight_counts",
     "insight_may_commit",
@@ -619,4 +627,57 @@ def thought_may_commit(
             conversation_id=commit.conversation_id,
             thought_turn=thought_turn,
             narrative_version=narrative_version,
+        )
+
+
+BIOGRAPHY_DUPLICATE = 0.95
+"""Cosine at or above which a new biography entry restates one the persona has."""
+
+
+def biography_key(text: str) -> str:
+    """A biography entry as compared for duplicates (its words, NFKC, case-folded)."""
+    return claim_key(text)
+
+
+def held_biography(known: Iterable[BiographyEntry], entry: BiographyEntry) -> BiographyEntry | None:
+    """The stored entry ``entry`` restates (same words, or a cosine of at least
+    :data:`BIOGRAPHY_DUPLICATE`), else None: a persona never holds its past twice."""
+    key = biography_key(entry.text)
+    for held in known:
+        if biography_key(held.text) == key:
+            return held
+        if (
+            entry.vector
+            and len(held.vector) == len(entry.vector)
+            and cosine(held.vector, entry.vector) >= BIOGRAPHY_DUPLICATE
+        ):
+            return held
+    return None
+
+
+def biography_to_write(
+    persona_id: str, held: Sequence[BiographyEntry], new: Sequence[BiographyEntry], cap: int
+) -> tuple[list[tuple[BiographyEntry, bool]], list[BiographyEntry]]:
+    """Of ``new``, what each call returns (the entry, or the held one it restates, with
+    whether it is written) and the entries to write, in order; ``ValidationError`` when
+    those would take the persona past ``cap``."""
+    out: list[tuple[BiographyEntry, bool]] = []
+    fresh: list[BiographyEntry] = []
+    for entry in new:
+        same = held_biography([*held, *fresh], entry)
+        if same is None:
+            fresh.append(entry)
+        out.append((same or entry, same is None))
+    biography_room(persona_id, len(held), len(fresh), cap)
+    return out, fresh
+
+
+def biography_room(persona_id: str, held: int, adding: int, cap: int) -> None:
+    """``ValidationError`` when ``adding`` entries would take the persona past ``cap``."""
+    if held + adding > cap:
+        raise ValidationError(
+            "the persona's biography is full: remove entries before adding more",
+            persona_id=persona_id,
+            held=held,
+            cap=cap,
         )

@@ -38,6 +38,7 @@ LABELS = {
     "Topic": "{name}",
     "UserFact": "{text}",
     "StagedUpdate": "{signed_delta}",
+    "BiographyEntry": "{text}",
 }
 
 

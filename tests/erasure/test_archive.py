@@ -33,9 +33,15 @@ def _app(store: Any, clock: FrozenClock, llm: Any = None) -> Sonality:
 async def _lived(app: Sonality, clock: FrozenClock) -> None:
     """A persona with every kind of record: answered turns of two users (Thinker turns,
     monologue, narratives, affect, usage, beliefs, evidence, facts, insights), a second
-    snapshot, a corrected fact, an erased exchange and a self-model."""
+    snapshot, a corrected fact, an erased exchange, a self-model and a biography."""
     self_model = SelfModel(traits=("dry humour",), values=("honesty",), goals=("learn Welsh",))
-    await app.create_persona("ada", name="Ada", core_identity=IDENTITY, self_model=self_model)
+    await app.create_persona(
+        "ada",
+        name="Ada",
+        core_identity=IDENTITY,
+        self_model=self_model,
+        biography=["I grew up by the sea.", "My first job was in a bakery."],
+    )
     for i in range(1, 7):
         clock.advance(minutes=1)
         user, conversation = ("u1", "c1") if i % 3 else ("u2", "c2")

@@ -322,3 +322,39 @@ def test_transport_smoke(served: Served) -> None:
     """The server speaks plain HTTP/1.1 on loopback (the clients above rely on it)."""
     r = httpx.get(f"{served.url}/healthz")
     assert r.http_version == "HTTP/1.1"
+
+
+def test_biography_routes(served: Served) -> None:
+    """A persona created with a past lists it (without vectors); POST adds an entry once
+    (the same words again return it), a bad importance is 400, DELETE removes one and a
+    second DELETE is 404, as is the past of an unknown persona."""
+    past = [{"text": "I grew up by the sea.", "importance": 8}]
+    body = {"id": "quill", "name": "Quill", "core_identity": IDENTITY, "biography": past}
+    with served.client() as c:
+        assert c.post("/v1/personas", json=body).status_code == 201
+        [first] = c.get("/v1/personas/quill/biography").json()
+        assert (first["text"], first["importance"], first["source"]) == (
+            "I grew up by the sea.",
+            8,
+            "authored",
+        )
+        assert "vector" not in first
+        added = c.post(
+            "/v1/personas/quill/biography",
+            json={"text": "My first job was in a bakery.", "source": "statement"},
+        )
+        assert added.status_code == 201, added.text
+        again = c.post(
+            "/v1/personas/quill/biography", json={"text": "my first job was in a BAKERY"}
+        )
+        assert again.json()["id"] == added.json()["id"]
+        bad = c.post("/v1/personas/quill/biography", json={"text": "x", "importance": 11})
+        assert bad.status_code == 400 and bad.json()["kind"] == "validation"
+        assert len(c.get("/v1/personas/quill/biography").json()) == 2
+        gone = c.delete(f"/v1/personas/quill/biography/{first['id']}")
+        assert gone.status_code == 200 and gone.json()["id"] == first["id"]
+        assert c.delete(f"/v1/personas/quill/biography/{first['id']}").status_code == 404
+        assert c.get("/v1/personas/nobody/biography").status_code == 404
+        assert [e["text"] for e in c.get("/v1/personas/quill/biography").json()] == [
+            "My first job was in a bakery."
+        ]

@@ -63,3 +63,33 @@ def test_batch_writes_must_touch_every_row() -> None:
         checks.insights_consumed("p1", 2, 1)
     with pytest.raises(ConflictError):
         checks.staged_committed("p1", 1, 0)
+
+
+def test_biography_entries_are_written_once_within_the_cap() -> None:
+    """A new entry restating a held one or one earlier in the same call (same words, or a
+    cosine of at least 0.95) returns that one unwritten; the rest are written only while
+    they fit the cap, else nothing is."""
+    from sonality.models import BiographyEntry
+
+    def entry(entry_id: str, text: str, *vector: float) -> BiographyEntry:
+        return BiographyEntry(
+            id=entry_id, persona_id="p", text=text, created_at=NOW, vector=tuple(vector)
+        )
+
+    held = entry("h", "I grew up by the sea.", 1.0, 0.0, 0.0)
+    new = [
+        entry("a", "I GREW UP by the sea", 0.0, 1.0, 0.0),
+        entry("b", "A bakery was my first job.", 0.0, 0.0, 1.0),
+        entry("c", "My first job: a bakery.", 0.0, 0.1, 1.0),
+        entry("d", "Seaside childhood.", 0.99, 0.1, 0.0),
+    ]
+    out, fresh = checks.biography_to_write("p", [held], new, cap=2)
+    assert [(e.id, written) for e, written in out] == [
+        ("h", False),
+        ("b", True),
+        ("b", False),
+        ("h", False),
+    ]
+    assert fresh == [new[1]]
+    with pytest.raises(ValidationError):
+        checks.biography_to_write("p", [held], new, cap=1)

@@ -7,7 +7,7 @@ Edges that follow from the data are not archived but rebuilt: NEXT from each epi
 ``prev_episode_id``, PREVIOUS between consecutive snapshot and narrative versions, CURRENT
 to the newest snapshot, MENTIONS from an episode's topics, and the ownership edges
 (TALKS_WITH, HAD, HAS_EPISODE, HOLDS, ABOUT, YIELDED, STAGED, HAS_FACT, FROM, REFLECTED,
-PRODUCED, CONSUMED, NARRATIVE, AFTER, THOUGHT, AFFECT, USAGE).
+PRODUCED, CONSUMED, NARRATIVE, AFTER, THOUGHT, AFFECT, USAGE, REMEMBERS).
 """
 
 from __future__ import annotations
@@ -36,6 +36,8 @@ from sonality.models import (
 from sonality.storage import archive as fmt
 from sonality.storage import checks, shapes
 from sonality.storage.neo4j import codec
+from sonality.storage.neo4j.biography import entries as biography_entries
+from sonality.storage.neo4j.biography import put_entries
 from sonality.storage.neo4j.cypher import Query
 from sonality.storage.neo4j.enrichment import belief_props, fact_props
 from sonality.storage.neo4j.episodes import episode_from
@@ -127,6 +129,7 @@ async def _export(tx: AsyncManagedTransaction, persona_id: str) -> PersonaArchiv
             affect=tuple(_affect_from(a) for a in await read(Query.ARCHIVE_AFFECT, "affect")),
             usage=tuple(_usage_from(u) for u in await read(Query.ARCHIVE_USAGE, "usage")),
             erasures=tuple(model(Erasure, e) for e in await read(Query.ERASURE_LIST, "erasure")),
+            biography=tuple(await biography_entries(tx, persona_id, checks.NO_CURSOR)),
         )
     )
 
@@ -211,6 +214,7 @@ async def _import(tx: AsyncManagedTransaction, archive: PersonaArchive, dimensio
     await fetch(tx, Query.ARCHIVE_PUT_USAGE, **ids, rows=usage)
     erasures = [_plain(e) for e in archive.erasures]
     await fetch(tx, Query.ARCHIVE_PUT_ERASURES, **ids, erasures=erasures)
+    await put_entries(tx, pid, archive.biography, len(archive.biography))
 
 
 class Neo4jArchive(Neo4jAggregate):

@@ -26,7 +26,7 @@ from typing import Any
 from neo4j import AsyncManagedTransaction
 
 from sonality.errors import PersonaNotFound, StoreError
-from sonality.models import Belief, ContextReads, Episode, TalkerReads, UserFact
+from sonality.models import Belief, ConstraintLoad, ContextReads, Episode, TalkerReads, UserFact
 from sonality.storage import checks
 from sonality.storage.neo4j import codec
 from sonality.storage.neo4j.cypher import Query
@@ -231,3 +231,17 @@ class Neo4jContext(Neo4jEpisodes):
             persona_id=persona_id,
             rows=rows,
         )
+
+    async def heavy_constraints(
+        self, persona_id: str, *, min_chars: int, line_chars: int = 0, limit: int
+    ) -> list[ConstraintLoad]:
+        """See :meth:`sonality.ports.ContextStore.heavy_constraints`."""
+        rows = await self._db.fetch(
+            "heavy_constraints",
+            Query.CONTEXT_HEAVY_CONSTRAINTS,
+            persona_id=persona_id,
+            min_chars=min_chars,
+            line_chars=line_chars,
+            limit=checks.limit(limit),
+        )
+        return [ConstraintLoad.model_validate(row) for row in rows]

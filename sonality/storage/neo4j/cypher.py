@@ -42,6 +42,11 @@ class Query(StrEnum):
     PERSONA_LIST = "persona/list"
     PERSONA_LOCK = "persona/lock"
 
+    # biography: the persona's own past (seed 002)
+    BIOGRAPHY_LIST = "biography/list"
+    BIOGRAPHY_PUT = "biography/put"
+    BIOGRAPHY_REMOVE = "biography/remove"
+
     # snapshots
     SNAPSHOT_APPEND = "snapshot/append"
     SNAPSHOT_CURRENT = "snapshot/current"
@@ -53,6 +58,7 @@ class Query(StrEnum):
     CONTEXT_BELIEFS_STRONGEST = "context/beliefs_strongest"
     CONTEXT_BELIEFS_UNEMBEDDED = "context/beliefs_unembedded"
     CONTEXT_FACTS = "context/facts"
+    CONTEXT_HEAVY_CONSTRAINTS = "context/heavy_constraints"
     CONTEXT_READ = "context/read"
     CONTEXT_READ_SEARCH = "context/read_search"
     CONTEXT_RECENT = "context/recent"

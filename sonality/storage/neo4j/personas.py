@@ -6,15 +6,17 @@ keeps the ``episode_seq`` counter that numbers its episodes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from neo4j import AsyncManagedTransaction
 from neo4j.exceptions import ConstraintError
 
 from sonality.errors import AlreadyExists, ConflictError, PersonaNotFound, StoreError
-from sonality.models import Persona, Snapshot
+from sonality.models import BiographyEntry, Persona, Snapshot
 from sonality.storage import checks, shapes
 from sonality.storage.neo4j import codec
+from sonality.storage.neo4j.biography import put_entries
 from sonality.storage.neo4j.cypher import Query
 from sonality.storage.neo4j.executor import Neo4jAggregate, fetch_one, lock_persona
 
@@ -30,7 +32,12 @@ def snapshot_from(props: Any) -> Snapshot:
     return Snapshot.model_validate(codec.decode(props, Snapshot))
 
 
-async def _create(tx: AsyncManagedTransaction, persona: Persona, snapshot: Snapshot) -> Persona:
+async def _create(
+    tx: AsyncManagedTransaction,
+    persona: Persona,
+    snapshot: Snapshot,
+    biography: Sequence[BiographyEntry],
+) -> Persona:
     """The persona with snapshot v1 as CURRENT (a taken id violates a constraint). The
     runtime defaults are not stored until set: absent, they read as the model's."""
     props = codec.encode(persona, exclude={"runtime_mode", "affect", "self_model"})
@@ -43,6 +50,7 @@ async def _create(tx: AsyncManagedTransaction, persona: Persona, snapshot: Snaps
     )
     if row is None:
         raise StoreError("creating the persona returned nothing", persona_id=persona.id)
+    await put_entries(tx, persona.id, biography, len(biography))
     return persona_from(row["persona"])
 
 
@@ -73,11 +81,14 @@ async def _append_next(tx: AsyncManagedTransaction, snapshot: Snapshot) -> Snaps
 class Neo4jPersonas(Neo4jAggregate):
     """The ``PersonaStore`` part of the Neo4j store."""
 
-    async def create_persona(self, persona: Persona, snapshot: Snapshot) -> Persona:
-        """Create the persona with snapshot v1 (``AlreadyExists`` if the id is taken)."""
+    async def create_persona(
+        self, persona: Persona, snapshot: Snapshot, biography: Sequence[BiographyEntry] = ()
+    ) -> Persona:
+        """Create the persona with snapshot v1 and its biography (``AlreadyExists`` if the
+        id is taken)."""
         checks.first_snapshot(persona, snapshot)
         try:
-            return await self._db.write("create_persona", _create, persona, snapshot)
+            return await self._db.write("create_persona", _create, persona, snapshot, biography)
         except ConflictError as exc:
             if isinstance(exc.__cause__, ConstraintError):
                 raise AlreadyExists("persona exists already", persona_id=persona.id) from exc

@@ -34,6 +34,7 @@ from sonality.errors import ConfigError
 from sonality.models import SchemaStatus
 from sonality.observability import get_logger
 from sonality.storage.neo4j.archive import Neo4jArchive
+from sonality.storage.neo4j.biography import Neo4jBiography
 from sonality.storage.neo4j.context import Neo4jContext
 from sonality.storage.neo4j.cypher import Query, load
 from sonality.storage.neo4j.enrichment import Neo4jEnrichment
@@ -147,6 +148,7 @@ class Neo4jStore(
     Neo4jErasure,
     Neo4jArchive,
     Neo4jKeys,
+    Neo4jBiography,
 ):
     """Sonality's persistence on a Neo4j 5.26 database (see ``DESIGN.md`` §3)."""
 

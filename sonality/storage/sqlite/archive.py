@@ -3,8 +3,8 @@
 in one transaction with every id, counter and chain link preserved.
 
 Models stored one column per field (snapshots, beliefs, staged updates, insights, facts,
-reflections, Thinker turns, narratives, monologue entries, affect states, usage, erasures)
-go through the codec as they are; episodes flatten their assessment (``shapes``);
+reflections, Thinker turns, narratives, monologue entries, affect states, usage, erasures,
+biography) go through the codec as they are; episodes flatten their assessment (``shapes``);
 conversations join their Thinker counters; the SUPPORTS / CONTRADICTS kind of a provenance
 row follows from the sign of its delta.
 """
@@ -25,6 +25,7 @@ from sonality.models import (
     ArchivedReflection,
     ArchivedUser,
     Belief,
+    BiographyEntry,
     Episode,
     Erasure,
     Insight,
@@ -42,6 +43,7 @@ from sonality.models import (
 from sonality.storage import archive as fmt
 from sonality.storage import shapes
 from sonality.storage.sqlite import codec
+from sonality.storage.sqlite.biography import put_entries
 from sonality.storage.sqlite.enrichment import INSERT_FACT, fact_row
 from sonality.storage.sqlite.episodes import episode_columns
 from sonality.storage.sqlite.executor import SqliteAggregate, insert_statement
@@ -61,6 +63,7 @@ _PLAIN: tuple[tuple[str, str, type[BaseModel]], ...] = (
     ("affect", "affect_states", AffectState),
     ("usage", "turn_usage", TurnUsage),
     ("erasures", "erasures", Erasure),
+    ("biography", "biography", BiographyEntry),
 )
 """Archive field, table and model of the rows stored one column per model field."""
 
@@ -89,6 +92,7 @@ _INSERT_ORDER = (
     "affect_states",
     "turn_usage",
     "erasures",
+    "biography",
 )
 """Parents first (beliefs before provenance is handled apart; minds before narratives)."""
 _REFLECTIONS = f"SELECT {', '.join(Reflection.model_fields)} FROM reflections WHERE persona_id = ?"
@@ -260,6 +264,9 @@ def _import(conn: sqlite3.Connection, archive: PersonaArchive, dimensions: int) 
     for table in _INSERT_ORDER:
         if table == "user_facts":  # with the key its unique index keeps
             conn.executemany(INSERT_FACT, [fact_row(f) for f in archive.facts])
+            continue
+        if table == "biography":  # with the key its unique index keeps
+            put_entries(conn, pid, archive.biography, len(archive.biography))
             continue
         conn.executemany(_INSERT[table], [codec.encode(m) for m in by_table[table]])
     _insert_provenance(conn, pid, archive.provenance)

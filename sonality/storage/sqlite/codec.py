@@ -63,6 +63,7 @@ JSON_COLUMNS = frozenset(
         "self_values",
         "soft_goals",
         "topics",
+        "vector",
     }
 )
 """Columns holding a list as JSON text."""

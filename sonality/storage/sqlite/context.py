@@ -15,7 +15,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Mapping, Sequence
 
-from sonality.models import Belief, BeliefStatus, ContextReads, Episode, TalkerReads
+from sonality.models import Belief, BeliefStatus, ConstraintLoad, ContextReads, Episode, TalkerReads
 from sonality.storage import checks
 from sonality.storage.sqlite import codec
 from sonality.storage.sqlite.enrichment import BELIEF_FIELDS, active_facts
@@ -172,6 +172,18 @@ def _set_topics(
     return written
 
 
+def _heavy(
+    conn: sqlite3.Connection, persona_id: str, min_chars: int, line_chars: int, limit: int
+) -> list[ConstraintLoad]:
+    rows = conn.execute(
+        "SELECT user_id, count(*) AS facts, sum(length(text)) AS chars FROM user_facts "
+        "WHERE persona_id = ? AND kind = 'constraint' AND retracted = 0 GROUP BY user_id "
+        "HAVING chars + facts * ? >= ? ORDER BY chars DESC, user_id LIMIT ?",
+        (persona_id, line_chars, min_chars, limit),
+    )
+    return [ConstraintLoad.model_validate(dict(row)) for row in rows]
+
+
 class SqliteContext(SqliteAggregate):
     """The ``ContextStore`` part of the SQLite store."""
 
@@ -238,3 +250,9 @@ class SqliteContext(SqliteAggregate):
         if not rows:
             return 0
         return await self._db.write(_set_topics, persona_id, rows)
+
+    async def heavy_constraints(
+        self, persona_id: str, *, min_chars: int, line_chars: int = 0, limit: int
+    ) -> list[ConstraintLoad]:
+        """See :meth:`sonality.ports.ContextStore.heavy_constraints`."""
+        return await self._db.read(_heavy, persona_id, min_chars, line_chars, checks.limit(limit))

@@ -63,6 +63,7 @@ DATA_TABLES: tuple[str, ...] = (
     "conversations",
     "users",
     "snapshots",
+    "biography",
     "personas",
     "erasures",
 )

@@ -5,11 +5,13 @@ CURRENT)."""
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 
 from sonality.errors import AlreadyExists, NotFoundError, PersonaNotFound
-from sonality.models import Persona, Snapshot
+from sonality.models import BiographyEntry, Persona, Snapshot
 from sonality.storage import checks, shapes
 from sonality.storage.sqlite import codec
+from sonality.storage.sqlite.biography import put_entries
 from sonality.storage.sqlite.executor import (
     SqliteAggregate,
     insert_statement,
@@ -70,7 +72,12 @@ def current_version(conn: sqlite3.Connection, persona_id: str) -> int:
     return int(row[0] or 0)
 
 
-def _create(conn: sqlite3.Connection, persona: Persona, snapshot: Snapshot) -> Persona:
+def _create(
+    conn: sqlite3.Connection,
+    persona: Persona,
+    snapshot: Snapshot,
+    biography: Sequence[BiographyEntry],
+) -> Persona:
     if conn.execute("SELECT 1 FROM personas WHERE id = ?", (persona.id,)).fetchone():
         raise AlreadyExists("persona exists already", persona_id=persona.id)
     later = {"runtime_mode", "affect", "review_from_version", "self_model"}
@@ -78,6 +85,7 @@ def _create(conn: sqlite3.Connection, persona: Persona, snapshot: Snapshot) -> P
     fields |= codec.encode_fields(shapes.self_model_fields(persona))
     conn.execute(_INSERT_PERSONA, fields)
     insert_snapshot(conn, snapshot)
+    put_entries(conn, persona.id, biography, len(biography))
     return get_persona(conn, persona.id)
 
 
@@ -113,10 +121,13 @@ def _history(conn: sqlite3.Connection, persona_id: str) -> list[Snapshot]:
 class SqlitePersonas(SqliteAggregate):
     """The ``PersonaStore`` part of the SQLite store."""
 
-    async def create_persona(self, persona: Persona, snapshot: Snapshot) -> Persona:
-        """Create the persona with snapshot v1 (``AlreadyExists`` if the id is taken)."""
+    async def create_persona(
+        self, persona: Persona, snapshot: Snapshot, biography: Sequence[BiographyEntry] = ()
+    ) -> Persona:
+        """Create the persona with snapshot v1 and its biography (``AlreadyExists`` if the
+        id is taken)."""
         checks.first_snapshot(persona, snapshot)
-        return await self._db.write(_create, persona, snapshot)
+        return await self._db.write(_create, persona, snapshot, biography)
 
     async def get_persona(self, persona_id: str) -> Persona:
         """``PersonaNotFound`` when unknown."""

@@ -2,8 +2,8 @@
 default.
 
 The store is the sum of its aggregates (personas, episodes, enrichment, reflection,
-runtime, API keys, erasure, archive), which all run their units of work through one
-:class:`~sonality.storage.sqlite.executor.SqliteExecutor`; this module adds opening,
+runtime, API keys, erasure, archive, biography), which all run their units of work through
+one :class:`~sonality.storage.sqlite.executor.SqliteExecutor`; this module adds opening,
 closing, the schema (through :class:`~sonality.storage.sqlite.migrations.SqliteLedger`)
 and maintenance. Opening never creates schema; :meth:`SqliteStore.migrate` does, and data
 methods on an un-migrated file raise ``SchemaError``.
@@ -24,6 +24,7 @@ from sonality.storage import migrations
 from sonality.storage.checks import PING_SECONDS
 from sonality.storage.sqlite import migrations as ledger
 from sonality.storage.sqlite.archive import SqliteArchive
+from sonality.storage.sqlite.biography import SqliteBiography
 from sonality.storage.sqlite.context import SqliteContext
 from sonality.storage.sqlite.enrichment import SqliteEnrichment
 from sonality.storage.sqlite.episodes import SqliteEpisodes
@@ -64,6 +65,7 @@ class SqliteStore(
     SqliteArchive,
     SqliteKeys,
     SqliteContext,
+    SqliteBiography,
 ):
     """Sonality's persistence on one SQLite file (see the module docstring)."""
 
