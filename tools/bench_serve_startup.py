@@ -116,10 +116,8 @@ def main() -> None:
     print(f"{'  its CPU (user+system)':32} {statistics.median(cpu):9.2f} {min(cpu):7.2f}")
     print(f"{'first litellm import (wall)':32} {litellm_wall:9.2f}")
     print(f"{'  its CPU (user+system)':32} {litellm_cpu:9.2f}")
-    verdict = (
-        "met" if min(ready) <= TARGET_SECONDS else "missed (see the CPU row on a loaded machine)"
-    )
-    print(f"target: ready within {TARGET_SECONDS:.0f} s: {verdict}")
+    verdict = "met" if median <= TARGET_SECONDS else "missed (see the CPU row on a loaded machine)"
+    print(f"target: ready within {TARGET_SECONDS:.0f} s (the median start): {verdict}")
 
 
 if __name__ == "__main__":
