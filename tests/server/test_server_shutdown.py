@@ -109,12 +109,14 @@ async def _terminate_while_busy(
 
 
 async def _refused(url: str, since: float) -> float:
-    """Seconds from ``since`` until a new connection to ``url`` is refused (30 s at most)."""
+    """Seconds from ``since`` until a new request to ``url`` is refused (30 s at most): its
+    connection refused, or accepted by the kernel's listen queue and closed unanswered once
+    the server stopped listening (a ``ReadError``; seen in CI)."""
     while time.monotonic() - since < 30:
         try:
             async with httpx.AsyncClient(base_url=url, timeout=5) as fresh:
                 await fresh.get("/healthz")
-        except httpx.ConnectError:
+        except (httpx.ConnectError, httpx.ReadError, httpx.RemoteProtocolError):
             return time.monotonic() - since
         await asyncio.sleep(0.05)
     return float("inf")
