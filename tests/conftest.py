@@ -5,7 +5,7 @@
 ``SONALITY_TEST_NEO4J_URI`` names a running server). Neo4j data is wiped between tests;
 the schema stays. ``sqlite_store`` is a copy of a file migrated once per session.
 
-Parallel runs (pytest-xdist; ``make pytest`` uses ``-n 3 --dist loadfile``):
+Parallel runs (pytest-xdist; ``make pytest`` uses ``-n 2 --dist loadfile``):
 
 - each worker is a pytest session of its own, so session fixtures, the Neo4j server
   among them, exist once per worker; a test sees only its own worker's server, and the

@@ -11,8 +11,8 @@ parameters nor the server's message (which may quote stored values).
 Every unit of work runs inside :meth:`Neo4jExecutor.unit`, which bounds it in time
 (:class:`StoreHealth`): a unit that has had no answer for ``retry_seconds`` — and no other
 unit of this process finished meanwhile — asks a *probe* whether the server still answers
-a query (``admin/ping``, ``RETURN 1``, on a new connection of a driver of its own, so
-neither a busy pool nor a dead pooled connection answers for the server; at most
+(a Bolt handshake on a new connection of a driver of its own, so neither a busy pool nor
+a dead pooled connection answers for the server; at most
 ``connect_seconds``, shared by every unit asking at once). An answer means a busy server:
 the unit waits on. No answer means the server is down: the unit is cancelled and fails
 with ``StoreUnavailable``, within ``retry_seconds + connect_seconds`` of the last answer
@@ -20,18 +20,16 @@ with ``StoreUnavailable``, within ``retry_seconds + connect_seconds`` of the las
 down, each unit first asks the probe and fails at once without an answer, so callers hear
 of an outage in one probe instead of a full retry window each; the first answer ends it.
 
-The probe runs a query, not only the Bolt handshake: a restarting server accepts
-connections and completes the handshake (and the authentication) before its database is
-online, and queries sent meanwhile wait or fail; a handshake probe called that server
-busy, so units waited on it up to the driver's 120 s pool backstop. A killed server also
-leaves the pool holding connections to the old process; the driver checks a connection
-idle for longer than ``liveness_check_timeout`` (``store.py``) before it hands it out, so
-the first unit after a restart gets a live one instead of a failed attempt and a retry.
-Until the server first answers this process, the handshake alone is the probe: a server
-just started compiles its first query slowly (``RETURN 1`` took 6 s on a cold server at a
-load average of 19), and opening a store on it must wait for that, not fail; ``open``
-runs the probe's query once after its unit (best effort), so that its plan is compiled
-before it is relied on.
+The probe is the handshake, not a query. A probe that ran ``RETURN 1`` (tried on
+28 Nov 2026) bounded the failed calls of a restart better (5.1 s), but on a server just
+started and loaded it called the server down while its first statements compiled:
+``open`` failed with "answered nothing within 4 s" in a CI run at a load average of 5. A
+restarting server completes the handshake before its database is online, so units sent
+then wait on it (up to the driver's pool backstop); that remains open (issue 29). A
+killed server also leaves the pool holding connections to the old process; the driver
+checks a connection idle for longer than ``liveness_check_timeout`` (``store.py``)
+before it hands it out, so the first unit after a restart gets a live one instead of a
+failed attempt and a retry.
 
 The helpers below (:func:`fetch`, :func:`fetch_one`, :func:`lock_persona` …) are what
 transaction functions use inside the transaction. Writers that move persona state take the
@@ -207,10 +205,9 @@ class StoreHealth:
             self.down_since = asyncio.get_running_loop().time()
 
     def probe(self) -> asyncio.Future[bool]:
-        """Whether the server answers ``RETURN 1`` on a new connection within
-        :attr:`probe_seconds` (a busy server does; a hung, unreachable or still starting
-        one does not; before its first answer to this process, whether it completes the
-        handshake): the probe in flight, or a new one."""
+        """Whether the server completes a Bolt handshake on a new connection within
+        :attr:`probe_seconds` (a query engine busy compiling still answers it; a hung or
+        unreachable server does not): the probe in flight, or a new one."""
         if self._probe is None or self._probe.done():
             self._probe = asyncio.ensure_future(self._ask())
         return self._probe
@@ -219,7 +216,7 @@ class StoreHealth:
         if self._reach is not None:
             try:
                 async with asyncio.timeout(self.probe_seconds):
-                    await self._reach(self.answered_at > -math.inf)
+                    await self._reach(False)
             except (TimeoutError, Neo4jError, DriverError, OSError):
                 pass
             else:

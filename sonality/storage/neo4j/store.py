@@ -19,8 +19,6 @@ maintenance.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from datetime import UTC, datetime
 from functools import partial
@@ -28,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from neo4j import AsyncDriver, AsyncGraphDatabase, NotificationDisabledClassification
-from neo4j.exceptions import ConfigurationError, DriverError, Neo4jError
+from neo4j.exceptions import ConfigurationError
 
 from sonality.errors import ConfigError
 from sonality.models import SchemaStatus
@@ -284,12 +282,6 @@ class Neo4jStore(
         except BaseException:
             await store.close()
             raise
-        # the probe's query compiled once (best effort, outside the unit so that it does
-        # not lengthen it): a cold server took 6 s over its first RETURN 1 at a load
-        # average of 19, and the probe bounds it by connect_seconds
-        with contextlib.suppress(Neo4jError, DriverError, OSError, TimeoutError):
-            async with asyncio.timeout(connect_seconds):
-                await driver.execute_query(load(Query.ADMIN_PING), database_=database)
         return store
 
     async def close(self) -> None:
