@@ -41,6 +41,7 @@ from sonality.core.opinion import OpinionParams
 from sonality.errors import ConflictError, NotFoundError, PersonaNotFound, ValidationError
 from sonality.mind.enrichment import interaction_ids
 from sonality.mind.inputs import check_text
+from sonality.mind.leases import take_lease
 from sonality.models import (
     Erasure,
     ErasureKind,
@@ -198,8 +199,12 @@ class Eraser:
         """Take the persona's reflection lease, waiting a little for a running reflection."""
         owner = f"erasure:{uuid.uuid4().hex[:12]}"
         for attempt in range(_ATTEMPTS * 5):
-            taken = await self._store.acquire_lease(
-                persona_id, owner, now=self._clock.now(), ttl_seconds=self._lease_seconds
+            taken = await take_lease(
+                self._store,
+                persona_id,
+                owner,
+                now=self._clock.now(),
+                ttl_seconds=self._lease_seconds,
             )
             if taken:
                 return owner

@@ -75,6 +75,7 @@ from sonality.errors import (
     SonalityError,
 )
 from sonality.llm.prompts import Prompt
+from sonality.mind.leases import take_lease
 from sonality.mind.reflection_prompt import (
     DecayReviewReply,
     ReflectReply,
@@ -245,8 +246,12 @@ class Reflector:
             if dry_run:
                 return await self._run(persona, decision, dry_run=True)
             lease_at = self._clock.now()
-            taken = await self._store.acquire_lease(
-                persona_id, self.owner, now=lease_at, ttl_seconds=self.params.lease_seconds
+            taken = await take_lease(
+                self._store,
+                persona_id,
+                self.owner,
+                now=lease_at,
+                ttl_seconds=self.params.lease_seconds,
             )
             if not taken:
                 log.info("reflection_lease_held", persona_id=persona_id, owner=self.owner)

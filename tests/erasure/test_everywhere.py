@@ -123,3 +123,49 @@ async def test_rest_forgets_a_user_everywhere(store: Any, t0: Any) -> None:
         ("ada", "erased"),
         ("bea", "erased"),
     ]
+
+
+class _LateAnswers:
+    """The test's store, whose ``acquire_lease`` answers ``delay`` seconds after the
+    write committed: a caller cancelled in between never sees that it took the lease."""
+
+    def __init__(self, store: Any, delay: float) -> None:
+        self._store = store
+        self._delay = delay
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    async def acquire_lease(self, *args: Any, **kwargs: Any) -> bool:
+        taken: bool = await self._store.acquire_lease(*args, **kwargs)
+        await asyncio.sleep(self._delay)
+        return taken
+
+
+async def test_a_lease_taken_as_the_caller_is_cancelled_is_given_back(
+    app: Sonality, clock: FrozenClock, llm: Any
+) -> None:
+    """Cancelling an erasure or a reflection while its lease write is in flight leaves
+    the lease free: the write's lease is released before the cancellation goes on (a
+    held lease would make every later erasure of the persona fail for its time to live)."""
+    from sonality.core.opinion import OpinionParams
+    from sonality.mind.erasure import Eraser
+    from sonality.mind.reflection import Reflector
+
+    await play(app, clock, "ada", [Turn(1, "u1", "a1")])
+    late = _LateAnswers(app.store, delay=0.5)
+    eraser = Eraser(store=late, clock=clock, params=OpinionParams())
+    reflector = Reflector(store=late, llm=llm, clock=clock)
+    for run in (
+        lambda: eraser.forget_user("ada", "u1"),
+        lambda: reflector.reflect("ada", force=True),
+    ):
+        task = asyncio.create_task(run())
+        await asyncio.sleep(0.25)  # the lease write has committed; its answer is not back
+        task.cancel()
+        assert isinstance(
+            (await asyncio.gather(task, return_exceptions=True))[0], asyncio.CancelledError
+        )
+        assert await app.store.acquire_lease("ada", "other", now=clock.now(), ttl_seconds=600)
+        await app.store.release_lease("ada", "other")
+    assert (await app.forget_user("ada", user_id="u1")).episodes == 1
