@@ -547,25 +547,34 @@ class LiteLLM:
             )
             usage: list[Any] = []
             pieces = aiter(stream if isinstance(stream, ChatStream) else _deltas(stream, usage))
-            while True:
-                try:
-                    async with asyncio.timeout(self.timeout):
-                        piece = await anext(pieces)
-                except StopAsyncIteration:
-                    break
-                except Exception as exc:
-                    self._on_failure(rendered, component, False, lambda: started)(
-                        attempts, exc, False
-                    )
-                    raise LLMUnavailable(
-                        "the model's stream broke off",
-                        model=self.model,
-                        prompt=rendered.name,
-                        component=component,
-                        error=type(exc).__name__,
-                    ) from None
-                written.append(piece)
-                yield piece
+            try:
+                while True:
+                    try:
+                        async with asyncio.timeout(self.timeout):
+                            piece = await anext(pieces)
+                    except StopAsyncIteration:
+                        break
+                    except Exception as exc:
+                        self._on_failure(rendered, component, False, lambda: started)(
+                            attempts, exc, False
+                        )
+                        raise LLMUnavailable(
+                            "the model's stream broke off",
+                            model=self.model,
+                            prompt=rendered.name,
+                            component=component,
+                            error=type(exc).__name__,
+                        ) from None
+                    written.append(piece)
+                    yield piece
+            finally:
+                # a reader that stops early (or is cancelled) must not leave the
+                # connection checked out until the collector finds it
+                aclose = getattr(pieces, "aclose", None)
+                if aclose is not None:
+                    await aclose()
+                if isinstance(stream, ChatStream):
+                    stream.release()
         content = "".join(written)
         if isinstance(stream, ChatStream):
             tokens = (stream.input_tokens, stream.output_tokens)

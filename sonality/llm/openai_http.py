@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import weakref
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -124,6 +125,11 @@ class OpenAIHTTP:
             self._headers["Authorization"] = f"Bearer {api_key}"
         self._sessions: dict[asyncio.AbstractEventLoop, aiohttp.ClientSession] = {}
         self._route: _Route | None = None
+        # Release every session's connections when the adapter goes. Not ``__del__``: when
+        # the adapter dies in a reference cycle, the collector may finalise the sessions
+        # it holds first, and an open session warns as it is collected. The finaliser's
+        # registry keeps the sessions alive until the callback has released them.
+        weakref.finalize(self, _release_all, self._sessions)
 
     def _post(self, data: bytes) -> Any:
         """The POST of one call (a context manager and an awaitable, as aiohttp's)."""
@@ -155,12 +161,6 @@ class OpenAIHTTP:
     def _forget(self, loop: asyncio.AbstractEventLoop) -> None:
         """Drop the session of a loop that is gone (its sockets went with the loop)."""
         _release(self._sessions.pop(loop))
-
-    def __del__(self) -> None:
-        """Release every session's connections when the adapter goes (a session left open
-        would warn at garbage collection)."""
-        for session in getattr(self, "_sessions", {}).values():
-            _release(session)
 
     async def complete(self, body: dict[str, Any]) -> ChatReply:
         """Send one chat completion; raise on an HTTP error or a connection failure."""
@@ -219,6 +219,11 @@ class ChatStream:
         self.input_tokens: int | None = None
         self.output_tokens: int | None = None
 
+    def release(self) -> None:
+        """Give the connection back to the pool, read to its end or not (iterating to
+        the end does it too; a reader that stops early or never starts must call this)."""
+        self._response.release()
+
     async def __aiter__(self) -> AsyncIterator[str]:
         try:
             async for raw in self._response.content:
@@ -250,6 +255,13 @@ class ChatStream:
             raise ProviderConnectionError(str(exc) or type(exc).__name__) from exc
         finally:
             self._response.release()
+
+
+def _release_all(sessions: dict[asyncio.AbstractEventLoop, aiohttp.ClientSession]) -> None:
+    for session in sessions.values():
+        with contextlib.suppress(RuntimeError):  # a closed loop took its sockets along
+            _release(session)
+    sessions.clear()
 
 
 def _release(session: aiohttp.ClientSession) -> None:
