@@ -13,6 +13,10 @@ NEO4J_VERSION ?= 5.26
 NEO4J_DATA_DIR ?= .neo4j-data$(if $(filter 2026,$(NEO4J_VERSION)),-2026)
 BROWSE_PORT ?= 8765
 export LITELLM_LOCAL_MODEL_COST_MAP := True
+# The suite starts hundreds of Python processes (workers, `sonality` subprocesses): with an
+# environment that says PYTHONDONTWRITEBYTECODE, each compiles Sonality's sources again and
+# each worker rewrites the test modules' asserts again; here the caches are written.
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: help install demo devserver neo4j neo4j-stop browse browser-assets chromium browser-test lint typecheck pytest wheel-check test bench bench-server openapi clean
 

@@ -202,6 +202,9 @@ def t0() -> datetime:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # every dev server a test starts (the session's, and those of the outage, restart,
+    # browser and 2026 tests) runs with the JIT's first tier only: see TEST_SERVER_JAVA_OPTS
+    os.environ.setdefault("NEO4J_DEVSERVER_JAVA_OPTS", TEST_SERVER_JAVA_OPTS)
     workers = config.getoption("numprocesses", default=None)
     if os.environ.get("SONALITY_TEST_NEO4J_URI") and workers not in (None, 0, 1):
         raise pytest.UsageError(
