@@ -828,13 +828,22 @@ def _print_errors(result: Result) -> None:
         print(f"        {n} x {reason}")
 
 
+NEO4J_SETTINGS = {"dbms.cypher.min_replan_interval": "1h"}
+"""The dev server as docker-compose.yml configures Neo4j for Sonality: a cached plan is
+kept (Sonality's statements name their indexes, so a replan finds the same plan, and a
+replan of the context read or the enrichment commit costs tens to hundreds of ms of the
+server's CPU; with the default, at most every 10 s per statement once the statistics
+drift, which a growing store's always do, the Bolt workers spent 12-18 ms of CPU per
+request instead of 5-6, README "Load figures")."""
+
+
 @contextlib.contextmanager
 def neo4j(tmp: Path) -> Iterator[str]:
     uri = os.environ.get("SONALITY_BENCH_NEO4J_URI")
     if uri:
         yield uri
         return
-    server = load_devserver().DevServer.start(log_path=tmp / "neo4j.log")
+    server = load_devserver().DevServer.start(log_path=tmp / "neo4j.log", config=NEO4J_SETTINGS)
     HELPERS["neo4j"] = server.pid
     try:
         yield server.bolt_uri

@@ -3,8 +3,11 @@
 // its CURRENT snapshot, the user's active facts, the beliefs it shows (the $beliefs
 // strongest, the $beliefs whose topic is most similar to $embedding, and up to $beliefs not
 // embedded yet: bounded, whatever the persona holds), the user's $recent latest episodes
-// and the similarity cache's catch-up. Each INCLUDE line is the named query's text
-// (sonality/storage/neo4j/cypher.py, load). No row: no such persona.
+// and the similarity cache's catch-up, with the episodes the cache ranked best before it
+// ($ids: the hits by id, episode/by_ids) and, when $props, each caught-up row's episode and
+// similarity too, so that the search usually needs no second statement. Each INCLUDE line
+// is the named query's text (sonality/storage/neo4j/cypher.py, load). No row: no such
+// persona.
 MATCH (p:Persona {id: $persona_id})
 OPTIONAL MATCH (p)-[:CURRENT]->(s:Snapshot)
 CALL () {
@@ -45,10 +48,23 @@ CALL (embedded) {
   USING INDEX e:Episode(persona_id, user_id, embedding_rev)
   WHERE e.persona_id = $persona_id AND e.user_id = $user_id AND e.embedding_rev > $since
     AND coalesce($known[e.id] <> e.embedding_rev, true)
-  RETURN collect({id: e.id, rev: e.embedding_rev, seq: e.seq, embedding: e.embedding}) AS rows
+  // with $props, each row's episode and similarity as episode/by_ids reads them
+  WITH e, CASE WHEN $props THEN e END AS shown
+  RETURN collect({id: e.id, rev: e.embedding_rev, seq: e.seq, embedding: e.embedding,
+                  episode: shown {.*, embedding: null, created_at: null,
+                                  created_at_us: shown.created_at.epochMillis * 1000
+                                                 + shown.created_at.microsecond % 1000},
+                  similarity: 2 * vector.similarity.cosine(shown.embedding, $embedding) - 1})
+         AS rows
 }
-WITH p, s, facts, strongest, unembedded, relevant, recent, embedded, rows,
+CALL () {
+  CALL () {
+    INCLUDE episode/by_ids
+  }
+  RETURN collect({episode: episode, similarity: similarity}) AS hits
+}
+WITH p, s, facts, strongest, unembedded, relevant, recent, embedded, rows, hits,
      datetime.realtime() AS now
 RETURN p {.*} AS persona, s {.*} AS snapshot, facts, strongest, unembedded, relevant, recent,
-       [] AS similar, embedded, rows,
+       [] AS similar, embedded, rows, hits,
        (now.epochSeconds * 1000000 + now.microsecond) * 1000 AS now

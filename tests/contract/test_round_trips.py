@@ -373,3 +373,29 @@ async def test_context_reads_are_one_transaction(neo4j_store: Any, statements: S
     with statements.counting() as sent:
         assert len(await neo4j_store.similar_episodes("p1", "u1", vector(1.0), k=3)) == 3
     assert len(sent) == 2, sent
+
+
+async def test_a_warm_context_read_is_one_statement(
+    neo4j_store: Any, statements: Statements
+) -> None:
+    """Once the similarity cache holds the user, context/read carries the hits the cache
+    ranks best and the new episodes' properties: an episode recorded since, which becomes
+    the best hit, is read in the same statement, and the answer is the exact scan's."""
+    await add_persona(neo4j_store)
+    embeddings = [vector(1.0, float(i), 0.5) for i in range(6)]
+    for i, embedding in enumerate(embeddings):
+        await neo4j_store.append_episode(_draft(i).model_copy(update={"embedding": embedding}))
+    query = vector(1.0, 7.0, 0.5)
+    await neo4j_store.context_reads("p1", "u1", query, similar_k=3, recent=2)
+    newest = _draft(6).model_copy(update={"embedding": query})
+    await neo4j_store.append_episode(newest)
+    with statements.counting() as sent:
+        reads = await neo4j_store.context_reads("p1", "u1", query, similar_k=3, recent=2)
+    assert len(sent) == 1, sent
+    stored = [*embeddings, query]
+    expected = sorted(range(7), key=lambda i: -cosine(stored[i], query))[:3]
+    assert [e.id for e, _ in reads.similar] == [f"c1-e{i}" for i in expected]
+    assert [s for _, s in reads.similar] == pytest.approx(
+        [cosine(stored[i], query) for i in expected], abs=1e-6
+    )
+    assert reads.similar[0][0].user_message == "message 6"

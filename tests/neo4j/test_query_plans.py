@@ -18,6 +18,8 @@ NO_SEARCH: dict[str, Any] = {
     "since": None,
     "known": {},
     "admit": 0,
+    "ids": [],
+    "props": False,
     "embedding": None,
     "beliefs": 8,
     "belief_candidates": 160,
@@ -124,6 +126,52 @@ async def test_a_current_caches_catch_up_in_context_read_reads_no_embedding(
     operators = _operators(plan)
     reading = [o for o in operators if "e.embedding]" in o[2] and "embedding_rev" not in o[2]]
     assert reading and all(rows == 0 for _, rows, _ in reading), operators
+
+
+async def test_context_reads_hits_by_id_and_new_rows_through_indexes(neo4j_store: Any) -> None:
+    """context/read's hits by id ($ids, the cache's best before its catch-up) are seeks on
+    the (persona_id, id) index, one row per id; with $props the caught-up rows carry their
+    episodes, and no label is scanned."""
+    await add_persona(neo4j_store)
+    await neo4j_store.append_episodes(
+        [
+            make_draft(f"e{i}", user_id=f"u{i % 2}", minute=i, embedding=vector(1.0, float(i)))
+            for i in range(60)
+        ]
+    )
+    query = list(vector(1.0, 3.0))
+    await neo4j_store.context_reads("p1", "u1", query, similar_k=3, recent=2)
+    ids = neo4j_store.vectors.ranked("p1", "u1", query, 3)
+    assert len(ids) == 8
+    await neo4j_store.append_episodes(
+        [make_draft("e60", user_id="u1", minute=60, embedding=vector(1.0, 3.0))]
+    )
+    arguments = {
+        "persona_id": "p1",
+        "user_id": "u1",
+        "recent": 2,
+        **NO_SEARCH,
+        "embedding": query,
+        **neo4j_store.vectors.catch_up("p1", "u1"),
+        "ids": ids,
+        "props": True,
+    }
+    async with neo4j_store._driver.session(database="neo4j") as session:
+        await _fresh_statistics(session)
+        result = await session.run("PROFILE " + load(Query.CONTEXT_READ), arguments)
+        [row] = [record.data() async for record in result]
+        plan = (await result.consume()).profile
+    operators = _operators(plan)
+    assert not [o for o in operators if "LabelScan" in o[0] or "AllNodes" in o[0]], operators
+    by_id = [
+        r for name, r, details in operators if "Seek" in name and "(persona_id, id)" in details
+    ]
+    assert by_id and max(by_id) <= len(ids), "\n".join(map(str, operators))
+    assert sorted(h["episode"]["id"] for h in row["hits"]) == sorted(ids)
+    assert [(r["id"], r["episode"]["user_message"]) for r in row["rows"]] == [
+        ("e60", row["rows"][0]["episode"]["user_message"])
+    ]
+    assert row["rows"][0]["similarity"] == pytest.approx(1.0, abs=1e-6)
 
 
 @pytest.mark.parametrize(

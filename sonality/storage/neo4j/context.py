@@ -37,8 +37,19 @@ from sonality.storage.neo4j.runtime import _affect_from, _conversation_mind
 
 __all__ = ["BELIEF_CANDIDATES", "Neo4jContext"]
 
-_NO_CATCH_UP: dict[str, Any] = {"since": None, "known": {}, "admit": 0}
+_NO_CATCH_UP: dict[str, Any] = {"since": None, "known": {}, "admit": 0, "ids": [], "props": False}
 """context/read's catch-up parameters when the similarity cache is not searched."""
+
+
+def _read_back(row: Mapping[str, Any]) -> dict[str, tuple[dict[str, Any], float]]:
+    """The episodes context/read read by id (``hits``) and with the catch-up's rows
+    (``rows`` with ``$props``), by id, with their similarity."""
+    found = {str(h["episode"]["id"]): (h["episode"], float(h["similarity"])) for h in row["hits"]}
+    for r in row["rows"]:
+        if r.get("episode") is not None and r.get("similarity") is not None:
+            found[str(r["id"])] = (r["episode"], float(r["similarity"]))
+    return found
+
 
 BELIEF_CANDIDATES = 20
 """Without filtered search (5.26), the topic index is asked for this many times the
@@ -83,7 +94,18 @@ class Neo4jContext(Neo4jEpisodes):
             )
         else:
             cached = searching and form == "cache"
-            catch_up = self.vectors.catch_up(persona_id, user_id) if cached else _NO_CATCH_UP
+            catch_up = _NO_CATCH_UP
+            if cached:
+                assert vector is not None
+                # the hits the entry ranks best now ride in this statement, and so do the
+                # caught-up rows' episodes once the entry was read: the search then
+                # usually needs no second statement (Neo4jEmbeddingCache.search)
+                ids = self.vectors.ranked(persona_id, user_id, vector, similar_k)
+                catch_up = {
+                    **self.vectors.catch_up(persona_id, user_id),
+                    "ids": ids,
+                    "props": bool(ids),
+                }
             rows = await fetch_plain(
                 tx,
                 Query.CONTEXT_READ,
@@ -106,7 +128,13 @@ class Neo4jContext(Neo4jEpisodes):
         if searching and not one_statement:
             assert vector is not None
             similar = await self._similar_in(
-                tx, persona_id, user_id, vector, similar_k, row if cached else None
+                tx,
+                persona_id,
+                user_id,
+                vector,
+                similar_k,
+                row if cached else None,
+                _read_back(row) if cached else None,
             )
         relevant = [(_belief(r["belief"]), float(r["similarity"])) for r in row["relevant"]]
         shown: dict[str, Belief] = {b.topic: b for b, _ in relevant}

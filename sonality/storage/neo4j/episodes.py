@@ -274,15 +274,17 @@ class Neo4jEpisodes(Neo4jAggregate):
         vector: list[float],
         k: int,
         caught_up: Mapping[str, Any] | None = None,
+        read_back: Mapping[str, tuple[dict[str, Any], float]] | None = None,
     ) -> list[tuple[Episode, float]]:
         """The user's top ``k`` inside ``tx``, by :attr:`similarity_form` (``caught_up``:
-        the cache's catch-up, already read by the caller's statement)."""
+        the cache's catch-up, already read by the caller's statement, ``read_back``: the
+        episodes it read by id, see ``Neo4jEmbeddingCache.search``)."""
         form = self.similarity_form
         if form == "search":
             return await _search(tx, persona_id, user_id, vector, k)
         if form == "cache":
             hits = await self.vectors.search(
-                tx, persona_id, user_id, vector, k, caught_up=caught_up
+                tx, persona_id, user_id, vector, k, caught_up=caught_up, read_back=read_back
             )
             if hits is not None:
                 return [

@@ -78,6 +78,15 @@ class Neo4jEmbeddingCache(MatrixCache):
         known = {i: rev for i, rev in entry.revs.items() if rev > since} if recent else {}
         return {"since": since, "known": known, "admit": self.admit}
 
+    def ranked(self, persona_id: str, user_id: str, query: Sequence[float], k: int) -> list[str]:
+        """The ids the user's entry ranks best for ``query`` as it stands, before any
+        catch-up (none when the entry was never read): what ``context/read`` reads back by
+        id in the catch-up's statement (``$ids``), ``k`` + :data:`MARGIN` of them."""
+        entry = self._entries.get((persona_id, user_id))
+        if entry is None or entry.read_at < 0:
+            return []
+        return [i for i, _ in entry.top(query, k + MARGIN)]
+
     def too_big(self, row: Mapping[str, Any]) -> bool:
         """Whether a catch-up found the user larger than the budget takes (it then carried
         no rows)."""
@@ -130,23 +139,25 @@ class Neo4jEmbeddingCache(MatrixCache):
         persona_id: str,
         user_id: str,
         caught_up: Mapping[str, Any] | None = None,
-    ) -> UserMatrix | None:
+    ) -> tuple[UserMatrix | None, bool]:
         """The user's entry, current: ``caught_up`` (a catch-up the caller's statement
         already read) or one read here, then a rebuild from scratch if the count differs;
-        ``None`` (and no entry) when the user is larger than the budget takes."""
+        ``None`` (and no entry) when the user is larger than the budget takes. Beside it,
+        whether the entry is ``caught_up``'s (no rebuild, no read here)."""
         if caught_up is not None:
             current = (
                 None if self.too_big(caught_up) else self.absorb(persona_id, user_id, caught_up)
             )
         else:
             current = await self._read(tx, persona_id, user_id)
+        as_given = caught_up is not None and current is True
         if current is False:
             self.forget(persona_id, user_id)
             current = await self._read(tx, persona_id, user_id)
         if current is None:
             self.forget(persona_id, user_id)
-            return None
-        return self.entry(persona_id, user_id)
+            return None, False
+        return self.entry(persona_id, user_id), as_given
 
     async def search(
         self,
@@ -157,16 +168,20 @@ class Neo4jEmbeddingCache(MatrixCache):
         k: int,
         *,
         caught_up: Mapping[str, Any] | None = None,
+        read_back: Mapping[str, tuple[dict[str, Any], float]] | None = None,
     ) -> list[tuple[dict[str, Any], float]] | None:
         """Up to ``k`` of the user's embedded episodes (their stored properties) by cosine,
         best first (ties: the later ``seq`` first, as the server's exact scan orders them);
         ``None`` when the user is larger than the cache's budget takes (the caller scans
         on the server). ``caught_up``: the answer of a catch-up run with
-        :meth:`catch_up`'s parameters in this transaction (it saves a statement)."""
+        :meth:`catch_up`'s parameters in this transaction (it saves a statement);
+        ``read_back``: episodes (properties, similarity as ``episode/by_ids`` computes it)
+        that statement also read, by id: when the candidates are all among them and the
+        entry is ``caught_up``'s, they are the answer and the hits are not read again."""
         found: dict[str, tuple[dict[str, Any], float]] = {}
         candidates: list[tuple[str, float]] = []
         for _ in range(2):
-            entry = await self._refresh(tx, persona_id, user_id, caught_up)
+            entry, as_given = await self._refresh(tx, persona_id, user_id, caught_up)
             caught_up = None
             if entry is None:
                 return None
@@ -174,6 +189,9 @@ class Neo4jEmbeddingCache(MatrixCache):
             self.settle(persona_id, user_id)
             if not candidates:
                 return []
+            if as_given and read_back and all(i in read_back for i, _ in candidates):
+                found = {i: read_back[i] for i, _ in candidates}
+                break
             rows = await fetch_plain(
                 tx,
                 Query.EPISODE_BY_IDS,
