@@ -153,6 +153,66 @@ async def test_a_killed_neo4j_fails_fast_and_recovers(server: Any, neo4j_app: So
     assert again.episode.turn == first.episode.turn + 1
 
 
+async def answers_a_query(uri: str) -> bool:
+    """Whether the server answers ``RETURN 1`` within two seconds, asked by a driver of
+    the test's own (the store under test learns nothing from it)."""
+    import neo4j
+
+    driver = neo4j.AsyncGraphDatabase.driver(uri, connection_timeout=1)
+    try:
+        async with asyncio.timeout(2):
+            await driver.execute_query("RETURN 1", database_="neo4j")
+    except Exception:
+        return False
+    finally:
+        await driver.close()
+    return True
+
+
+@pytest.mark.neo4j
+@pytest.mark.slow
+async def test_a_restarted_neo4j_is_back_when_its_queries_answer(
+    server: Any, neo4j_app: Sonality
+) -> None:
+    """Killed, then restarted on its data while calls go on: the restarted server accepts
+    connections and completes a Bolt handshake long before its cold query engine answers
+    a statement (tens of seconds on a loaded machine). Every call in that window fails
+    within the bound instead of waiting on the server (with the handshake as the only
+    probe, calls sent when the port opened waited 59 s); once the server answers a query,
+    calls succeed within the bound, nothing acknowledged is lost and turns stay
+    consecutive."""
+    app = neo4j_app
+    first = await record(app, 0)
+    server.current.process.kill()
+    server.current.process.wait()
+    restarted = asyncio.ensure_future(asyncio.to_thread(server.restart))
+    calls: list[tuple[float, float, BaseException | None]] = []
+    answered_at: float | None = None
+    deadline = time.monotonic() + 300
+    try:
+        for i in range(1, 100_000):
+            started = time.monotonic()
+            waited, error = await timed(record(app, i))
+            calls.append((started, waited, error))
+            if sum(e is None for _, _, e in calls) >= 3:
+                break
+            if answered_at is None and await answers_a_query(server.current.bolt_uri):
+                answered_at = time.monotonic()
+            assert time.monotonic() < deadline, "no call succeeded within 300 s"
+            await asyncio.sleep(0.1)
+    finally:
+        await restarted
+    over = [(round(w, 1), e) for _, w, e in calls if w >= BOUND]
+    assert not over, over
+    assert all(e is None or isinstance(e, StoreUnavailable) for _, _, e in calls), calls
+    acknowledged = sum(e is None for _, _, e in calls)
+    episodes = await app.store.list_episodes("ada", conversation_id="c1", limit=1000)
+    assert len(episodes) >= 1 + acknowledged  # an append that failed may have landed
+    assert {e.turn for e in episodes} == set(
+        range(first.episode.turn, first.episode.turn + len(episodes))
+    )
+
+
 @pytest.mark.neo4j
 @pytest.mark.slow
 async def test_a_record_whose_write_landed_is_never_reported_failed(
