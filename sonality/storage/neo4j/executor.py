@@ -26,11 +26,12 @@ when it accepts connections: it completes a handshake as soon as Bolt listens, w
 query engine, cold, answers nothing for tens of seconds on a loaded machine (measured
 28 Nov 2026: 10-50 s between the port opening and ``RETURN 1`` answering within 2 s), so
 with the handshake as the only probe every unit sent then waited on it (59 s). Nor is it
-back when ``RETURN 1`` answers: its first real statement still compiles on a cold JVM,
-and eight units compiling the 5 KB append at once took 65 s. So once the query answers,
-units go one at a time (:attr:`StoreHealth.trial`) until one finishes, which ends the
-outage: the first compiles alone, cut at its bound like every other unit of an outage
-(the server keeps the plan it was compiling, so the next one gains from it), and the
+back when ``RETURN 1`` answers: its first real statement still compiles on a cold JVM
+(eight appends sent just after ``RETURN 1`` answered all finished together 65 s later, at
+a load average of 17). So once the query answers, units go one at a time
+(:attr:`StoreHealth.trial`) until one finishes, which ends the outage: the first runs
+alone, cut at its bound like every other unit of an outage (the eight above: the first
+cut at 10 s, the next finished 8.4 s later, as the server went on compiling), and the
 others wait for it within their own bound, then fail with ``StoreUnavailable``.
 
 A killed server also leaves the pool holding connections to the old process; the driver
