@@ -30,7 +30,7 @@ back when ``RETURN 1`` answers: its first real statement still compiles on a col
 (eight appends sent just after ``RETURN 1`` answered all finished together 65 s later, at
 a load average of 17). So once the query answers, units go one at a time
 (:attr:`StoreHealth.trial`) until one finishes, which ends the outage: the first runs
-alone, cut at its bound like every other unit of an outage (the eight above: the first
+alone, cut at its bound like every other unit of an outage (a rerun at a load of 7-10: the first
 cut at 10 s, the next finished 8.4 s later, as the server went on compiling), and the
 others wait for it within their own bound, then fail with ``StoreUnavailable``.
 
