@@ -48,6 +48,7 @@ writers serialise per persona; raising inside a function rolls it all back.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import random
 import time
@@ -358,6 +359,7 @@ class Neo4jExecutor:
         """Length of every embedding the store accepts (the vector index's dimension)."""
         self._check_schema = check_schema
         self._schema_ok = False
+        self._warming: asyncio.Future[None] | None = None
         self.stats = TransactionStats()
         """Units of work and driver retries, for benchmarks and diagnostics."""
         self.vector_index = False
@@ -434,7 +436,10 @@ class Neo4jExecutor:
     async def ping(self) -> None:
         """``StoreUnavailable`` unless the server answers a query on a new connection
         within :data:`PING_SECONDS` (no retry: a readiness check must answer fast, and a
-        busy pool must not delay it)."""
+        busy pool must not delay it), and has finished a unit of work since it was last
+        down: a restarted server answers ``RETURN 1`` long before it has compiled a real
+        statement, so the ping starts a unit in the background (a schema check, the first
+        after the outage, which ends it) and answers unavailable until one finished."""
         try:
             if self._reach is None:
                 raise TimeoutError
@@ -444,7 +449,26 @@ class Neo4jExecutor:
             raise StoreUnavailable(
                 f"Neo4j did not answer within {PING_SECONDS:g} s", operation="ping"
             ) from exc
-        self.health.reached()
+        health = self.health
+        health.reached()
+        if health.down_since is not None:
+            if self._warming is None or self._warming.done():
+                self._warming = asyncio.ensure_future(self._warm_up())
+            raise StoreUnavailable(
+                "Neo4j answers again but has not finished a call since it was down",
+                operation="ping",
+            )
+
+    def stop(self) -> None:
+        """Cancel the background unit :meth:`ping` may have started (the store closes)."""
+        if self._warming is not None:
+            self._warming.cancel()
+
+    async def _warm_up(self) -> None:
+        """A unit of work after an outage that no caller waits for (see :meth:`ping`)."""
+        with contextlib.suppress(SonalityError):
+            async with self.unit("warm_up"):
+                await self._check_schema()
 
     async def ensure_schema(self) -> None:
         """``SchemaError`` unless migrated (checked once, then cached)."""
