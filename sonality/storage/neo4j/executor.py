@@ -29,10 +29,16 @@ with the handshake as the only probe every unit sent then waited on it (59 s). N
 back when ``RETURN 1`` answers: its first real statement still compiles on a cold JVM
 (eight appends sent just after ``RETURN 1`` answered all finished together 65 s later, at
 a load average of 17). So once the query answers, units go one at a time
-(:attr:`StoreHealth.trial`) until one finishes, which ends the outage: the first runs
-alone, cut at its bound like every other unit of an outage (a rerun at a load of 7-10: the first
-cut at 10 s, the next finished 8.4 s later, as the server went on compiling), and the
-others wait for it within their own bound, then fail with ``StoreUnavailable``.
+(:attr:`StoreHealth.trial`) until one finishes, which ends the outage. That first one
+waits on, like any unit of a server that answers its probe, and pays for the cold
+compilation alone; the others wait for it within their own bound, then fail with
+``StoreUnavailable``. It is not cut at the bound: a statement whose unit was cancelled
+while it compiled took 25 s on its next run against 1.3 s for a fresh one (11 s against
+4.0 s in a second try), so cutting first units delayed the recovery instead of bounding
+it (a run at a load of 25 cut every one at 10 s and acknowledged nothing in the 40 s
+after ``RETURN 1`` answered). Until a unit has finished, :meth:`Neo4jExecutor.ping`
+(``/readyz``) answers unavailable within its second and starts one itself (a schema
+check), so a server with no traffic but its readiness checks comes back too.
 
 A killed server also leaves the pool holding connections to the old process; the driver
 checks a connection idle for longer than ``liveness_check_timeout`` (``store.py``)
@@ -124,11 +130,9 @@ class Unanswered(Exception):
     """A unit of work got no answer from the server within its bound (raised by the
     executor's watch, translated to ``StoreUnavailable``)."""
 
-    def __init__(self, seconds: float, *, starting: bool = False) -> None:
+    def __init__(self, seconds: float) -> None:
         super().__init__(f"no answer within {seconds:g} s")
         self.seconds = seconds
-        self.starting = starting
-        """Cut as the first unit after an outage (the server answered its probe)."""
 
 
 @asynccontextmanager
@@ -149,12 +153,9 @@ async def translate_errors(
         raise
     except Unanswered as exc:
         log.warning("neo4j_unavailable", operation=operation, error="Unanswered")
-        message = (
-            f"Neo4j is starting: it answers again, but not this call within {exc.seconds:g} s"
-            if exc.starting
-            else f"Neo4j answered nothing within {exc.seconds:g} s"
-        )
-        raise StoreUnavailable(message, operation=operation, **context) from exc
+        raise StoreUnavailable(
+            f"Neo4j answered nothing within {exc.seconds:g} s", operation=operation, **context
+        ) from exc
     except ConnectionAcquisitionTimeoutError as exc:
         raise StoreUnavailable(
             "every Neo4j connection of the pool stayed busy; retry",
@@ -264,10 +265,9 @@ class _Watch:
     unit, then none to the probe either. The cancellation leaves the block as
     :class:`Unanswered`."""
 
-    def __init__(self, health: StoreHealth, patience: float, cut_at: float | None) -> None:
+    def __init__(self, health: StoreHealth, patience: float) -> None:
         self._health = health
         self._patience = patience
-        self._cut_at = cut_at
         self._expired = False
         self._done = False
 
@@ -277,14 +277,6 @@ class _Watch:
         assert task is not None
         self._loop, self._task, self._start = loop, task, loop.time()
         self._handle: asyncio.Handle = loop.call_at(self._start + self._patience, self._check)
-        self._cut: asyncio.Handle | None = None
-        if self._cut_at is not None:
-            self._cut = loop.call_at(self._cut_at, self._expire)
-
-    def _expire(self) -> None:
-        if not self._done and not self._expired:
-            self._expired = True
-            self._task.cancel()
 
     def _check(self) -> None:
         if self._done:
@@ -301,7 +293,8 @@ class _Watch:
         if not probe.cancelled() and probe.result():
             self._check()  # it answers: a busy server, wait on
             return
-        self._expire()
+        self._expired = True
+        self._task.cancel()
 
     async def __aexit__(
         self,
@@ -311,11 +304,7 @@ class _Watch:
     ) -> None:
         self._done = True
         self._handle.cancel()
-        if self._cut is not None:
-            self._cut.cancel()
         if self._expired and exc_type is asyncio.CancelledError and self._task.uncancel() == 0:
-            if self._cut_at is not None and self._loop.time() >= self._cut_at:
-                raise Unanswered(round(self._loop.time() - self._start, 1), starting=True) from exc
             waited = self._loop.time() - max(self._start, self._health.answered_at)
             raise Unanswered(round(waited, 1)) from exc
 
@@ -391,7 +380,7 @@ class Neo4jExecutor:
         try:
             async with (
                 translate_errors(operation, **context),
-                _Watch(health, self.retry_seconds, deadline if trial else None),
+                _Watch(health, self.retry_seconds),
             ):
                 yield
         except StoreUnavailable as exc:
