@@ -161,7 +161,7 @@ async def test_a_restarted_neo4j_is_back_when_its_queries_answer(
     """Killed, then restarted on its data while four writers go on: the restarted server
     accepts connections and completes a Bolt handshake long before its cold query engine
     answers a statement (tens of seconds on a loaded machine). With the handshake as the
-    only probe, every call sent then waited on the server (four calls of 36 s). Now every
+    only probe, every call sent then waited on the server (four calls of 30 s). Now every
     call in that window fails within the bound; once the server answers a query, one call
     goes first and pays for the cold compilation (the one call allowed over the bound),
     the others fail within the bound until it finished, then succeed. Nothing
