@@ -12,21 +12,35 @@ Every unit of work runs inside :meth:`Neo4jExecutor.unit`, which bounds it in ti
 (:class:`StoreHealth`): a unit that has had no answer for ``retry_seconds`` — and no other
 unit of this process finished meanwhile — asks a *probe* whether the server still answers
 (a Bolt handshake on a new connection of a driver of its own, so neither a busy pool nor
-a dead pooled connection answers for the server; at most
-``connect_seconds``, shared by every unit asking at once). An answer means a busy server:
-the unit waits on. No answer means the server is down: the unit is cancelled and fails
-with ``StoreUnavailable``, within ``retry_seconds + connect_seconds`` of the last answer
-— the driver's retries, connection attempts and pool waits included. While the store is
-down, each unit first asks the probe and fails at once without an answer, so callers hear
-of an outage in one probe instead of a full retry window each; the first answer ends it.
+a dead pooled connection answers for the server; at most ``connect_seconds``, shared by
+every unit asking at once). An answer means a busy server: the unit waits on (a server
+just started and compiling its first statements answers the handshake, which is why
+``open`` on it waits instead of failing). No answer means the server is down: the unit is
+cancelled and fails with ``StoreUnavailable``, within ``retry_seconds + connect_seconds``
+of the last answer — the driver's retries, connection attempts and pool waits included.
 
-The probe is the handshake, not a query. A probe that ran ``RETURN 1`` (tried on
-28 Nov 2026) bounded the failed calls of a restart better (5.1 s), but on a server just
-started and loaded it called the server down while its first statements compiled:
-``open`` failed with "answered nothing within 4 s" in a CI run at a load average of 5. A
-restarting server completes the handshake before its database is online, so units sent
-then wait on it (up to the driver's pool backstop); that remains open (issue 29). A
-killed server also leaves the pool holding connections to the old process; the driver
+While the store is down, the probe asks a query (``admin/ping``) instead, and each unit
+asks it first and fails at once without an answer, so callers hear of an outage in one
+probe instead of a full retry window each. A server killed and restarted is not back
+when it accepts connections: it completes a handshake as soon as Bolt listens, while its
+query engine, cold, answers nothing for tens of seconds on a loaded machine (measured
+28 Nov 2026: 10-50 s between the port opening and ``RETURN 1`` answering within 2 s), so
+with the handshake as the only probe every unit sent then waited on it (59 s). Nor is it
+back when ``RETURN 1`` answers: its first real statement still compiles on a cold JVM
+(eight appends sent just after ``RETURN 1`` answered all finished together 65 s later, at
+a load average of 17). So once the query answers, units go one at a time
+(:attr:`StoreHealth.trial`) until one finishes, which ends the outage. That first one
+waits on, like any unit of a server that answers its probe, and pays for the cold
+compilation alone; the others wait for it within their own bound, then fail with
+``StoreUnavailable``. It is not cut at the bound: a statement whose unit was cancelled
+while it compiled took 25 s on its next run against 1.3 s for a fresh one (11 s against
+4.0 s in a second try), so cutting first units delayed the recovery instead of bounding
+it (a run at a load of 25 cut every one at 10 s and acknowledged nothing in the 40 s
+after ``RETURN 1`` answered). Until a unit has finished, :meth:`Neo4jExecutor.ping`
+(``/readyz``) answers unavailable within its second and starts one itself (a schema
+check), so a server with no traffic but its readiness checks comes back too.
+
+A killed server also leaves the pool holding connections to the old process; the driver
 checks a connection idle for longer than ``liveness_check_timeout`` (``store.py``)
 before it hands it out, so the first unit after a restart gets a live one instead of a
 failed attempt and a retry.
@@ -40,6 +54,7 @@ writers serialise per persona; raising inside a function rolls it all back.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import random
 import time
@@ -191,36 +206,54 @@ class StoreHealth:
         self.answered_at = -math.inf
         """Loop time of the last answer: a unit of work that finished, or a probe."""
         self.down_since: float | None = None
-        """Loop time a unit failed for want of an answer; None while the server answers."""
-        self._probe: asyncio.Future[bool] | None = None
+        """Loop time a unit failed for want of an answer; None again once a unit of work
+        finishes (neither a handshake nor ``RETURN 1`` ends it: a restarted server
+        completes a handshake long before its query engine answers, and answers
+        ``RETURN 1`` long before it has compiled a real statement)."""
+        self._probes: dict[bool, asyncio.Future[bool]] = {}
+        self.trial = asyncio.Lock()
+        """Held by the one unit that runs while the server answers queries again but no
+        unit has finished since (see :meth:`Neo4jExecutor.unit`)."""
 
     def answered(self) -> None:
+        """A unit of work finished (or was refused): the server serves."""
         if self.down_since is not None:
             log.info("neo4j_available")
-        self.answered_at = asyncio.get_running_loop().time()
+        self.reached()
         self.down_since = None
+
+    def reached(self) -> None:
+        """The server answered a probe or a ping."""
+        self.answered_at = asyncio.get_running_loop().time()
 
     def failed(self) -> None:
         if self.down_since is None:
             self.down_since = asyncio.get_running_loop().time()
 
     def probe(self) -> asyncio.Future[bool]:
-        """Whether the server completes a Bolt handshake on a new connection within
-        :attr:`probe_seconds` (a query engine busy compiling still answers it; a hung or
-        unreachable server does not): the probe in flight, or a new one."""
-        if self._probe is None or self._probe.done():
-            self._probe = asyncio.ensure_future(self._ask())
-        return self._probe
+        """Whether the server answers within :attr:`probe_seconds` on a new connection:
+        the probe in flight, or a new one. While the server answers, the question is a
+        Bolt handshake (a query engine busy compiling still answers it; a hung or
+        unreachable server does not); once it is down, a query (``admin/ping``): a
+        restarted server is back when its query engine answers, not when it accepts
+        connections."""
+        query = self.down_since is not None
+        probe = self._probes.get(query)
+        if probe is None or probe.done():
+            probe = self._probes[query] = asyncio.ensure_future(self._ask(query))
+        return probe
 
-    async def _ask(self) -> bool:
+    async def _ask(self, query: bool) -> bool:
         if self._reach is not None:
             try:
                 async with asyncio.timeout(self.probe_seconds):
-                    await self._reach(False)
+                    await self._reach(query)
             except (TimeoutError, Neo4jError, DriverError, OSError):
                 pass
             else:
-                self.answered()
+                if not query and self.down_since is not None:
+                    return False  # went down while the handshake was asked
+                self.reached()
                 return True
         self.failed()
         return False
@@ -315,6 +348,7 @@ class Neo4jExecutor:
         """Length of every embedding the store accepts (the vector index's dimension)."""
         self._check_schema = check_schema
         self._schema_ok = False
+        self._warming: asyncio.Future[None] | None = None
         self.stats = TransactionStats()
         """Units of work and driver retries, for benchmarks and diagnostics."""
         self.vector_index = False
@@ -339,14 +373,15 @@ class Neo4jExecutor:
         down the probe first, then the work, watched, its errors translated (``context``
         goes into a ``StoreUnavailable``)."""
         health = self.health
-        if health.down_since is not None and not await health.probe():
-            raise StoreUnavailable(
-                "Neo4j is unreachable (no answer since it went down)",
-                operation=operation,
-                **context,
-            )
+        deadline = asyncio.get_running_loop().time() + self.retry_seconds + self.connect_seconds
+        trial = health.down_since is not None and await self._enter_trial(
+            deadline, operation, context
+        )
         try:
-            async with translate_errors(operation, **context), _Watch(health, self.retry_seconds):
+            async with (
+                translate_errors(operation, **context),
+                _Watch(health, self.retry_seconds),
+            ):
                 yield
         except StoreUnavailable as exc:
             if not isinstance(exc.__cause__, AuthError | ConnectionAcquisitionTimeoutError):
@@ -355,12 +390,45 @@ class Neo4jExecutor:
         except SonalityError:  # a refusal is an answer too
             health.answered()
             raise
-        health.answered()
+        else:
+            health.answered()
+        finally:
+            if trial:
+                health.trial.release()
+
+    async def _enter_trial(self, deadline: float, operation: str, context: dict[str, Any]) -> bool:
+        """The gate of a unit while the store is down (see the module docstring): it fails
+        unless the server answers a query; then it waits, until ``deadline``, for the
+        unit running as the trial; ``True`` when it is the trial itself (holding
+        :attr:`StoreHealth.trial`), ``False`` when a trial finished meanwhile."""
+        health = self.health
+        if not await health.probe():
+            raise StoreUnavailable(
+                "Neo4j is unreachable (no answer since it went down)",
+                operation=operation,
+                **context,
+            )
+        try:
+            async with asyncio.timeout_at(deadline):
+                await health.trial.acquire()
+        except TimeoutError:
+            raise StoreUnavailable(
+                "Neo4j is starting: it answers again but has not finished a call yet; retry",
+                operation=operation,
+                **context,
+            ) from None
+        if health.down_since is None:  # the trial before this one finished
+            health.trial.release()
+            return False
+        return True
 
     async def ping(self) -> None:
         """``StoreUnavailable`` unless the server answers a query on a new connection
         within :data:`PING_SECONDS` (no retry: a readiness check must answer fast, and a
-        busy pool must not delay it)."""
+        busy pool must not delay it), and has finished a unit of work since it was last
+        down: a restarted server answers ``RETURN 1`` long before it has compiled a real
+        statement, so the ping starts a unit in the background (a schema check, the first
+        after the outage, which ends it) and answers unavailable until one finished."""
         try:
             if self._reach is None:
                 raise TimeoutError
@@ -370,7 +438,26 @@ class Neo4jExecutor:
             raise StoreUnavailable(
                 f"Neo4j did not answer within {PING_SECONDS:g} s", operation="ping"
             ) from exc
-        self.health.answered()
+        health = self.health
+        health.reached()
+        if health.down_since is not None:
+            if self._warming is None or self._warming.done():
+                self._warming = asyncio.ensure_future(self._warm_up())
+            raise StoreUnavailable(
+                "Neo4j answers again but has not finished a call since it was down",
+                operation="ping",
+            )
+
+    def stop(self) -> None:
+        """Cancel the background unit :meth:`ping` may have started (the store closes)."""
+        if self._warming is not None:
+            self._warming.cancel()
+
+    async def _warm_up(self) -> None:
+        """A unit of work after an outage that no caller waits for (see :meth:`ping`)."""
+        with contextlib.suppress(SonalityError):
+            async with self.unit("warm_up"):
+                await self._check_schema()
 
     async def ensure_schema(self) -> None:
         """``SchemaError`` unless migrated (checked once, then cached)."""

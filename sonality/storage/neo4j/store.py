@@ -285,6 +285,7 @@ class Neo4jStore(
         return store
 
     async def close(self) -> None:
+        self._db.stop()
         await self._driver.close()
 
     async def ping(self) -> None:
