@@ -26,7 +26,9 @@ at each size (the first call per user apart: it fills the similarity cache); on 
 also the similarity search through the process's cache (the chosen path) and the
 server-side query forms forced (exact scan; the vector index when the run keeps it), with
 recall@10 of each against the exact scan, and the floor alone again at the end (the
-drift). ``--neo4j-version 2026`` runs the dev server 2026.08.1 instead of 5.26.
+drift). ``--neo4j-version 2026`` runs the dev server 2026.08.1 instead of 5.26; ``--bulk-only`` runs
+only the bulk fill to ``--sizes``, each step between two measures of the 16 concurrent
+floor writers, with its ratio to them.
 Latencies are p50/p95 in ms. Neo4j is the dev server from tools/neo4j-devserver (started
 here) unless SONALITY_BENCH_NEO4J_URI names one.
 """

@@ -19,7 +19,9 @@ persona per batch, enrichment deferred, 256-dim hashed embeddings). Then it prin
 * this process's peak RSS (``ru_maxrss``) against the similarity cache's budget
   (``--cache-mb``, ``SONALITY_CACHE_MB``) + 300 MB, and the server's RSS.
 
-With ``--episodes`` below a million, the fill rate is extrapolated to a million. Neo4j is the
+With ``--episodes`` below a million, or a fill cut short by ``--fill-minutes`` (the two
+shapes' batches alternate, so a cut leaves both filled in proportion, and the small
+personas' rows sample those reached), the fill rate is extrapolated to a million. Neo4j is the
 dev server from tools/neo4j-devserver, started here with ``--page-cache`` and
 ``--heap``, unless SONALITY_BENCH_NEO4J_URI names one (its size on disk is then not known).
 """
