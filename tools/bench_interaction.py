@@ -26,7 +26,9 @@ at each size (the first call per user apart: it fills the similarity cache); on 
 also the similarity search through the process's cache (the chosen path) and the
 server-side query forms forced (exact scan; the vector index when the run keeps it), with
 recall@10 of each against the exact scan, and the floor alone again at the end (the
-drift). ``--neo4j-version 2026`` runs the dev server 2026.08.1 instead of 5.26.
+drift). ``--neo4j-version 2026`` runs the dev server 2026.08.1 instead of 5.26; ``--bulk-only`` runs
+only the bulk fill to ``--sizes``, each step between two measures of the 16 concurrent
+floor writers, with its ratio to them.
 Latencies are p50/p95 in ms. Neo4j is the dev server from tools/neo4j-devserver (started
 here) unless SONALITY_BENCH_NEO4J_URI names one.
 """
@@ -272,6 +274,42 @@ async def bulk_fill(store: Store, persona: str, start: int, stop: int, batch: in
     return (stop - start) / elapsed if elapsed else float("nan")
 
 
+async def floor_ceiling(floor_write: Callable[[int], Awaitable[Any]], tag: int) -> float:
+    """16 concurrent writers of 50 floor writes each: the floor's writes/s on this machine
+    now (the ceiling the bulk rows are compared with)."""
+
+    async def writer(w: int) -> None:
+        for j in range(50):
+            await floor_write(tag + w * 50 + j)
+
+    began = time.perf_counter()
+    await asyncio.gather(*(writer(w) for w in range(16)))
+    return 16 * 50 / (time.perf_counter() - began)
+
+
+async def bulk_rows(
+    store: Store, floor_write: Callable[[int], Awaitable[Any]], report: Report, sizes: list[int]
+) -> None:
+    """``--bulk-only``: the bulk fill to each size, each step between two measures of the
+    16 concurrent floor writers, its ratio to their mean printed beside it; a warm-up
+    fill of 10,000 first (a fresh server compiles the batch statement's code)."""
+    await bulk_fill(store, "warm", 0, 10_000, 5_000)
+    have = 0
+    for n, size in enumerate(sizes):
+        before = await floor_ceiling(floor_write, 50_000_000 + 2_000 * n)
+        rate = await bulk_fill(store, "bench", have, size, batch=5_000)
+        after = await floor_ceiling(floor_write, 51_000_000 + 2_000 * n)
+        ceiling = (before + after) / 2
+        report.rate("16 concurrent floor writes", "-", ceiling, f"({before:.0f} ; {after:.0f})")
+        report.rate(
+            "bulk append_episodes (5k batches)",
+            size - have,
+            rate,
+            f"{rate / ceiling:.2f}x the 16 floor writers; {load()}",
+        )
+        have = size
+
+
 INGEST_LINES = 20_000
 
 
@@ -393,8 +431,10 @@ async def bench_backend(
     open_other: Callable[[bool], Awaitable[Store]] | None = None,
     autocommit_floor: Callable[[int], Awaitable[Any]] | None = None,
     cli_store: dict[str, str] | None = None,
+    bulk_only: bool = False,
 ) -> None:
-    """``open_other`` (Neo4j) opens a store with the episode vector index on (True) or off:
+    """``bulk_only``: only the bulk fill against the floor writers (:func:`bulk_rows`).
+    ``open_other`` (Neo4j) opens a store with the episode vector index on (True) or off:
     its migrate makes (or drops) the index for the rows that show what it costs writes,
     the main store's migrate restores the run's setting.
     ``autocommit_floor`` (Neo4j): the floor's node written by an auto-commit transaction
@@ -414,6 +454,11 @@ async def bench_backend(
         await app.create_persona(pid, name=pid, core_identity="I am a benchmark persona.")
     report = Report(name, floor_write)
     embedder = HashEmbedder(DIMS)
+    if bulk_only:
+        await bulk_rows(store, floor_write, report, sizes)
+        await app.close()
+        await store.close()
+        return
 
     async def append(i: int, persona: str = "live", shared: bool = False) -> None:
         """The next turn of one of user ``u{i % 50}``'s two conversations; ``shared``
@@ -710,6 +755,11 @@ async def main() -> int:
         "none on 5.26); rows with the other setting still show what the index costs writes",
     )
     parser.add_argument(
+        "--bulk-only",
+        action="store_true",
+        help="only the bulk fill to --sizes, against the 16 concurrent floor writers",
+    )
+    parser.add_argument(
         "--neo4j-version",
         default=None,
         help="dev server version to start: 5.26 or 2026 (2026.08.1); default: the dev "
@@ -758,6 +808,7 @@ async def main() -> int:
                     sizes,
                     args.samples,
                     cli_store={"SONALITY_STORE": f"sqlite:///{path}", **CLI_ENV},
+                    bulk_only=args.bulk_only,
                 )
                 floor_db.close()
             elif backend == "neo4j":
@@ -808,6 +859,7 @@ async def main() -> int:
                         open_other,
                         neo4j_autocommit,
                         {"SONALITY_STORE": uri, **CLI_ENV},
+                        bulk_only=args.bulk_only,
                     )
                 finally:
                     await driver.close()

@@ -19,7 +19,9 @@ persona per batch, enrichment deferred, 256-dim hashed embeddings). Then it prin
 * this process's peak RSS (``ru_maxrss``) against the similarity cache's budget
   (``--cache-mb``, ``SONALITY_CACHE_MB``) + 300 MB, and the server's RSS.
 
-With ``--episodes`` below a million, the fill rate is extrapolated to a million. Neo4j is the
+With ``--episodes`` below a million, or a fill cut short by ``--fill-minutes`` (the two
+shapes' batches alternate, so a cut leaves both filled in proportion, and the small
+personas' rows sample those reached), the fill rate is extrapolated to a million. Neo4j is the
 dev server from tools/neo4j-devserver, started here with ``--page-cache`` and
 ``--heap``, unless SONALITY_BENCH_NEO4J_URI names one (its size on disk is then not known).
 """
@@ -74,21 +76,35 @@ def load_average() -> str:
     return f"load average {one:.2f} {five:.2f} {fifteen:.2f} ({os.cpu_count()} cores)"
 
 
-async def fill(store: Store, episodes: int) -> tuple[float, int]:
+async def fill(
+    store: Store, episodes: int, budget_s: float | None = None
+) -> tuple[float, int, int]:
     """Half of ``episodes`` into persona ``big`` (1,000 users), half into 1,000 personas of
-    10 users; returns (seconds spent in append_episodes, episodes written). Embeddings are
-    computed beforehand, outside the timing: the row measures the store."""
+    10 users, the two interleaved (a batch of ``big``, then small personas' batches of as
+    many episodes), so that a fill cut short by ``budget_s`` (seconds of wall time) holds
+    both shapes in proportion; returns (seconds spent in append_episodes, episodes
+    written, small personas filled). Embeddings are computed beforehand, outside the
+    timing: the row measures the store."""
     embedder = HashEmbedder(DIMS)
     t0 = datetime(2025, 1, 1, tzinfo=UTC)
     half = episodes // 2
     per_small = max(1, (episodes - half) // SMALL_PERSONAS)
+    big = [("big", lo, min(BATCH, half - lo), BIG_USERS) for lo in range(0, half, BATCH)]
+    small = [(f"s{p:04d}", 0, per_small, SMALL_USERS) for p in range(SMALL_PERSONAS)]
     plan: list[tuple[str, int, int, int]] = []  # persona, first index, count, users
-    plan += [("big", lo, min(BATCH, half - lo), BIG_USERS) for lo in range(0, half, BATCH)]
-    plan += [(f"s{p:04d}", 0, per_small, SMALL_USERS) for p in range(SMALL_PERSONAS)]
+    step = max(1, len(small) // max(1, len(big)))
+    for n, batch in enumerate(big):
+        plan += [batch, *small[n * step : (n + 1) * step]]
+    plan += small[len(big) * step :]
+    deadline = None if budget_s is None else time.perf_counter() + budget_s
+    filled_small = 0
     spent = 0.0
     written = 0
     report_at = time.perf_counter() + 30
     for persona, lo, count, users in plan:
+        if deadline is not None and budget_s is not None and time.perf_counter() > deadline:
+            print(f"  fill stopped at the budget of {budget_s / 60:.0f} min", flush=True)
+            break
         ids = range(lo, lo + count)
         messages = [text(zlib.crc32(f"{persona}-{i}".encode())) for i in ids]
         vectors = await embedder.embed(messages)
@@ -109,6 +125,7 @@ async def fill(store: Store, episodes: int) -> tuple[float, int]:
         await store.append_episodes(drafts)
         spent += time.perf_counter() - began
         written += count
+        filled_small += persona != "big"
         if time.perf_counter() > report_at:
             report_at = time.perf_counter() + 30
             print(
@@ -116,7 +133,7 @@ async def fill(store: Store, episodes: int) -> tuple[float, int]:
                 f"{load_average()}; peak rss {peak_rss_mb():.0f} MiB",
                 flush=True,
             )
-    return spent, written
+    return spent, written, filled_small
 
 
 async def timed(call: Callable[[], Awaitable[Any]]) -> float:
@@ -147,12 +164,14 @@ async def measure(
     open_store: Callable[[], Awaitable[Store]],
     floor_write: Callable[[int], Awaitable[Any]],
     samples: int,
+    small_personas: int = SMALL_PERSONAS,
 ) -> None:
-    """context warm and cold, record against the floor, at the filled size."""
+    """context warm and cold, record against the floor, at the filled size (the small
+    personas' rows over the first ``small_personas``, those the fill reached)."""
     rng = random.Random(7)
     big_users = rng.sample(range(BIG_USERS), min(BIG_USERS, 2 * samples))
     small = [
-        (f"s{rng.randrange(SMALL_PERSONAS):04d}", rng.randrange(SMALL_USERS))
+        (f"s{rng.randrange(max(1, small_personas)):04d}", rng.randrange(SMALL_USERS))
         for _ in range(samples)
     ]
     cold_store = await open_store()
@@ -318,7 +337,8 @@ async def run_common(
         await app.create_persona(f"s{p:04d}", name="Small", core_identity="I am small.")
     await app.close()
     began = time.perf_counter()
-    spent, written = await fill(store, args.episodes)
+    fill_budget = None if args.fill_minutes is None else args.fill_minutes * 60
+    spent, written, small_filled = await fill(store, args.episodes, fill_budget)
     wall = time.perf_counter() - began
     await store.close()
     rate = written / spent
@@ -329,7 +349,8 @@ async def run_common(
     )
     if written < 1_000_000:
         print(
-            f"  extrapolated to 1,000,000 at that rate: {1_000_000 / rate / 60:,.1f} min",
+            f"  extrapolated to 1,000,000 at that rate: {1_000_000 / rate / 60:,.1f} min "
+            f"in the store, {1_000_000 * wall / written / 60:,.1f} min wall",
             flush=True,
         )
     on_disk = size()
@@ -340,7 +361,9 @@ async def run_common(
             f"a million: {per * 1_000_000 / 2**30:.2f} GiB)",
             flush=True,
         )
-    await measure(open_store, floor_write, args.samples)
+    if small_filled < SMALL_PERSONAS:
+        print(f"  small personas filled: {small_filled:,} of {SMALL_PERSONAS:,}", flush=True)
+    await measure(open_store, floor_write, args.samples, small_filled)
     budget = args.cache_mb + 300
     peak = peak_rss_mb()
     print(
@@ -358,6 +381,13 @@ async def main() -> int:
     parser.add_argument("--cache-mb", type=int, default=256)
     parser.add_argument(
         "--neo4j-version", default=None, help="5.26 or 2026 (default: the dev server's)"
+    )
+    parser.add_argument(
+        "--fill-minutes",
+        type=float,
+        default=None,
+        help="stop the fill after this many minutes (at a batch) and measure the size "
+        "reached, extrapolating the fill rate to a million",
     )
     parser.add_argument("--page-cache", default="1g", help="the dev server's page cache")
     parser.add_argument("--heap", default="-Xms512m -Xmx2g", help="the dev server's JVM heap")

@@ -1,6 +1,7 @@
 // Store a batch of raw exchanges of one persona (enrichment pending), in one statement:
 // $conversations groups the batch by conversation, each with its rows in batch order
-// ({index, episode, embedding}). Rows whose id is stored already are not written and come
+// ({index, at_s, at_ns, episode, embedding}; created_at as epoch seconds and nanoseconds,
+// made a UTC DateTime here, as a conversation's at_s/at_ns). Rows whose id is stored already are not written and come
 // back in `existing` for the adapter's same-exchange check; the others become the next
 // turns of their conversation, NEXT-chained after its last episode. seq: the statement's
 // clock in microseconds times 1000 (the scale of episode/append) plus the row's index, kept above the previous batch's (the
@@ -27,10 +28,11 @@ CALL (p, floor) {
     WITH p, conv, fresh, floor
     WHERE size(fresh) > 0
     MERGE (u:User {persona_id: $persona_id, id: conv.user_id})
-      ON CREATE SET u.created_at = conv.created_at
+      ON CREATE SET u.created_at = datetime.fromepoch(conv.at_s, conv.at_ns)
     MERGE (p)-[:TALKS_WITH]->(u)
     MERGE (c:Conversation {persona_id: $persona_id, id: conv.id})
-      ON CREATE SET c.user_id = conv.user_id, c.last_turn = 0, c.created_at = conv.created_at
+      ON CREATE SET c.user_id = conv.user_id, c.last_turn = 0,
+        c.created_at = datetime.fromepoch(conv.at_s, conv.at_ns)
     MERGE (u)-[:HAD]->(c)
     // the conversation's write lock before its turn counter is read, as episode/append
     // takes it: a single append into the same conversation then waits, never interleaves
@@ -48,6 +50,7 @@ CALL (p, floor) {
     WITH c, previous, fresh[i] AS row, base + i + 1 AS turn, start
     CREATE (e:Episode)
     SET e = row.episode,
+        e.created_at = datetime.fromepoch(row.at_s, row.at_ns),
         e.turn = turn,
         e.seq = start + row.index,
         // display-only: a short caption for Neo4j Browser

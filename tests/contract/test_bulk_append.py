@@ -3,6 +3,7 @@ turns of each conversation in batch order, idempotent per id, all or nothing."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -45,6 +46,26 @@ async def test_a_batch_continues_each_conversation_in_batch_order(store: Any) ->
     assert best.id == "b7"
     single, _ = await store.append_episode(make_draft("after", conversation_id="c1"))
     assert single.turn == 11
+
+
+async def test_a_batch_keeps_each_time_to_the_microsecond(store: Any) -> None:
+    """The bulk path's times read back as a single append's do: microseconds kept,
+    times before 1970 and times given with another offset (stored as UTC) included."""
+    await add_persona(store)
+    times = [
+        datetime(2025, 3, 4, 5, 6, 7, 891_011, tzinfo=UTC),
+        datetime(1969, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC),
+        datetime(1969, 7, 20, 20, 17, 40, 1, tzinfo=UTC),
+        datetime(2025, 6, 1, 1, 0, 0, 5, tzinfo=timezone(timedelta(hours=5, minutes=30))),
+    ]
+    drafts = [make_draft(f"t{i}", created_at=t) for i, t in enumerate(times)]
+    assert await store.append_episodes(drafts) == [True] * len(times)
+    single, _ = await store.append_episode(make_draft("single", created_at=times[3]))
+    for i, t in enumerate(times):
+        stored = (await store.get_episode("p1", f"t{i}")).created_at
+        assert stored == t
+        assert stored.utcoffset() == timedelta(0)
+    assert (await store.get_episode("p1", "t3")).created_at == single.created_at
 
 
 async def test_a_repeated_batch_is_idempotent_and_a_conflict_writes_nothing(store: Any) -> None:

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from sonality.errors import StoreError, ValidationError
 
-__all__ = ["decode", "encode", "time_in", "time_out", "times_from_micros"]
+__all__ = ["decode", "encode", "epoch_parts", "time_in", "time_out", "times_from_micros"]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -53,6 +53,17 @@ def times_from_micros(props: Mapping[str, Any], *fields: str) -> dict[str, Any]:
         if micros is not None:
             out[name] = _EPOCH + timedelta(microseconds=int(micros))
     return out
+
+
+def epoch_parts(value: datetime, *, field: str = "time") -> tuple[int, int]:
+    """An aware datetime as (whole seconds since the epoch, nanoseconds within that second;
+    the seconds floored, so the nanoseconds are never negative), for a bulk statement to
+    build the ``DateTime`` on the server (``datetime.fromepoch(seconds, nanoseconds)``,
+    the same UTC value :func:`time_in` sends): the driver turns each ``datetime`` into a
+    Bolt ``DateTime`` in Python, most of the client's CPU of a batch of 5,000 episodes."""
+    micros = (time_in(value, field=field) - _EPOCH) // timedelta(microseconds=1)
+    seconds, rest = divmod(micros, 1_000_000)
+    return seconds, rest * 1000
 
 
 def _value_in(name: str, value: Any) -> Any:

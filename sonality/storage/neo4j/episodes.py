@@ -110,28 +110,39 @@ async def write_append(
     return read(rows)
 
 
+_BATCH_FIELDS = tuple(
+    name for name in EpisodeDraft.model_fields if name not in ("embedding", "created_at")
+)
+"""A draft's fields a bulk row carries as they are (all plain strings); ``created_at``
+travels as epoch parts (:func:`codec.epoch_parts`) and the embedding beside the row."""
+
+
 async def _append_batch(
     tx: AsyncManagedTransaction, persona_id: str, drafts: Sequence[EpisodeDraft], dims: int
 ) -> list[bool]:
     """One statement (``episode/append_batch``) for the whole batch; an id stored before
-    for another exchange raises ``ConflictError`` here, rolling the batch back."""
+    for another exchange raises ``ConflictError`` here, rolling the batch back. Times go
+    as epoch seconds and nanoseconds, made ``DateTime`` by the statement."""
     conversations: dict[str, dict[str, Any]] = {}
     for index, draft in enumerate(drafts):
-        props = codec.encode(draft, exclude={"embedding"})
+        seconds, nanos = codec.epoch_parts(draft.created_at, field="created_at")
         conv = conversations.setdefault(
             draft.conversation_id,
             {
                 "id": draft.conversation_id,
                 "user_id": draft.user_id,
-                "created_at": props["created_at"],
+                "at_s": seconds,
+                "at_ns": nanos,
                 "rows": [],
             },
         )
         conv["rows"].append(
             {
                 "index": index,
+                "at_s": seconds,
+                "at_ns": nanos,
                 "episode": {
-                    **props,
+                    **{name: getattr(draft, name) for name in _BATCH_FIELDS},
                     "enrichment_status": EnrichmentStatus.PENDING.value,
                     "enrichment_attempts": 0,
                     "defaulted": [],
