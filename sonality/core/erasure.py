@@ -26,7 +26,11 @@ again by this rule:
   loses it): the belief stays as the rules leave it, arithmetic decay only.
 
 The numbers the reviewer saw (confidence, gap) are the rules' and are recomputed; what
-was said about T is the provenance.
+was said about T is the provenance. A verdict that was never given cannot be kept: when the
+erased turns had made a staged update commit earlier, a belief judged at an earlier
+reflection may be fresh there after the erasure (so the verdict does not apply) and was
+never shown to the later review it reaches staleness at; it keeps its arithmetic decay
+until its next review.
 
 :func:`plan_erasure` turns that into the one :class:`~sonality.models.ErasureCommit` the
 store applies: only rows from the first erased interaction on are rewritten (what came

@@ -9,7 +9,8 @@ so a test can tell whose words reached the model, a snapshot or a context.
   read;
 * decay review: ``FORGET`` for the topics of :data:`FORGET`, ``DECAY`` for :data:`DECAY`,
   ``RETAIN`` otherwise, and ``RETAIN`` for every topic in ``blocked`` (what a reference
-  run without the forgotten user is told, for advice that depended on that user);
+  run without the forgotten user is told, for advice that depended on that user); a
+  reference run may also be held to ``judged``, the verdicts the real run was given;
 * Talker, monologue, controller: short texts that quote the turn's token.
 """
 
@@ -51,6 +52,9 @@ class Script:
     """The replies, with the decay review's ``blocked`` topics (set by the test)."""
 
     blocked: set[str] = field(default_factory=set)
+    judged: dict[str, str] | None = None
+    """When set (a reference run), the only verdicts other than ``retain`` this review may
+    give: those the real run's reviewer gave at the same reflection (topic → verdict)."""
 
     def evidence(self, _: RenderedPrompt, variables: Mapping[str, Any]) -> dict[str, Any]:
         said = _said(str(variables["user_message"]))
@@ -87,6 +91,8 @@ class Script:
     def verdict(self, topic: str) -> str:
         if topic in self.blocked:
             return "retain"
+        if self.judged is not None:
+            return self.judged.get(topic, "retain")
         return "forget" if topic in FORGET else "decay" if topic in DECAY else "retain"
 
     def talk(self, _: RenderedPrompt, variables: Mapping[str, Any]) -> str:

@@ -7,7 +7,16 @@ retention; then u1 is forgotten, and a few more turns and a reflection follow. T
 history without u1 is played into a reference persona, whose (scripted) reviewer is told
 to retain the topics u1 had named before each reflection: the advice ``core.erasure``'s
 rule says depended on u1, written here from the rule's text (a topic u1's exchanges named
-before the reflection), not from the code.
+before the reflection), not from the code. The reference's reviewer is also given no
+verdict the real run's reviewer was not given at the same reflection: a verdict is the
+model's, an input the erasure keeps or drops but cannot ask for again. (Found by this
+property: u1's turns delay when a staged update on tea commits, so in the real run tea
+went stale and was judged FORGET at an earlier reflection and was never shown to a later
+one; after the erasure, tea is fresh at that earlier reflection, so the verdict does not
+apply there, and no later verdict exists. The persona keeps tea, arithmetically decayed,
+until its next review judges it; a persona that never met u1 was judged at that later
+reflection. This is the rule's documented limit, not checked away: the reference is held
+to the same judgements.)
 
 Checked after the forget, and again after the turns that follow it:
 
@@ -116,6 +125,8 @@ class Run:
     clock: FrozenClock
     said: list[tuple[int, str, str]] = field(default_factory=list)
     """(number, user, topic) of every exchange so far."""
+    judged: list[dict[str, str]] = field(default_factory=list)
+    """For a reference run: the real run's verdicts, one mapping per reflection in order."""
 
     async def play(self, ops: list[Op], first: int, *, without: str | None = None) -> None:
         for n, op in enumerate(ops, first):
@@ -153,13 +164,16 @@ class Run:
 
     async def reflect(self, without: str | None) -> None:
         """A forced reflection; a reference (``without`` the forgotten user) is told to
-        retain the topics the forgotten user had named by now."""
+        retain the topics the forgotten user had named by now, and is given no verdict
+        the real run's reviewer did not give at the same reflection (``judged``)."""
         if without is not None:
             self.script.blocked = {t for _, u, t in self.said if u == without}
+            self.script.judged = self.judged.pop(0) if self.judged else {}
         self.clock.advance(minutes=1)
         report = await self.app.reflect(self.persona, force=True)
         assert report.outcome == "committed", report
         self.script.blocked = set()
+        self.script.judged = None
 
 
 def _run(store: Any, clock: FrozenClock, persona: str, retention: int) -> Run:
@@ -216,6 +230,10 @@ async def test_a_persona_that_forgot_a_user_is_one_that_never_met_them(
         await full.play([op], i)
         if not u1_read:
             clean |= {s.text for s in await full.app.snapshots(full.persona)}
+    reflections = sorted(
+        await full.app.store.list_reflections(full.persona), key=lambda r: r.started_at
+    )
+    ref.judged = [dict(reversed(a.split(":", 1)) for a in r.advice) for r in reflections]
     await ref.play(ops, 1, without="u1")
 
     advised = [r.advice for r in await full.app.store.list_reflections(full.persona)]
