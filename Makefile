@@ -23,7 +23,7 @@ unexport PYTHONDONTWRITEBYTECODE
 help:
 	@echo "make demo        set up and run the main job on the embedded SQLite store"
 	@echo "make test        set up everything and run lint, type-check and the whole test suite"
-	@echo "                 (steps side by side; pytest on PYTEST_WORKERS=2 xdist workers)"
+	@echo "                 (steps side by side; pytest on PYTEST_WORKERS=3 xdist workers)"
 	@echo "make neo4j       start a persistent Neo4j dev server on $(NEO4J_BOLT_PORT)/$(NEO4J_HTTP_PORT)"
 	@echo "                 (NEO4J_VERSION=2026 for Neo4j 2026.x; default 5.26)"
 	@echo "make neo4j-stop  stop it"
@@ -101,7 +101,7 @@ typecheck: install
 # server (--dist loadfile hands out whole files, see tests/conftest.py). The soak's output is
 # printed after the others'. Each prints its 20 slowest tests; the target fails when either
 # fails, and a session that collects no test fails (pytest's exit 5).
-PYTEST_WORKERS ?= 2
+PYTEST_WORKERS ?= 3
 SOAK_TIMEOUT ?= 900
 PYTEST_STEP = r=0; $(1) || r=$$?; \
 	if [ $$r -eq 5 ]; then echo "pytest collected no tests: that is a failure here" >&2; fi; \
