@@ -25,24 +25,26 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
-from functools import cached_property
+from functools import cached_property, partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Self, Unpack
 
 from sonality.core.triggers import TriggerDecision
 from sonality.errors import ValidationError
+from sonality.mind.drain import Opening
 from sonality.mind.inputs import (
     MAX_LIMIT,
     check_bool,
     check_choice,
     check_exchange,
     check_id,
+    check_ids,
     check_int,
     check_number,
     check_text,
 )
-from sonality.mind.parts import EnrichMode, Given, Limits, SystemClock, assemble
-from sonality.mind.personas import new_persona
+from sonality.mind.parts import Given, Limits, SystemClock, assemble
+from sonality.mind.personas import create_persona
 from sonality.mind.reads import Reads
 from sonality.models import (
     AffectPlacement,
@@ -52,6 +54,7 @@ from sonality.models import (
     BiographyEntry,
     BiographySource,
     Context,
+    EnrichMode,
     EnrichReport,
     Erasure,
     ErasureKind,
@@ -97,7 +100,7 @@ class Sonality(Reads):
         """Build from parts (``Sonality(**parts)``) or from some of them (``store=…,
         llm=…``): what is missing is assembled with the defaults by
         ``sonality.mind.parts.assemble``."""
-        parts = assemble(**given)
+        parts = self._parts = assemble(**given)
         self.store = parts.store
         self.llm = parts.llm
         self.embedder = parts.embedder
@@ -142,9 +145,9 @@ class Sonality(Reads):
             raise
 
     @classmethod
-    def from_settings(cls, settings: object, *, migrate: bool | None = None) -> _Opening:
+    def from_settings(cls, settings: object, *, migrate: bool | None = None) -> Opening[Sonality]:
         """``async with Sonality.from_settings(Settings()) as s: …``"""
-        return _Opening(settings, migrate)
+        return Opening(partial(cls.open, settings, migrate=migrate))
 
     async def __aenter__(self) -> Self:
         return self
@@ -191,27 +194,19 @@ class Sonality(Reads):
         ``self_model`` (traits, values, goals) is fixed with the core identity;
         ``biography`` (texts or drafts) is its own past, stored in the same transaction
         (see ``add_biography``)."""
-        from sonality.mind.biography import check_drafts, new_entries
-
-        drafts = check_drafts(
-            biography,
-            max_chars=self.limits.max_biography_chars,
-            max_entries=self.limits.max_biography_entries,
-        )
-        persona, first = new_persona(
+        created = await create_persona(
+            self.store,
+            self.embedder,
             persona_id,
             name=name,
             core_identity=core_identity,
             snapshot=snapshot,
             self_model=self_model,
+            biography=biography,
             limits=self.limits,
             now=self.clock.now(),
         )
-        entries = await new_entries(
-            persona_id, drafts, embedder=self.embedder, now=self.clock.now()
-        )
-        created = await self.store.create_persona(persona, first, entries)
-        log.info("persona_created", persona_id=persona_id, biography=len(entries))
+        log.info("persona_created", persona_id=persona_id, biography=len(biography))
         return created
 
     async def add_biography(
@@ -228,22 +223,18 @@ class Sonality(Reads):
         one (same words, or nearly the same embedding) returns that one. A persona holds
         at most ``Limits.max_biography_entries`` (``ValidationError`` past it). The affect
         stages recall entries by 0.7 x similarity + 0.3 x importance, never by age."""
-        from sonality.mind.biography import check_drafts, new_entries
+        from sonality.mind.biography import add_entry
 
-        check_id(persona_id, "persona_id")
-        importance = check_int(importance, field="importance", low=1, high=10)
-        kind = check_choice(source, BiographySource, field="source")
-        limit = self.limits.max_biography_chars
-        draft = BiographyDraft(
-            text=check_text(text, field="text", limit=limit), importance=importance, source=kind
-        )
-        drafts = check_drafts([draft], max_chars=limit, max_entries=1)
-        await self.store.get_persona(persona_id)  # unknown: PersonaNotFound before embedding
-        entries = await new_entries(
-            persona_id, drafts, embedder=self.embedder, now=self.clock.now()
-        )
-        [(entry, written)] = await self.store.add_biography(
-            persona_id, entries, cap=self.limits.max_biography_entries
+        entry, written = await add_entry(
+            self.store,
+            self.embedder,
+            check_id(persona_id, "persona_id"),
+            text,
+            importance=importance,
+            source=source,
+            max_chars=self.limits.max_biography_chars,
+            max_entries=self.limits.max_biography_entries,
+            now=self.clock.now(),
         )
         log.info("biography_added", persona_id=persona_id, entry_id=entry.id, written=written)
         return entry
@@ -352,16 +343,9 @@ class Sonality(Reads):
         exchange raises ``ValidationError`` and nothing is written."""
         check_id(persona_id, "persona_id")
         mode = self.lanes.mode(enrich)
-        if mode is EnrichMode.INLINE:
-            raise ValidationError("a batch is never enriched inline", field="enrich")
         for x in exchanges:
             self.check_exchange(x)
-        if not exchanges:
-            return []
-        created = await self.recorder.append_many(persona_id, exchanges)
-        if mode is EnrichMode.BACKGROUND and any(created):
-            self.lanes.later(persona_id)
-        return created
+        return await self.lanes.record_batch(persona_id, exchanges, mode)
 
     async def enrich_pending(
         self, persona_id: str, *, limit: int | None = None, retry_failed: bool = False
@@ -389,8 +373,7 @@ class Sonality(Reads):
         token_budget: int | None = None,
     ) -> Context:
         """The context block an application puts in its prompt before answering."""
-        check_id(persona_id, "persona_id")
-        check_id(user_id, "user_id")
+        check_ids(persona_id=persona_id, user_id=user_id)
         check_text(message, field="message", limit=self.limits.max_message_chars)
         if narrative is not None:
             check_text(narrative, field="narrative", limit=_MAX_NARRATIVE_CHARS, allow_empty=True)
@@ -409,8 +392,7 @@ class Sonality(Reads):
     ) -> list[ScoredEpisode]:
         """The user's episodes most like ``query``, scored by similarity, recency and
         importance as the context ranks them, best first."""
-        check_id(persona_id, "persona_id")
-        check_id(user_id, "user_id")
+        check_ids(persona_id=persona_id, user_id=user_id)
         check_text(query, field="query", limit=self.limits.max_message_chars)
         check_int(limit, field="limit", low=1, high=100)
         return await self.context_builder.search(persona_id, user_id, query, limit)
@@ -419,16 +401,9 @@ class Sonality(Reads):
     @cached_property
     def eraser(self) -> Eraser:
         """The erasure pipeline, built on first use (a read never loads it)."""
-        from sonality.mind.erasure import Eraser
+        from sonality.mind.erasure import eraser
 
-        return Eraser(
-            store=self.store,
-            clock=self.clock,
-            params=self.opinion,
-            window_size=self.limits.disagreement_window,
-            lease_seconds=self.reflector.params.lease_seconds,
-            decay=self.reflector.params.decay,
-        )
+        return eraser(self._parts)
 
     async def forget_user(self, persona_id: str, *, user_id: str) -> Erasure:
         """Erase the user from the persona: its conversations, episodes, facts, insights,
@@ -586,21 +561,9 @@ class Sonality(Reads):
     # dual-process runtime (mind/runtime.py) -------------------------------------------
     def _dual_process(self) -> DualProcess:
         if self._dual is None:
-            from sonality.mind.runtime import DualProcess
+            from sonality.mind.runtime import dual_process
 
-            self._dual = DualProcess(
-                store=self.store,
-                llm=self.llm,
-                clock=self.clock,
-                count_tokens=self._count_tokens,
-                recorder=self.recorder,
-                lanes=self.lanes,
-                contexts=self.context_builder,
-                settings=self.runtime,
-                max_response_chars=self.limits.max_response_chars,
-                deadline_seconds=self.limits.respond_deadline_seconds,
-                biography_entries=self.limits.max_biography_entries,
-            )
+            self._dual = dual_process(self._parts)
         return self._dual
 
     async def respond(
@@ -624,11 +587,12 @@ class Sonality(Reads):
         ``AnswerTimeout`` when the answer does not come within
         ``Limits.respond_deadline_seconds``: the message is then stored (pending, without
         a response) under the error's ``episode_id``, and a call with that id answers it."""
-        check_id(persona_id, "persona_id")
-        check_id(user_id, "user_id")
-        check_id(conversation_id, "conversation_id")
-        if episode_id is not None:
-            check_id(episode_id, "episode_id")
+        check_ids(
+            persona_id=persona_id,
+            user_id=user_id,
+            conversation_id=conversation_id,
+            episode_id=episode_id,
+        )
         check_text(message, field="message", limit=self.limits.max_message_chars)
         run_mode = None if mode is None else check_choice(mode, RuntimeMode, field="mode")
         placement = (
@@ -667,9 +631,7 @@ class Sonality(Reads):
         says what is left."""
         from sonality.mind.drain import drain
 
-        check_id(persona_id, "persona_id")
-        if conversation_id is not None:
-            check_id(conversation_id, "conversation_id")
+        check_ids(persona_id=persona_id, conversation_id=conversation_id)
         if max_seconds is not None:
             check_number(max_seconds, field="max_seconds", low=0, high=_MAX_WAIT_SECONDS)
         return await drain(
@@ -733,28 +695,3 @@ class Sonality(Reads):
         from sonality.mind.personas import set_runtime
 
         return await set_runtime(self.store, check_id(persona_id, "persona_id"), mode, affect)
-
-
-class _Opening:
-    """Awaitable and async context manager returned by ``Sonality.from_settings``."""
-
-    def __init__(self, settings: object, migrate: bool | None) -> None:
-        self._settings = settings
-        self._migrate = migrate
-        self._app: Sonality | None = None
-
-    def __await__(self):  # type: ignore[no-untyped-def]
-        return Sonality.open(self._settings, migrate=self._migrate).__await__()
-
-    async def __aenter__(self) -> Sonality:
-        self._app = await Sonality.open(self._settings, migrate=self._migrate)
-        return self._app
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if self._app is not None:
-            await self._app.close()

@@ -40,6 +40,7 @@ __all__ = [
     "RECALL_K",
     "RECALL_TOKENS",
     "BiographyRecall",
+    "add_entry",
     "biography_text",
     "check_drafts",
     "new_entries",
@@ -108,6 +109,33 @@ async def new_entries(
         )
         for i, (d, vector) in enumerate(zip(drafts, vectors, strict=True))
     ]
+
+
+async def add_entry(
+    store: Store,
+    embedder: Embedder,
+    persona_id: str,
+    text: str,
+    *,
+    importance: int,
+    source: BiographySource | str,
+    max_chars: int,
+    max_entries: int,
+    now: datetime,
+) -> tuple[BiographyEntry, bool]:
+    """Check one entry, then (for a persona that exists: ``PersonaNotFound`` before any
+    embedding) embed and store it under the persona's cap; the entry, and whether it was
+    written (False: a held entry says the same, and that one is returned)."""
+    draft = BiographyDraft(
+        text=check_text(text, field="text", limit=max_chars),
+        importance=check_int(importance, field="importance", low=1, high=10),
+        source=check_choice(source, BiographySource, field="source"),
+    )
+    drafts = check_drafts([draft], max_chars=max_chars, max_entries=1)
+    await store.get_persona(persona_id)
+    entries = await new_entries(persona_id, drafts, embedder=embedder, now=now)
+    [(entry, written)] = await store.add_biography(persona_id, entries, cap=max_entries)
+    return entry, written
 
 
 def biography_text(recalled: Sequence[RecalledBiography]) -> str:

@@ -1,11 +1,13 @@
-"""Waiting for background work: this process's Thinker lanes and enrichment lane, then,
-when asked, the store itself (whichever process does the work)."""
+"""A facade's lifecycle: opening it from settings (:class:`Opening`), waiting for background
+work (this process's Thinker lanes and enrichment lane, then, when asked, the store
+itself, whichever process does the work), and shutting down."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Generator
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from sonality.models import PendingWork
 from sonality.observability import get_logger
@@ -14,9 +16,42 @@ if TYPE_CHECKING:
     from sonality.mind.enrich_lanes import EnrichLanes
     from sonality.mind.runtime import DualProcess
 
-__all__ = ["STORE_DRAIN_SECONDS", "STORE_POLL_SECONDS", "drain", "shut_down"]
+__all__ = ["STORE_DRAIN_SECONDS", "STORE_POLL_SECONDS", "Opening", "drain", "shut_down"]
 
 log = get_logger("sonality")
+
+
+class _Closable(Protocol):
+    async def close(self) -> None: ...
+
+
+T = TypeVar("T", bound=_Closable)
+
+
+class Opening(Generic[T]):
+    """What ``Sonality.from_settings`` returns: awaited, the opened facade; used as an
+    async context manager, the facade, closed on the way out."""
+
+    def __init__(self, opener: Callable[[], Awaitable[T]]) -> None:
+        self._opener = opener
+        self._opened: T | None = None
+
+    def __await__(self) -> Generator[Any, None, T]:
+        return self._opener().__await__()
+
+    async def __aenter__(self) -> T:
+        self._opened = await self._opener()
+        return self._opened
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._opened is not None:
+            await self._opened.close()
+
 
 STORE_DRAIN_SECONDS = 30.0
 """How long a drain ``everywhere`` watches the store when no ``max_seconds`` is given."""

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, NoReturn
 
-from sonality.errors import ConfigError, SonalityError, StoreError
+from sonality.errors import ConfigError, SonalityError, StoreError, ValidationError
 from sonality.llm.usage import Usage
 from sonality.mind.accounting import book_usage, usage_rows
 from sonality.mind.enrichment import Enricher
@@ -164,6 +164,21 @@ class EnrichLanes:
             )
             return episode, created, None
         return episode, created, report
+
+    async def record_batch(
+        self, persona_id: str, exchanges: Sequence[Exchange], mode: EnrichMode
+    ) -> list[bool]:
+        """Append ``exchanges`` (each validated by the caller) in one unit of work; per
+        exchange, whether it was created. ``background`` then queues the persona's lane;
+        ``inline`` is refused (a batch never waits for the model)."""
+        if mode is EnrichMode.INLINE:
+            raise ValidationError("a batch is never enriched inline", field="enrich")
+        if not exchanges:
+            return []
+        created = await self._recorder.append_many(persona_id, exchanges)
+        if mode is EnrichMode.BACKGROUND and any(created):
+            self.later(persona_id)
+        return created
 
     def later(self, persona_id: str) -> asyncio.Future[Any]:
         """Queue a pass over the persona's pending episodes on its lane (one pass queued

@@ -42,6 +42,7 @@ from sonality.errors import ConflictError, NotFoundError, PersonaNotFound, Valid
 from sonality.mind.enrichment import interaction_ids
 from sonality.mind.inputs import check_text
 from sonality.mind.leases import take_lease
+from sonality.mind.parts import Parts
 from sonality.models import (
     Erasure,
     ErasureKind,
@@ -53,7 +54,7 @@ from sonality.models import (
 from sonality.observability import get_logger
 from sonality.ports import Clock, Store
 
-__all__ = ["MAX_FACT_CHARS", "Eraser"]
+__all__ = ["MAX_FACT_CHARS", "Eraser", "eraser"]
 
 log = get_logger("sonality.erasure")
 
@@ -305,3 +306,15 @@ def _check_severity(severity: object, *, optional: bool = True) -> None:
 
 def _erasure_id() -> str:
     return f"era_{uuid.uuid4().hex[:20]}"
+
+
+def eraser(parts: Parts) -> Eraser:
+    """The erasure pipeline over a facade's parts."""
+    return Eraser(
+        store=parts.store,
+        clock=parts.clock,
+        params=parts.opinion,
+        window_size=parts.limits.disagreement_window,
+        lease_seconds=parts.reflector.params.lease_seconds,
+        decay=parts.reflector.params.decay,
+    )

@@ -26,6 +26,7 @@ __all__ = [
     "check_choice",
     "check_exchange",
     "check_id",
+    "check_ids",
     "check_int",
     "check_number",
     "check_text",
@@ -69,6 +70,14 @@ def check_id(value: object, kind: str) -> str:
         return validate_identifier(value, kind=kind)  # type: ignore[arg-type]
     except ValueError as exc:
         raise ValidationError(str(exc), field=kind) from None
+
+
+def check_ids(**ids: object) -> None:
+    """Each id given by keyword (the field's name) as :func:`check_id` checks it; None
+    is an id not given."""
+    for kind, value in ids.items():
+        if value is not None:
+            check_id(value, kind)
 
 
 def check_bool(value: object, *, field: str) -> bool:

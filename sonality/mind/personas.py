@@ -1,5 +1,6 @@
-"""A persona's own set-up: making one (its checked self-model and first snapshot) and
-seeding its affect towards a user. The facade checks ids and delegates here."""
+"""A persona's own set-up: making one (its checked self-model, first snapshot and
+biography) and seeding its affect towards a user. The facade checks ids and delegates
+here."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from sonality.mind.parts import Limits
 from sonality.models import (
     AffectPlacement,
     AffectState,
+    BiographyDraft,
     HardGoal,
     Persona,
     RuntimeMode,
@@ -20,9 +22,9 @@ from sonality.models import (
     Snapshot,
     SoftGoal,
 )
-from sonality.ports import Store
+from sonality.ports import Embedder, Store
 
-__all__ = ["SELF_MODEL_ITEMS", "new_persona", "set_affect", "set_runtime"]
+__all__ = ["SELF_MODEL_ITEMS", "create_persona", "new_persona", "set_affect", "set_runtime"]
 
 SELF_MODEL_ITEMS = 20
 """Items each list of a self-model (traits, values, goals) holds at most."""
@@ -71,6 +73,39 @@ def new_persona(
         persona_id=persona_id, version=1, text=snapshot or core_identity, created_at=now
     )
     return persona, first
+
+
+async def create_persona(
+    store: Store,
+    embedder: Embedder,
+    persona_id: str,
+    *,
+    name: str,
+    core_identity: str,
+    snapshot: str | None,
+    self_model: SelfModel | None,
+    biography: Sequence[BiographyDraft | str],
+    limits: Limits,
+    now: datetime,
+) -> Persona:
+    """Check everything, embed the biography (one call), then write the persona, its first
+    snapshot and its biography in one transaction: a failure writes nothing."""
+    from sonality.mind.biography import check_drafts, new_entries
+
+    drafts = check_drafts(
+        biography, max_chars=limits.max_biography_chars, max_entries=limits.max_biography_entries
+    )
+    persona, first = new_persona(
+        persona_id,
+        name=name,
+        core_identity=core_identity,
+        snapshot=snapshot,
+        self_model=self_model,
+        limits=limits,
+        now=now,
+    )
+    entries = await new_entries(persona_id, drafts, embedder=embedder, now=now)
+    return await store.create_persona(persona, first, entries)
 
 
 def _check_goals(field: str, goals: Sequence[HardGoal | SoftGoal | str] | None, limit: int) -> None:

@@ -71,7 +71,7 @@ from sonality.mind.biography import BiographyRecall
 from sonality.mind.context import ContextBuilder
 from sonality.mind.enrich_lanes import EnrichLanes
 from sonality.mind.lanes import Lanes
-from sonality.mind.parts import RuntimeSettings  # defined there, light for reads; public here
+from sonality.mind.parts import Parts, RuntimeSettings  # defined there, light for reads
 from sonality.mind.recording import EpisodeRecorder
 from sonality.mind.talker import Talker
 from sonality.mind.thinker import Thinker
@@ -90,7 +90,7 @@ from sonality.observability import get_logger
 from sonality.ports import LLM, Clock, Store
 from sonality.storage import checks
 
-__all__ = ["WRITE_GRACE", "DualProcess", "RuntimeSettings"]
+__all__ = ["WRITE_GRACE", "DualProcess", "RuntimeSettings", "dual_process"]
 
 log = get_logger("sonality.runtime")
 
@@ -606,3 +606,20 @@ class DualProcess:
 
 def _ms(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 1)
+
+
+def dual_process(parts: Parts) -> DualProcess:
+    """Talker and Thinker over a facade's parts (``LLMUnavailable`` without a model)."""
+    return DualProcess(
+        store=parts.store,
+        llm=parts.llm,
+        clock=parts.clock,
+        count_tokens=parts.count_tokens,
+        recorder=parts.recorder,
+        lanes=parts.lanes,
+        contexts=parts.context_builder,
+        settings=parts.runtime,
+        max_response_chars=parts.limits.max_response_chars,
+        deadline_seconds=parts.limits.respond_deadline_seconds,
+        biography_entries=parts.limits.max_biography_entries,
+    )
