@@ -277,3 +277,27 @@ def test_the_faces_rule_sees_a_reach_past_the_facade() -> None:
     assert [t for t in reach if not _door(t) and _area(t) not in FACE_NEIGHBOURS] == reach
     doors = ["sonality", "sonality.models.keys", "sonality.errors", "sonality.wiring"]
     assert [t for t in doors if not _door(t)] == []
+
+
+FACADE_LINES = 700
+"""Issue 28: the facade validates and delegates; what grows belongs in ``mind/``."""
+
+
+def _facade_methods() -> list[str]:
+    tree = ast.parse((PACKAGE / "service.py").read_text(encoding="utf-8"))
+    return [
+        node.name
+        for cls in tree.body
+        if isinstance(cls, ast.ClassDef) and cls.name == "Sonality"
+        for node in cls.body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+    ]
+
+
+def test_the_facade_stays_thin() -> None:
+    """``service.py`` stays within its line budget and schedules no enrichment itself."""
+    lines = (PACKAGE / "service.py").read_text(encoding="utf-8").count("\n")
+    assert lines <= FACADE_LINES, f"service.py has {lines} lines; move logic into mind/"
+    methods = _facade_methods()
+    assert "record" in methods and "respond" in methods  # the walk sees the facade
+    assert [m for m in methods if m.startswith("_enrich_")] == []
