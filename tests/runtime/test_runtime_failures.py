@@ -156,7 +156,9 @@ async def test_turns_left_pending_by_a_dead_process_are_taken_over(
     await first.close()
     assert await _statuses(first) == [(1, ThinkerStatus.PENDING, 0)]
 
-    second = make_app(llm)
+    # the other process has a model of its own: the 30 s monologue queued above is the
+    # dead process's, and a retry that took it would wait it out
+    second = make_app(script.scripted())
     try:
         assert await second.retry_thinking("ada") == 0  # not stale yet: its owner may live
         clock.advance(second.runtime.stale_pending_seconds + 1)
