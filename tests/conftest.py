@@ -117,10 +117,26 @@ async def neo4j_session_store(
         await store.close()
 
 
+class DroppedSchema:
+    """The session's Neo4j store while a test has left it without its schema
+    (``tests/neo4j``'s ``fresh``). The schema is put back by the next test that needs it,
+    not after every such test: most of them are followed by another that drops it again
+    (a migration from nothing is the server's dearest work in those files)."""
+
+    store: Any = None
+
+    @classmethod
+    async def restore(cls) -> None:
+        if cls.store is not None:
+            await cls.store.migrate()
+            cls.store = None
+
+
 @pytest.fixture
 async def neo4j_store(neo4j_session_store: Any) -> Any:
     """The session's Neo4jStore, emptied before the test (schema kept)."""
     await neo4j_session_store.delete_all()
+    await DroppedSchema.restore()
     return neo4j_session_store
 
 
@@ -216,14 +232,23 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def work_unit(nodeid: str) -> str:
     """The unit of work an xdist worker takes whole under ``--dist loadfile``: the test's
-    file, except that every test under one of ``ONE_WORKER``'s folders goes to one worker."""
+    file, except that the files of one of ``ONE_WORKER``'s groups go to one worker."""
     path = nodeid.split("::", 1)[0]
-    return next((folder for folder in ONE_WORKER if path.startswith(folder)), path)
+    return next((unit for unit, paths in ONE_WORKER.items() if path.startswith(paths)), path)
 
 
-ONE_WORKER = ("tests/server/",)
-"""Folders whose tests share session fixtures too dear to set up on every worker (the
-server tests' two ``sonality serve`` processes)."""
+ONE_WORKER = {
+    "server": ("tests/server/",),
+    "served reliability": (
+        "tests/reliability/test_batches.py",
+        "tests/reliability/test_busy_conversation.py",
+        "tests/reliability/test_deadlines.py",
+    ),
+}
+"""Groups of files whose tests share session fixtures too dear to set up on every worker
+(``served``: a ``sonality serve`` per store, each started after a wipe and a key made by
+the CLI): the server tests are one unit, the reliability files that use ``served``
+another (three files on three workers started it three times)."""
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -8,6 +8,8 @@ from typing import Any, LiteralString
 import pytest
 from neo4j import AsyncDriver, AsyncGraphDatabase
 
+from tests.conftest import DroppedSchema
+
 DATABASE = "neo4j"
 
 
@@ -57,11 +59,19 @@ async def raw_graph(neo4j_uri: str, neo4j_auth: tuple[str, str] | None) -> Async
 
 @pytest.fixture
 async def fresh(raw_graph: Any, neo4j_session_store: Any) -> AsyncIterator[Any]:
-    """The raw graph of an empty database with no schema; the
-    session's schema is restored afterwards."""
+    """The raw graph of an empty database with no schema. The session's schema is
+    restored by the next test that needs it (``neo4j_store``), or when the module ends."""
     await neo4j_session_store.delete_all()
     await raw_graph.drop_schema()
+    DroppedSchema.store = neo4j_session_store
     yield raw_graph
     await raw_graph.run("MATCH (n) DETACH DELETE n")
     await raw_graph.drop_schema()
-    await neo4j_session_store.migrate()
+
+
+@pytest.fixture(scope="module", autouse=True)
+async def _schema_back() -> AsyncIterator[None]:
+    """After a module of ``tests/neo4j``: the session's schema, if a test dropped it (the
+    fixtures of other folders use the session's store directly)."""
+    yield
+    await DroppedSchema.restore()
