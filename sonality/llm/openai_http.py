@@ -254,7 +254,7 @@ class ChatStream:
         except aiohttp.ClientConnectionError as exc:
             raise ProviderConnectionError(str(exc) or type(exc).__name__) from exc
         finally:
-            self._response.release()
+            self.release()
 
 
 def _release_all(sessions: dict[asyncio.AbstractEventLoop, aiohttp.ClientSession]) -> None:
