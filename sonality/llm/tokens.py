@@ -12,7 +12,10 @@ need a close estimate: every model family is counted with the same encoding.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import threading
+from collections import OrderedDict
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -80,11 +83,38 @@ _CL100K_SPECIAL = {
 
 def count_tokens(text: str, model: str | None = None) -> int:
     """How many tokens ``text`` takes (``model`` is accepted for callers that name one;
-    every model is counted with ``cl100k_base``, see the module docstring)."""
+    every model is counted with ``cl100k_base``, see the module docstring).
+
+    Counts are remembered for the last :data:`MEMO_ENTRIES` texts of at least
+    :data:`MEMO_MIN_CHARS` characters, keyed by a 128-bit digest (the texts themselves
+    are not kept): the Thinker and the context builder count the same narrative,
+    monologue entries and episodes turn after turn, and encoding is about a millisecond
+    per few thousand characters."""
     del model
     if not text:
         return 0
     enc = encoding()
     if enc is None:
         return approximate_tokens(text)
-    return len(enc.encode(text, disallowed_special=()))
+    if len(text) < MEMO_MIN_CHARS:
+        return len(enc.encode(text, disallowed_special=()))
+    key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    with _memo_lock:
+        known = _memo.get(key)
+        if known is not None:
+            _memo.move_to_end(key)
+            return known
+    counted = len(enc.encode(text, disallowed_special=()))
+    with _memo_lock:
+        _memo[key] = counted
+        if len(_memo) > MEMO_ENTRIES:
+            _memo.popitem(last=False)
+    return counted
+
+
+MEMO_ENTRIES = 4096
+"""Token counts remembered (about 100 bytes each)."""
+MEMO_MIN_CHARS = 256
+"""Shorter texts are encoded every time (as cheap as the digest)."""
+_memo: OrderedDict[bytes, int] = OrderedDict()
+_memo_lock = threading.Lock()
