@@ -614,6 +614,7 @@ class Sonality(Reads):
         mode: RuntimeMode | str | None = None,
         affect: AffectPlacement | str | None = None,
         on_text: Callable[[str], None] | None = None,
+        started: float | None = None,
     ) -> Reply:
         """Answer ``message`` now (the Talker), record the exchange durably, and leave the
         deliberation to the Thinker in the background. ``mode``/``affect`` override the
@@ -623,7 +624,9 @@ class Sonality(Reads):
         ``LLMError`` when the Talker's own call fails (nothing recorded), and
         ``AnswerTimeout`` when the answer does not come within
         ``Limits.respond_deadline_seconds``: the message is then stored (pending, without
-        a response) under the error's ``episode_id``, and a call with that id answers it."""
+        a response) under the error's ``episode_id``, and a call with that id answers it.
+        ``started``: the event loop's time the caller's request began (the deadline counts
+        from it; default now)."""
         check_id(persona_id, "persona_id")
         check_id(user_id, "user_id")
         check_id(conversation_id, "conversation_id")
@@ -643,6 +646,7 @@ class Sonality(Reads):
             mode=run_mode,
             affect=placement,
             on_text=on_text,
+            started=started,
         )
 
     async def drain(

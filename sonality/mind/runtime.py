@@ -180,12 +180,16 @@ class DualProcess:
         mode: RuntimeMode | None,
         affect: AffectPlacement | None,
         on_text: Callable[[str], None] | None = None,
+        started: float | None = None,
     ) -> Reply:
         """Answer, record, hand the turn to the Thinker (see the module docstring). The
         caller has validated ids and the message; ``on_text`` gets the Talker's reply as it
-        is written (never a replayed one's)."""
-        started = time.perf_counter()
-        deadline = asyncio.get_running_loop().time() + self._deadline_seconds
+        is written (never a replayed one's); ``started``: the loop time the caller's
+        request began, which the deadline counts from (a server's request has read the
+        store before: ``/v1/chat/completions`` looks its conversation up)."""
+        called = time.perf_counter()
+        now = asyncio.get_running_loop().time()
+        deadline = (now if started is None else min(started, now)) + self._deadline_seconds
         kept_id = episode_id or f"ep_{uuid.uuid4().hex}"
         unanswered: Episode | None = None
         limit = asyncio.timeout_at(deadline)
@@ -197,7 +201,7 @@ class DualProcess:
                         persona_id, episode_id, user_id, conversation_id, message
                     )
                     if isinstance(replay, Reply):
-                        return replay.model_copy(update={"latency_ms": _ms(started)})
+                        return replay.model_copy(update={"latency_ms": _ms(called)})
                     unanswered = replay
                 if self._settings.max_wait_seconds > 0:
                     await self.lanes.wait_idle(key, self._settings.max_wait_seconds)
@@ -248,7 +252,7 @@ class DualProcess:
         then = partial(self._hand_over, persona_id, conversation_id)
         kept = await self._in_time(keeping, deadline, persona_id, kept_id, "answered", then)
         if isinstance(kept, Reply):
-            return kept.model_copy(update={"latency_ms": _ms(started)})
+            return kept.model_copy(update={"latency_ms": _ms(called)})
         episode, created = kept
         reply = Reply(
             text=text,
@@ -260,7 +264,7 @@ class DualProcess:
             mode=mode,
             affect=placement,
             narrative_version_used=spoken.narrative_version,
-            latency_ms=_ms(started),
+            latency_ms=_ms(called),
             talker_ms=spoken.talker_ms,
             created=created,
         )

@@ -28,7 +28,7 @@ from sonality import Sonality, __version__
 from sonality.errors import SonalityError
 from sonality.server import chat, routes
 from sonality.server.auth import NO_AUTH, Caller, KeyCheck, Limiter
-from sonality.server.deps import ServerConfig, ServerState
+from sonality.server.deps import ARRIVED, ServerConfig, ServerState
 from sonality.server.errors import (
     RETRY_AFTER_UNAVAILABLE,
     HttpError,
@@ -95,6 +95,8 @@ class Guard:
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
+        # when the request arrived, on the loop's clock: respond's deadline counts from it
+        scope.setdefault("state", {})[ARRIVED] = asyncio.get_running_loop().time()
         status = 500
         for name, value in scope.get("headers", ()):
             if name == b"content-length" and (not value.isdigit() or int(value) > self.limit):

@@ -315,3 +315,56 @@ def test_chat_past_its_deadline_is_504_with_retry_after(served: Any, tmp_path: P
     with served.client() as c:
         episodes = c.get("/v1/personas/slowpoke/episodes").json()
     assert [(e["id"], e["agent_response"]) for e in episodes] == [(episode_id, "You said: Hi?")]
+
+
+async def test_chat_counts_its_deadline_from_the_request(
+    store: Any, model: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``/v1/chat/completions`` reads the store before it calls respond (the conversation
+    a request without ``X-Sonality-Conversation`` belongs to); with that read slow (2 s, a
+    loaded Neo4j compiling it) and the model hung, the chat still answers 504 within the
+    deadline counted from the request, plus the grace (+1 s). It counted from respond's
+    start: the read's time came on top (33.9 s against a 30 s deadline, at a load of 20)."""
+    from sonality.server.app import create_app
+    from sonality.server.deps import ServerConfig
+
+    app = hung_app(store, model)
+    await app.create_persona("ada", name="Ada", core_identity="I am Ada.")
+    await app.set_runtime("ada", mode=RuntimeMode.BASELINE)
+    await app.record(  # the store's statements compiled, as on a warm server
+        "ada", user_id="u0", conversation_id="c0", message="Hi", response="Hi", enrich=False
+    )
+    listed = store.list_episodes
+
+    async def slow_list(*args: Any, **kwargs: Any) -> Any:
+        await asyncio.sleep(2.0)
+        return await listed(*args, **kwargs)
+
+    monkeypatch.setattr(store, "list_episodes", slow_list)
+
+    async def opened() -> Sonality:
+        return app
+
+    asgi = create_app(opened, ServerConfig(auth=False))
+    body = {"model": "sonality/ada", "user": "u1", "messages": [{"role": "user", "content": "Hm?"}]}
+    model.hang()
+    try:
+        async with (
+            asgi.router.lifespan_context(asgi),
+            httpx.AsyncClient(
+                transport=httpx.ASGITransport(app=asgi), base_url="http://server", timeout=60
+            ) as client,
+        ):
+            started = time.monotonic()
+            late = await client.post("/v1/chat/completions", json=body)
+            waited = time.monotonic() - started
+    finally:
+        model.release()
+    assert late.status_code == 504, late.text
+    assert waited < BOUND, waited
+    assert int(late.headers["Retry-After"]) > 0
+    episode_id = late.json()["error"]["episode_id"]
+    monkeypatch.undo()
+    await app.drain("ada", max_seconds=60)
+    stored = await store.get_episode("ada", episode_id)
+    assert (stored.user_message, stored.agent_response) == ("Hm?", "")
