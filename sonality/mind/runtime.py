@@ -55,6 +55,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 from sonality.errors import (
+    AnswerCut,
     AnswerTimeout,
     ConflictError,
     LLMResponseInvalid,
@@ -227,6 +228,10 @@ class DualProcess:
             raise await self._late(
                 persona_id, user_id, conversation_id, message, kept_id, unanswered, deadline
             ) from None
+        except asyncio.CancelledError as cut:
+            raise self._cut(
+                persona_id, user_id, conversation_id, message, kept_id, unanswered
+            ) from cut
         text = spoken.text[: self._max_response_chars]
         if "\x00" in text:  # stored text never holds NUL (``record`` refuses it too)
             raise LLMResponseInvalid(
@@ -362,8 +367,10 @@ class DualProcess:
         except TimeoutError:
             if task.done():  # it finished (or failed) as the time ran out
                 return task.result()
-        self._writes.add(task)
-        task.add_done_callback(partial(self._written, persona_id, kept_id, then))
+        except asyncio.CancelledError as cut:  # cut from outside: the write goes on
+            self._behind(task, persona_id, kept_id, then)
+            raise AnswerCut(kept_id, "unconfirmed") from cut
+        self._behind(task, persona_id, kept_id, then)
         log.warning(
             "answer_write_late",
             persona_id=persona_id,
@@ -378,6 +385,44 @@ class DualProcess:
             stored="unconfirmed",
             retry_after_seconds=_RETRY_AFTER_SECONDS,
         )
+
+    def _behind(
+        self,
+        task: asyncio.Future[Any],
+        persona_id: str,
+        kept_id: str,
+        then: Callable[[Any], None] | None,
+    ) -> None:
+        """Let a write that keeps an exchange go on after its call ended (``close`` waits
+        for it within its bound)."""
+        self._writes.add(task)
+        task.add_done_callback(partial(self._written, persona_id, kept_id, then))
+
+    def _cut(
+        self,
+        persona_id: str,
+        user_id: str,
+        conversation_id: str,
+        message: str,
+        kept_id: str,
+        unanswered: Episode | None,
+    ) -> AnswerCut:
+        """``respond`` was cancelled from outside before the answer (a server's shutdown
+        cut its request): the user's message is kept (pending, without a response) by a
+        write that goes on in the background, and the cancellation names its id."""
+        log.warning("answer_cut", persona_id=persona_id, episode_id=kept_id)
+        if unanswered is not None:
+            return AnswerCut(kept_id, "pending")
+        write = self._recorder.append(
+            persona_id,
+            user_id=user_id,
+            conversation_id=conversation_id,
+            message=message,
+            response="",
+            episode_id=kept_id,
+        )
+        self._behind(asyncio.ensure_future(write), persona_id, kept_id, None)
+        return AnswerCut(kept_id, "unconfirmed")
 
     def _written(
         self,

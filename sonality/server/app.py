@@ -25,7 +25,7 @@ from starlette.routing import BaseRoute, Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sonality import Sonality, __version__
-from sonality.errors import SonalityError
+from sonality.errors import AnswerCut, SonalityError
 from sonality.server import chat, routes
 from sonality.server.auth import NO_AUTH, Caller, KeyCheck, Limiter
 from sonality.server.deps import ARRIVED, ServerConfig, ServerState
@@ -114,10 +114,12 @@ class Guard:
                     raise _BodyTooLarge()
             return message
 
+        begun = False
+
         async def sending(message: Message) -> None:
-            nonlocal status
+            nonlocal status, begun
             if message["type"] == "http.response.start":
-                status = message["status"]
+                status, begun = message["status"], True
             await send(message)
 
         try:
@@ -125,9 +127,41 @@ class Guard:
         except _BodyTooLarge:
             status = 413
             await self._refuse(scope, send)
+        except asyncio.CancelledError as cut:
+            if begun:  # nothing else can be said
+                raise
+            # uvicorn cancels what still runs SONALITY_SHUTDOWN_SECONDS after a SIGTERM
+            status = 503
+            await self._cut(scope, send, cut)
         finally:
             self._release(scope)
             self._observe(scope, status, started)
+
+    async def _cut(self, scope: Scope, send: Send, cut: asyncio.CancelledError) -> None:
+        """Answer a request cut by the server's shutdown: 503 with ``Retry-After``, naming
+        the episode id a cut ``respond`` keeps its message under (:class:`AnswerCut`).
+        The request's task ends here (its cancellation was the shutdown's)."""
+        detail: dict[str, Any] = {}
+        if isinstance(cut, AnswerCut):
+            detail = {"episode_id": cut.episode_id, "stored": cut.stored}
+        message = "the server is shutting down; retry" + (
+            " with the episode_id: the message is kept" if detail else ""
+        )
+        path = scope.get("path", "")
+        payload = json.dumps(error_body(path, 503, "shutdown", message, detail)).encode()
+        log.warning("request_cut", route=path, **detail)
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 503,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(payload)).encode()),
+                    (b"retry-after", str(RETRY_AFTER_UNAVAILABLE).encode()),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": payload})
 
     def _release(self, scope: Scope) -> None:
         """Free the key's concurrency slot ``deps.caller_of`` took for this request."""

@@ -11,6 +11,8 @@ real litellm adapter; over HTTP, a server whose scripted Talker hangs while a fi
 from __future__ import annotations
 
 import asyncio
+import signal
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -368,3 +370,66 @@ async def test_chat_counts_its_deadline_from_the_request(
     await app.drain("ada", max_seconds=60)
     stored = await store.get_episode("ada", episode_id)
     assert (stored.user_message, stored.agent_response) == ("Hm?", "")
+
+
+@pytest.mark.slow
+def test_a_shutdown_cuts_a_hung_chat_with_503_and_keeps_its_message(
+    served: Any, tmp_path: Path
+) -> None:
+    """SIGTERM while a chat waits on a hung Talker: the server lets it run for
+    ``SONALITY_SHUTDOWN_SECONDS``, then cuts it with 503 and ``Retry-After``, naming the
+    episode id its message is kept under (pending, no response yet), and exits within
+    twice that bound (requests, then background work) plus a second. It answered 500 (the
+    cancelled request) and left the message unstored."""
+    from tests.server.conftest import start
+
+    shutdown = 2.0
+    with served.client() as c:
+        r = c.post(
+            "/v1/personas",
+            json={"id": "cutoff", "name": "Cut", "core_identity": "Cut short."},
+        )
+        assert r.status_code == 201, r.text
+    gate = tmp_path / "model-hangs"
+    env = served.env | {
+        "SONALITY_TEST_HANG_WHILE": str(gate),
+        "SONALITY_SHUTDOWN_SECONDS": str(shutdown),
+    }
+    server = start(env, served.log.with_name(f"shutdown-{served.backend}.log"))
+    body = {
+        "model": "sonality/cutoff",
+        "user": "u1",
+        "messages": [{"role": "user", "content": "Hello?"}],
+    }
+    headers = {"Authorization": f"Bearer {served.admin}", "Idempotency-Key": "cut-1"}
+    answer: list[httpx.Response] = []
+
+    def chat() -> None:
+        answer.append(
+            httpx.post(f"{server.url}/v1/chat/completions", json=body, headers=headers, timeout=60)
+        )
+
+    try:
+        gate.touch()
+        in_flight = threading.Thread(target=chat)
+        in_flight.start()
+        time.sleep(1.0)
+        started = time.monotonic()
+        server.process.send_signal(signal.SIGTERM)
+        server.process.wait(60)
+        closing = time.monotonic() - started
+        in_flight.join(60)
+    finally:
+        gate.unlink(missing_ok=True)
+        server.stop()
+    assert closing < 2 * shutdown + 1, closing
+    [cut] = answer
+    assert cut.status_code == 503, cut.text
+    assert int(cut.headers["Retry-After"]) > 0
+    assert cut.json()["error"]["code"] == "shutdown"
+    episode_id = cut.json()["error"]["episode_id"]
+    with served.client() as c:
+        episodes = c.get("/v1/personas/cutoff/episodes").json()
+    assert [(e["id"], e["agent_response"], e["enrichment_status"]) for e in episodes] == [
+        (episode_id, "", "pending")
+    ]
