@@ -226,6 +226,54 @@ async def test_a_slow_write_of_an_answered_exchange_does_not_hold_the_call(
     await app.close()
 
 
+async def test_an_inline_record_counts_its_deadline_from_the_call(
+    store: Any, model: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the store slow to append (1.5 s) and the model hung, an inline record returns
+    its episode pending within the record deadline counted from the call (+1 s), without
+    a read after it. It counted from after the append, then read the episode back (REST
+    record at 11.1 s against a 10 s deadline, three hung calls at once on SQLite)."""
+    patient = hung_app(store, model, deadline=120)  # the store's statements compiled first
+    await patient.create_persona("ada", name="Ada", core_identity="I am Ada.")
+    for enrich in ("off", "inline"):
+        await patient.record(
+            "ada", user_id="u0", conversation_id="c0", message="Hi", response="Hi", enrich=enrich
+        )
+    assert await patient.drain("ada", max_seconds=60)
+    await patient.close()
+    app = hung_app(store, model)
+    for name in ("append_episode", "append_episode_with_backlog"):
+        real = getattr(store, name)
+
+        async def slow(*args: Any, _real: Any = real, **kwargs: Any) -> Any:
+            print("SLOW", _real)
+            await asyncio.sleep(1.5)
+            return await _real(*args, **kwargs)
+
+        monkeypatch.setattr(store, name, slow)
+    model.hang()
+    try:
+        started = time.monotonic()
+        recorded = await asyncio.wait_for(
+            app.record(
+                "ada",
+                user_id="u1",
+                conversation_id="c1",
+                message="Tea?",
+                response="Sure.",
+                enrich="inline",
+            ),
+            60,
+        )
+        waited = time.monotonic() - started
+    finally:
+        model.release()
+    print("WAITED", waited, recorded.status)
+    assert recorded.created and recorded.status == "pending", recorded
+    assert waited < DEADLINE + 1.0, waited
+    await app.close()
+
+
 def test_cli_record_stops_enriching_at_the_record_deadline(
     store: Any, model: FakeOpenAI, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
