@@ -9,17 +9,20 @@
    the error names its id), the longest call and the bound it must keep
    (``SONALITY_NEO4J_RETRY_SECONDS`` + ``SONALITY_NEO4J_CONNECT_SECONDS``, or SQLite's busy
    timeout, +1 s), the longest ``/readyz`` while down and its statuses, and the recovery:
-   from the store answering again to the first acknowledged record.
+   from the store answering again (``RETURN 1``) to the first acknowledged record, and
+   from ``/readyz`` answering 200 again (on Neo4j: the executor's warm-up done) to it.
 2. busy conversation: ``--crowd`` records at once into one conversation (128 connections,
    ``--key-concurrency 256``): failures and turn gaps.
 3. hung model: the OpenAI-compatible fake (a process of its own) stops answering; the
    longest call of each path and its bound: REST respond and ``/v1/chat/completions``
    (``SONALITY_RESPOND_DEADLINE_SECONDS``), an inline record
    (``SONALITY_RECORD_DEADLINE_SECONDS``), CLI ``sonality record`` (the same), and the
-   server's SIGTERM with those calls in flight (``SONALITY_SHUTDOWN_SECONDS``).
+   server's SIGTERM with a chat in flight (``SONALITY_SHUTDOWN_SECONDS``; the cut chat
+   must answer 503).
 
     python tools/bench_outage.py                    # both stores (a Neo4j dev server)
     python tools/bench_outage.py --store sqlite --outage 10
+    python tools/bench_outage.py --store neo4j --skip crowd --skip hung
 
 Exit 1 when anything acknowledged is lost, a failed call hides a stored exchange, a busy
 conversation fails or has a gap, or a call passes its bound by more than a second.
