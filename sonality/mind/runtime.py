@@ -413,7 +413,15 @@ class DualProcess:
         log.warning("answer_cut", persona_id=persona_id, episode_id=kept_id)
         if unanswered is not None:
             return AnswerCut(kept_id, "pending")
-        write = self._recorder.append(
+        write = self._keep_message(persona_id, user_id, conversation_id, message, kept_id)
+        self._behind(asyncio.ensure_future(write), persona_id, kept_id, None)
+        return AnswerCut(kept_id, "unconfirmed")
+
+    def _keep_message(
+        self, persona_id: str, user_id: str, conversation_id: str, message: str, kept_id: str
+    ) -> Awaitable[tuple[Episode, bool]]:
+        """The write that keeps a user's message without a response (pending)."""
+        return self._recorder.append(
             persona_id,
             user_id=user_id,
             conversation_id=conversation_id,
@@ -421,8 +429,6 @@ class DualProcess:
             response="",
             episode_id=kept_id,
         )
-        self._behind(asyncio.ensure_future(write), persona_id, kept_id, None)
-        return AnswerCut(kept_id, "unconfirmed")
 
     def _written(
         self,
@@ -474,14 +480,7 @@ class DualProcess:
             stored = unanswered
         else:
             stored, _ = await self._in_time(
-                self._recorder.append(
-                    persona_id,
-                    user_id=user_id,
-                    conversation_id=conversation_id,
-                    message=message,
-                    response="",
-                    episode_id=kept_id,
-                ),
+                self._keep_message(persona_id, user_id, conversation_id, message, kept_id),
                 deadline,
                 persona_id,
                 kept_id,

@@ -52,6 +52,24 @@ class _BodyTooLarge(HTTPException):
         super().__init__(413, "the request body is too large")
 
 
+async def _send_json(
+    send: Send, status: int, payload: bytes, *headers: tuple[bytes, bytes]
+) -> None:
+    """A whole JSON response sent from the ASGI layer (below the routes' error handlers)."""
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(payload)).encode()),
+                *headers,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": payload})
+
+
 class Guard:
     """The outermost ASGI layer: the body-size limit (413 up front for a declared
     ``Content-Length`` over it, else as soon as the stream runs past it) and, for every
@@ -77,18 +95,7 @@ class Guard:
         }
 
     async def _refuse(self, scope: Scope, send: Send) -> None:
-        payload = self._too_large[is_openai_route(scope.get("path", ""))]
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 413,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(payload)).encode()),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": payload})
+        await _send_json(send, 413, self._too_large[is_openai_route(scope.get("path", ""))])
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get(_WARM_UP):
@@ -150,18 +157,8 @@ class Guard:
         path = scope.get("path", "")
         payload = json.dumps(error_body(path, 503, "shutdown", message, detail)).encode()
         log.warning("request_cut", route=path, **detail)
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 503,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(payload)).encode()),
-                    (b"retry-after", str(RETRY_AFTER_UNAVAILABLE).encode()),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": payload})
+        retry = (b"retry-after", str(RETRY_AFTER_UNAVAILABLE).encode())
+        await _send_json(send, 503, payload, retry)
 
     def _release(self, scope: Scope) -> None:
         """Free the key's concurrency slot ``deps.caller_of`` took for this request."""
