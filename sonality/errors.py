@@ -29,15 +29,21 @@ the CLI exits with it. 1 is left for bugs (and for commands whose answer is "no"
 A configuration error is never an outage: ``LLMConfigError`` is not an ``LLMError``, so
 nothing that tolerates a failing model (an enrichment attempt, a reflection attempt)
 swallows it or counts it against an episode; it reaches the caller with exit code 3.
+
+One more is not an error but a cancellation: :class:`AnswerCut`, the ``CancelledError``
+of a ``respond`` cancelled from outside before it answered (a server's shutdown cut its
+request), which names the episode id its user's message is kept under.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, ClassVar
 
 __all__ = [
     "EXIT_CODES",
     "AlreadyExists",
+    "AnswerCut",
     "AnswerTimeout",
     "ConfigError",
     "ConflictError",
@@ -155,6 +161,19 @@ class AnswerTimeout(LLMUnavailable):
     """The persona's answer did not come within ``SONALITY_RESPOND_DEADLINE_SECONDS``.
     The user's message is stored (``episode_id``, enrichment pending); the same call with
     that ``episode_id`` answers it later (``retry_after_seconds``: when to try)."""
+
+
+class AnswerCut(asyncio.CancelledError):
+    """``respond`` was cancelled from outside before it answered (a server's shutdown
+    cut its request): still a cancellation (``CancelledError``), naming the episode id
+    the user's message is kept under (``stored``: ``pending`` when it was stored before,
+    ``unconfirmed`` when its write goes on in the background; the same call with that
+    ``episode_id`` answers it later)."""
+
+    def __init__(self, episode_id: str, stored: str) -> None:
+        super().__init__(f"the answer was cut; the message is kept as {episode_id}")
+        self.episode_id = episode_id
+        self.stored = stored
 
 
 class LLMResponseInvalid(LLMError):

@@ -35,7 +35,7 @@ from sonality.mind.drain import Opening
 from sonality.mind.inputs import (
     MAX_LIMIT,
     check_bool,
-    check_choice,
+    check_choices,
     check_exchange,
     check_id,
     check_ids,
@@ -577,6 +577,7 @@ class Sonality(Reads):
         mode: RuntimeMode | str | None = None,
         affect: AffectPlacement | str | None = None,
         on_text: Callable[[str], None] | None = None,
+        started: float | None = None,
     ) -> Reply:
         """Answer ``message`` now (the Talker), record the exchange durably, and leave the
         deliberation to the Thinker in the background. ``mode``/``affect`` override the
@@ -586,7 +587,9 @@ class Sonality(Reads):
         ``LLMError`` when the Talker's own call fails (nothing recorded), and
         ``AnswerTimeout`` when the answer does not come within
         ``Limits.respond_deadline_seconds``: the message is then stored (pending, without
-        a response) under the error's ``episode_id``, and a call with that id answers it."""
+        a response) under the error's ``episode_id``, and a call with that id answers it.
+        ``started``: the event loop's time the caller's request began (the deadline counts
+        from it; default now)."""
         check_ids(
             persona_id=persona_id,
             user_id=user_id,
@@ -594,9 +597,8 @@ class Sonality(Reads):
             episode_id=episode_id,
         )
         check_text(message, field="message", limit=self.limits.max_message_chars)
-        run_mode = None if mode is None else check_choice(mode, RuntimeMode, field="mode")
-        placement = (
-            None if affect is None else check_choice(affect, AffectPlacement, field="affect")
+        run_mode, placement = check_choices(
+            mode=(mode, RuntimeMode), affect=(affect, AffectPlacement)
         )
         return await self._dual_process().respond(
             persona_id,
@@ -607,6 +609,7 @@ class Sonality(Reads):
             mode=run_mode,
             affect=placement,
             on_text=on_text,
+            started=started,
         )
 
     async def drain(

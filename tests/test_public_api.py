@@ -270,6 +270,7 @@ SONALITY_METHODS: dict[str, tuple[str, bool, list[tuple[str, str, object]]]] = {
             ("mode", _K, None),
             ("affect", _K, None),
             ("on_text", _K, None),
+            ("started", _K, None),
         ],
     ),
     "retry_thinking": ("method", True, [("persona_id", _P, _REQUIRED)]),

@@ -132,6 +132,8 @@ class EnrichLanes:
         call created it, and the inline pass's report."""
         backlog: EnrichmentBacklog | None = None
         passes = 0
+        # the deadline counts from the call: the append's time is part of it
+        deadline = asyncio.get_running_loop().time() + self._deadline
         inline = mode is EnrichMode.INLINE and not self._closing
         if inline and self._has_model and not self.busy(persona_id):
             # the lane is idle: the backlog read the enrichment starts from rides in the
@@ -150,7 +152,7 @@ class EnrichLanes:
             elif mode is EnrichMode.BACKGROUND and pending and self._has_model:
                 self.later(persona_id)
             elif inline and pending:
-                report, stored = await self._inline(episode, backlog, passes)
+                report, stored = await self._inline(episode, backlog, passes, deadline)
                 episode = stored or await self._store.get_episode(persona_id, episode.id)
         except StoreError as exc:
             # the exchange is stored: a read after it that fails never makes the record
@@ -238,40 +240,44 @@ class EnrichLanes:
         return _Pass(report, stored)
 
     async def _inline(
-        self, episode: Episode, backlog: EnrichmentBacklog | None, passes: int
+        self,
+        episode: Episode,
+        backlog: EnrichmentBacklog | None,
+        passes: int,
+        deadline: float,
     ) -> tuple[EnrichReport | None, Episode | None]:
-        """Enrich ``episode`` on its persona's lane while the caller waits, at most
-        ``record_deadline_seconds``; returns the report and the episode as the lane left
-        it (None: read it back). Never somebody else's backlog: when an older episode is
-        still pending, the lane takes it all and the caller gets ``pending`` at once.
+        """Enrich ``episode`` on its persona's lane while the caller waits, until
+        ``deadline`` (loop time: ``record_deadline_seconds`` after the call began);
+        returns the report and the episode as the lane left it (None: read it back; past
+        the deadline, the episode as appended, pending, without a read). Never somebody
+        else's backlog: when an older episode is still pending, the lane takes it all and
+        the caller gets ``pending`` at once.
 
         With the lane idle, one job checks that and enriches (from ``backlog``, read with
         the append while no pass ended since ``passes``, else one read; then the model and
         one commit); with the lane busy, the check is a read first, then the caller waits
         for the lane's pass if nothing older is pending."""
         pid = episode.persona_id
-        if self.busy(pid):
-            oldest = await self._store.list_pending_episodes(pid, limit=1)
-            if oldest and oldest[0].id != episode.id:
-                return None, self._leave_to_lane(episode)
-            future = self.later(pid)  # the lane is at it already: wait for it, bounded
-        else:
-            future = self._lanes.submit(
-                _key(pid), partial(self._pass, pid, 1, episode, backlog, passes)
-            )
-        deadline = self._deadline
         try:
-            result: _Pass | ConfigError | None = await asyncio.wait_for(
-                asyncio.shield(future), timeout=deadline
-            )
+            async with asyncio.timeout_at(deadline):  # the read of a busy lane's check too
+                if self.busy(pid):
+                    oldest = await self._store.list_pending_episodes(pid, limit=1)
+                    if oldest and oldest[0].id != episode.id:
+                        return None, self._leave_to_lane(episode)
+                    future = self.later(pid)  # the lane is at it already: wait, bounded
+                else:
+                    future = self._lanes.submit(
+                        _key(pid), partial(self._pass, pid, 1, episode, backlog, passes)
+                    )
+                result: _Pass | ConfigError | None = await asyncio.shield(future)
         except TimeoutError:
             log.warning(
                 "record_deadline_passed",
                 persona_id=pid,
                 episode_id=episode.id,
-                deadline_seconds=deadline,
+                deadline_seconds=self._deadline,
             )
-            return None, None
+            return None, episode
         if isinstance(result, ConfigError):
             _raise_refused(result, episode)  # not an outage: the caller must hear it
         if result is None:

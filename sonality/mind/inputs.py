@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from enum import StrEnum
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sonality.errors import ValidationError
 from sonality.models import normalise_topic, validate_identifier
@@ -24,6 +24,7 @@ __all__ = [
     "MAX_LIMIT",
     "check_bool",
     "check_choice",
+    "check_choices",
     "check_exchange",
     "check_id",
     "check_ids",
@@ -116,6 +117,15 @@ def check_choice(value: object, kind: type[E], *, field: str) -> E:
     except ValueError:
         allowed = ", ".join(member.value for member in kind)
         raise ValidationError(f"{field} must be one of {allowed}", field=field) from None
+
+
+def check_choices(**choices: tuple[object, type[StrEnum]]) -> list[Any]:
+    """Each ``field=(value, kind)`` as :func:`check_choice` checks it, in order; None
+    stays None (a choice not given)."""
+    return [
+        None if value is None else check_choice(value, kind, field=field)
+        for field, (value, kind) in choices.items()
+    ]
 
 
 def check_topic(value: object) -> str:

@@ -55,6 +55,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 from sonality.errors import (
+    AnswerCut,
     AnswerTimeout,
     ConflictError,
     LLMResponseInvalid,
@@ -180,12 +181,16 @@ class DualProcess:
         mode: RuntimeMode | None,
         affect: AffectPlacement | None,
         on_text: Callable[[str], None] | None = None,
+        started: float | None = None,
     ) -> Reply:
         """Answer, record, hand the turn to the Thinker (see the module docstring). The
         caller has validated ids and the message; ``on_text`` gets the Talker's reply as it
-        is written (never a replayed one's)."""
-        started = time.perf_counter()
-        deadline = asyncio.get_running_loop().time() + self._deadline_seconds
+        is written (never a replayed one's); ``started``: the loop time the caller's
+        request began, which the deadline counts from (a server's request has read the
+        store before: ``/v1/chat/completions`` looks its conversation up)."""
+        called = time.perf_counter()
+        now = asyncio.get_running_loop().time()
+        deadline = (now if started is None else min(started, now)) + self._deadline_seconds
         kept_id = episode_id or f"ep_{uuid.uuid4().hex}"
         unanswered: Episode | None = None
         limit = asyncio.timeout_at(deadline)
@@ -197,7 +202,7 @@ class DualProcess:
                         persona_id, episode_id, user_id, conversation_id, message
                     )
                     if isinstance(replay, Reply):
-                        return replay.model_copy(update={"latency_ms": _ms(started)})
+                        return replay.model_copy(update={"latency_ms": _ms(called)})
                     unanswered = replay
                 if self._settings.max_wait_seconds > 0:
                     await self.lanes.wait_idle(key, self._settings.max_wait_seconds)
@@ -223,6 +228,10 @@ class DualProcess:
             raise await self._late(
                 persona_id, user_id, conversation_id, message, kept_id, unanswered, deadline
             ) from None
+        except asyncio.CancelledError as cut:
+            raise self._cut(
+                persona_id, user_id, conversation_id, message, kept_id, unanswered
+            ) from cut
         text = spoken.text[: self._max_response_chars]
         if "\x00" in text:  # stored text never holds NUL (``record`` refuses it too)
             raise LLMResponseInvalid(
@@ -248,7 +257,7 @@ class DualProcess:
         then = partial(self._hand_over, persona_id, conversation_id)
         kept = await self._in_time(keeping, deadline, persona_id, kept_id, "answered", then)
         if isinstance(kept, Reply):
-            return kept.model_copy(update={"latency_ms": _ms(started)})
+            return kept.model_copy(update={"latency_ms": _ms(called)})
         episode, created = kept
         reply = Reply(
             text=text,
@@ -260,7 +269,7 @@ class DualProcess:
             mode=mode,
             affect=placement,
             narrative_version_used=spoken.narrative_version,
-            latency_ms=_ms(started),
+            latency_ms=_ms(called),
             talker_ms=spoken.talker_ms,
             created=created,
         )
@@ -358,8 +367,10 @@ class DualProcess:
         except TimeoutError:
             if task.done():  # it finished (or failed) as the time ran out
                 return task.result()
-        self._writes.add(task)
-        task.add_done_callback(partial(self._written, persona_id, kept_id, then))
+        except asyncio.CancelledError as cut:  # cut from outside: the write goes on
+            self._behind(task, persona_id, kept_id, then)
+            raise AnswerCut(kept_id, "unconfirmed") from cut
+        self._behind(task, persona_id, kept_id, then)
         log.warning(
             "answer_write_late",
             persona_id=persona_id,
@@ -373,6 +384,50 @@ class DualProcess:
             episode_id=kept_id,
             stored="unconfirmed",
             retry_after_seconds=_RETRY_AFTER_SECONDS,
+        )
+
+    def _behind(
+        self,
+        task: asyncio.Future[Any],
+        persona_id: str,
+        kept_id: str,
+        then: Callable[[Any], None] | None,
+    ) -> None:
+        """Let a write that keeps an exchange go on after its call ended (``close`` waits
+        for it within its bound)."""
+        self._writes.add(task)
+        task.add_done_callback(partial(self._written, persona_id, kept_id, then))
+
+    def _cut(
+        self,
+        persona_id: str,
+        user_id: str,
+        conversation_id: str,
+        message: str,
+        kept_id: str,
+        unanswered: Episode | None,
+    ) -> AnswerCut:
+        """``respond`` was cancelled from outside before the answer (a server's shutdown
+        cut its request): the user's message is kept (pending, without a response) by a
+        write that goes on in the background, and the cancellation names its id."""
+        log.warning("answer_cut", persona_id=persona_id, episode_id=kept_id)
+        if unanswered is not None:
+            return AnswerCut(kept_id, "pending")
+        write = self._keep_message(persona_id, user_id, conversation_id, message, kept_id)
+        self._behind(asyncio.ensure_future(write), persona_id, kept_id, None)
+        return AnswerCut(kept_id, "unconfirmed")
+
+    def _keep_message(
+        self, persona_id: str, user_id: str, conversation_id: str, message: str, kept_id: str
+    ) -> Awaitable[tuple[Episode, bool]]:
+        """The write that keeps a user's message without a response (pending)."""
+        return self._recorder.append(
+            persona_id,
+            user_id=user_id,
+            conversation_id=conversation_id,
+            message=message,
+            response="",
+            episode_id=kept_id,
         )
 
     def _written(
@@ -425,14 +480,7 @@ class DualProcess:
             stored = unanswered
         else:
             stored, _ = await self._in_time(
-                self._recorder.append(
-                    persona_id,
-                    user_id=user_id,
-                    conversation_id=conversation_id,
-                    message=message,
-                    response="",
-                    episode_id=kept_id,
-                ),
+                self._keep_message(persona_id, user_id, conversation_id, message, kept_id),
                 deadline,
                 persona_id,
                 kept_id,

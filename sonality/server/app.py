@@ -25,10 +25,10 @@ from starlette.routing import BaseRoute, Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sonality import Sonality, __version__
-from sonality.errors import SonalityError
+from sonality.errors import AnswerCut, SonalityError
 from sonality.server import chat, routes
 from sonality.server.auth import NO_AUTH, Caller, KeyCheck, Limiter
-from sonality.server.deps import ServerConfig, ServerState
+from sonality.server.deps import ARRIVED, ServerConfig, ServerState
 from sonality.server.errors import (
     RETRY_AFTER_UNAVAILABLE,
     HttpError,
@@ -50,6 +50,24 @@ class _BodyTooLarge(HTTPException):
 
     def __init__(self) -> None:
         super().__init__(413, "the request body is too large")
+
+
+async def _send_json(
+    send: Send, status: int, payload: bytes, *headers: tuple[bytes, bytes]
+) -> None:
+    """A whole JSON response sent from the ASGI layer (below the routes' error handlers)."""
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(payload)).encode()),
+                *headers,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": payload})
 
 
 class Guard:
@@ -77,24 +95,15 @@ class Guard:
         }
 
     async def _refuse(self, scope: Scope, send: Send) -> None:
-        payload = self._too_large[is_openai_route(scope.get("path", ""))]
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 413,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(payload)).encode()),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": payload})
+        await _send_json(send, 413, self._too_large[is_openai_route(scope.get("path", ""))])
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get(_WARM_UP):
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
+        # when the request arrived, on the loop's clock: respond's deadline counts from it
+        scope.setdefault("state", {})[ARRIVED] = asyncio.get_running_loop().time()
         status = 500
         for name, value in scope.get("headers", ()):
             if name == b"content-length" and (not value.isdigit() or int(value) > self.limit):
@@ -112,10 +121,12 @@ class Guard:
                     raise _BodyTooLarge()
             return message
 
+        begun = False
+
         async def sending(message: Message) -> None:
-            nonlocal status
+            nonlocal status, begun
             if message["type"] == "http.response.start":
-                status = message["status"]
+                status, begun = message["status"], True
             await send(message)
 
         try:
@@ -123,9 +134,31 @@ class Guard:
         except _BodyTooLarge:
             status = 413
             await self._refuse(scope, send)
+        except asyncio.CancelledError as cut:
+            if begun:  # nothing else can be said
+                raise
+            # uvicorn cancels what still runs SONALITY_SHUTDOWN_SECONDS after a SIGTERM
+            status = 503
+            await self._cut(scope, send, cut)
         finally:
             self._release(scope)
             self._observe(scope, status, started)
+
+    async def _cut(self, scope: Scope, send: Send, cut: asyncio.CancelledError) -> None:
+        """Answer a request cut by the server's shutdown: 503 with ``Retry-After``, naming
+        the episode id a cut ``respond`` keeps its message under (:class:`AnswerCut`).
+        The request's task ends here (its cancellation was the shutdown's)."""
+        detail: dict[str, Any] = {}
+        if isinstance(cut, AnswerCut):
+            detail = {"episode_id": cut.episode_id, "stored": cut.stored}
+        message = "the server is shutting down; retry" + (
+            " with the episode_id: the message is kept" if detail else ""
+        )
+        path = scope.get("path", "")
+        payload = json.dumps(error_body(path, 503, "shutdown", message, detail)).encode()
+        log.warning("request_cut", route=path, **detail)
+        retry = (b"retry-after", str(RETRY_AFTER_UNAVAILABLE).encode())
+        await _send_json(send, 503, payload, retry)
 
     def _release(self, scope: Scope) -> None:
         """Free the key's concurrency slot ``deps.caller_of`` took for this request."""

@@ -46,7 +46,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sonality import Sonality
 from sonality.errors import SonalityError, ValidationError
 from sonality.models import KeyScope, Reply
-from sonality.server.deps import CallerDep, SonalityDep
+from sonality.server.deps import CallerDep, SonalityDep, arrived
 from sonality.server.errors import openai_body, status_and_kind
 
 __all__ = ["router"]
@@ -337,6 +337,7 @@ async def chat_completions(
         conversation_id=conversation_id,
         message=said[-1],
         episode_id=_episode_id(conversation_id, user_id, messages),
+        started=arrived(request),  # the deadline covers the conversation's look-up too
     )
     created = int(time.time())
     if not body.stream:

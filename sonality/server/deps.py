@@ -18,15 +18,28 @@ from sonality.server.errors import HttpError
 from sonality.server.metrics import Metrics
 
 __all__ = [
+    "ARRIVED",
     "KEY_CONCURRENCY",
     "CallerDep",
     "ServerConfig",
     "ServerState",
     "SonalityDep",
+    "arrived",
     "caller_of",
     "server_state",
     "sonality_of",
 ]
+
+
+ARRIVED = "arrived"
+"""``request.state``'s entry (set by ``app.Guard``): the event loop's time the request
+arrived, from which ``respond``'s deadline counts (see :func:`arrived`)."""
+
+
+def arrived(request: Request) -> float | None:
+    """When ``request`` arrived (loop time), if ``app.Guard`` saw it."""
+    at = getattr(request.state, ARRIVED, None)
+    return at if isinstance(at, float) else None
 
 
 KEY_CONCURRENCY = 64

@@ -21,6 +21,7 @@ error                         status  kind
 ``StoreError``                503     ``store`` (with ``Retry-After``)
 ``AnswerTimeout``             504     ``timeout`` (with ``Retry-After``)
 ``LLMError``                  503     ``model`` (with ``Retry-After``)
+(cut by a shutdown)           503     ``shutdown`` (with ``Retry-After``)
 (anything else: a bug)        500     ``internal``
 ============================  ======  =================
 """
@@ -186,7 +187,7 @@ _DESCRIPTIONS = {
     422: "The body or query does not parse (``request_invalid``).",
     429: "Too many requests of this key at once (``busy``; see ``Retry-After``).",
     503: "The store, its schema or the model is unavailable, or the server is starting "
-    "(see ``Retry-After``).",
+    "or shutting down (see ``Retry-After``).",
 }
 _CONFLICTS = {
     ("post", "/v1/personas"),

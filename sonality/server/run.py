@@ -124,7 +124,8 @@ closed and answer their client 502 (uvicorn's own default is 5 s)."""
 def serve(options: ServeOptions) -> None:
     """Run the server until SIGINT/SIGTERM. On the signal each process stops accepting
     connections, lets the requests in flight finish for at most
-    ``SONALITY_SHUTDOWN_SECONDS`` (then cuts them), and closes its facade, which gives
+    ``SONALITY_SHUTDOWN_SECONDS`` (then cuts them: ``app.Guard`` answers them 503), and
+    closes its facade, which gives
     the background work in flight as long again and leaves the rest pending for the next
     process or the worker. ``auth=False`` only on loopback. uvicorn picks uvloop and
     httptools (the ``server`` extra installs both)."""

@@ -11,6 +11,8 @@ real litellm adapter; over HTTP, a server whose scripted Talker hangs while a fi
 from __future__ import annotations
 
 import asyncio
+import signal
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -224,6 +226,54 @@ async def test_a_slow_write_of_an_answered_exchange_does_not_hold_the_call(
     await app.close()
 
 
+async def test_an_inline_record_counts_its_deadline_from_the_call(
+    store: Any, model: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the store slow to append (1.5 s) and the model hung, an inline record returns
+    its episode pending within the record deadline counted from the call (+1 s), without
+    a read after it. It counted from after the append, then read the episode back (REST
+    record at 11.1 s against a 10 s deadline, three hung calls at once on SQLite)."""
+    patient = hung_app(store, model, deadline=120)  # the store's statements compiled first
+    await patient.create_persona("ada", name="Ada", core_identity="I am Ada.")
+    for enrich in ("off", "inline"):
+        await patient.record(
+            "ada", user_id="u0", conversation_id="c0", message="Hi", response="Hi", enrich=enrich
+        )
+    assert await patient.drain("ada", max_seconds=60)
+    await patient.close()
+    app = hung_app(store, model)
+    for name in ("append_episode", "append_episode_with_backlog"):
+        real = getattr(store, name)
+
+        async def slow(*args: Any, _real: Any = real, **kwargs: Any) -> Any:
+            print("SLOW", _real)
+            await asyncio.sleep(1.5)
+            return await _real(*args, **kwargs)
+
+        monkeypatch.setattr(store, name, slow)
+    model.hang()
+    try:
+        started = time.monotonic()
+        recorded = await asyncio.wait_for(
+            app.record(
+                "ada",
+                user_id="u1",
+                conversation_id="c1",
+                message="Tea?",
+                response="Sure.",
+                enrich="inline",
+            ),
+            60,
+        )
+        waited = time.monotonic() - started
+    finally:
+        model.release()
+    print("WAITED", waited, recorded.status)
+    assert recorded.created and recorded.status == "pending", recorded
+    assert waited < DEADLINE + 1.0, waited
+    await app.close()
+
+
 def test_cli_record_stops_enriching_at_the_record_deadline(
     store: Any, model: FakeOpenAI, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
@@ -315,3 +365,119 @@ def test_chat_past_its_deadline_is_504_with_retry_after(served: Any, tmp_path: P
     with served.client() as c:
         episodes = c.get("/v1/personas/slowpoke/episodes").json()
     assert [(e["id"], e["agent_response"]) for e in episodes] == [(episode_id, "You said: Hi?")]
+
+
+async def test_chat_counts_its_deadline_from_the_request(
+    store: Any, model: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``/v1/chat/completions`` reads the store before it calls respond (the conversation
+    a request without ``X-Sonality-Conversation`` belongs to); with that read slow (2 s, a
+    loaded Neo4j compiling it) and the model hung, the chat still answers 504 within the
+    deadline counted from the request, plus the grace (+1 s). It counted from respond's
+    start: the read's time came on top (33.9 s against a 30 s deadline, at a load of 20)."""
+    from sonality.server.app import create_app
+    from sonality.server.deps import ServerConfig
+
+    app = hung_app(store, model)
+    await app.create_persona("ada", name="Ada", core_identity="I am Ada.")
+    await app.set_runtime("ada", mode=RuntimeMode.BASELINE)
+    await app.record(  # the store's statements compiled, as on a warm server
+        "ada", user_id="u0", conversation_id="c0", message="Hi", response="Hi", enrich=False
+    )
+    listed = store.list_episodes
+
+    async def slow_list(*args: Any, **kwargs: Any) -> Any:
+        await asyncio.sleep(2.0)
+        return await listed(*args, **kwargs)
+
+    monkeypatch.setattr(store, "list_episodes", slow_list)
+
+    async def opened() -> Sonality:
+        return app
+
+    asgi = create_app(opened, ServerConfig(auth=False))
+    body = {"model": "sonality/ada", "user": "u1", "messages": [{"role": "user", "content": "Hm?"}]}
+    model.hang()
+    try:
+        async with (
+            asgi.router.lifespan_context(asgi),
+            httpx.AsyncClient(
+                transport=httpx.ASGITransport(app=asgi), base_url="http://server", timeout=60
+            ) as client,
+        ):
+            started = time.monotonic()
+            late = await client.post("/v1/chat/completions", json=body)
+            waited = time.monotonic() - started
+    finally:
+        model.release()
+    assert late.status_code == 504, late.text
+    assert waited < BOUND, waited
+    assert int(late.headers["Retry-After"]) > 0
+    episode_id = late.json()["error"]["episode_id"]
+    monkeypatch.undo()
+    await app.drain("ada", max_seconds=60)
+    stored = await store.get_episode("ada", episode_id)
+    assert (stored.user_message, stored.agent_response) == ("Hm?", "")
+
+
+@pytest.mark.slow
+def test_a_shutdown_cuts_a_hung_chat_with_503_and_keeps_its_message(
+    served: Any, tmp_path: Path
+) -> None:
+    """SIGTERM while a chat waits on a hung Talker: the server lets it run for
+    ``SONALITY_SHUTDOWN_SECONDS``, then cuts it with 503 and ``Retry-After``, naming the
+    episode id its message is kept under (pending, no response yet), and exits within
+    twice that bound (requests, then background work) plus a second. It answered 500 (the
+    cancelled request) and left the message unstored."""
+    from tests.server.conftest import start
+
+    shutdown = 2.0
+    with served.client() as c:
+        r = c.post(
+            "/v1/personas",
+            json={"id": "cutoff", "name": "Cut", "core_identity": "Cut short."},
+        )
+        assert r.status_code == 201, r.text
+    gate = tmp_path / "model-hangs"
+    env = served.env | {
+        "SONALITY_TEST_HANG_WHILE": str(gate),
+        "SONALITY_SHUTDOWN_SECONDS": str(shutdown),
+    }
+    server = start(env, served.log.with_name(f"shutdown-{served.backend}.log"))
+    body = {
+        "model": "sonality/cutoff",
+        "user": "u1",
+        "messages": [{"role": "user", "content": "Hello?"}],
+    }
+    headers = {"Authorization": f"Bearer {served.admin}", "Idempotency-Key": "cut-1"}
+    answer: list[httpx.Response] = []
+
+    def chat() -> None:
+        answer.append(
+            httpx.post(f"{server.url}/v1/chat/completions", json=body, headers=headers, timeout=60)
+        )
+
+    try:
+        gate.touch()
+        in_flight = threading.Thread(target=chat)
+        in_flight.start()
+        time.sleep(1.0)
+        started = time.monotonic()
+        server.process.send_signal(signal.SIGTERM)
+        server.process.wait(60)
+        closing = time.monotonic() - started
+        in_flight.join(60)
+    finally:
+        gate.unlink(missing_ok=True)
+        server.stop()
+    assert closing < 2 * shutdown + 1, closing
+    [cut] = answer
+    assert cut.status_code == 503, cut.text
+    assert int(cut.headers["Retry-After"]) > 0
+    assert cut.json()["error"]["code"] == "shutdown"
+    episode_id = cut.json()["error"]["episode_id"]
+    with served.client() as c:
+        episodes = c.get("/v1/personas/cutoff/episodes").json()
+    assert [(e["id"], e["agent_response"], e["enrichment_status"]) for e in episodes] == [
+        (episode_id, "", "pending")
+    ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 
 from sonality.errors import NotFoundError
@@ -13,7 +13,7 @@ from sonality.models import (
     Reply,
     ThinkerTurn,
 )
-from sonality.server.deps import CallerDep, SonalityDep
+from sonality.server.deps import CallerDep, SonalityDep, arrived
 from sonality.server.routes.common import READ, WRITE, Body, _known
 
 router = APIRouter()
@@ -29,8 +29,11 @@ class RespondIn(Body):
 
 
 @router.post("/v1/personas/{persona_id}/respond", tags=["agent"])
-async def respond(persona_id: str, body: RespondIn, caller: CallerDep, app: SonalityDep) -> Reply:
-    """Answer now (the Talker); the Thinker deliberates after."""
+async def respond(
+    persona_id: str, body: RespondIn, request: Request, caller: CallerDep, app: SonalityDep
+) -> Reply:
+    """Answer now (the Talker); the Thinker deliberates after (the deadline counts from
+    the request's arrival)."""
     caller.require(persona_id, WRITE)
     return await app.respond(
         persona_id,
@@ -40,6 +43,7 @@ async def respond(persona_id: str, body: RespondIn, caller: CallerDep, app: Sona
         episode_id=body.episode_id,
         mode=body.mode,
         affect=body.affect,
+        started=arrived(request),
     )
 
 

@@ -26,19 +26,21 @@ when it accepts connections: it completes a handshake as soon as Bolt listens, w
 query engine, cold, answers nothing for tens of seconds on a loaded machine (measured
 28 Nov 2026: 10-50 s between the port opening and ``RETURN 1`` answering within 2 s), so
 with the handshake as the only probe every unit sent then waited on it (59 s). Nor is it
-back when ``RETURN 1`` answers: its first real statement still compiles on a cold JVM
+back when ``RETURN 1`` answers: its first real statements still compile on a cold JVM
 (eight appends sent just after ``RETURN 1`` answered all finished together 65 s later, at
-a load average of 17). So once the query answers, units go one at a time
-(:attr:`StoreHealth.trial`) until one finishes, which ends the outage. That first one
-waits on, like any unit of a server that answers its probe, and pays for the cold
-compilation alone; the others wait for it within their own bound, then fail with
-``StoreUnavailable``. It is not cut at the bound: a statement whose unit was cancelled
-while it compiled took 25 s on its next run against 1.3 s for a fresh one (11 s against
-4.0 s in a second try), so cutting first units delayed the recovery instead of bounding
-it (a run at a load of 25 cut every one at 10 s and acknowledged nothing in the 40 s
-after ``RETURN 1`` answered). Until a unit has finished, :meth:`Neo4jExecutor.ping`
-(``/readyz``) answers unavailable within its second and starts one itself (a schema
-check), so a server with no traffic but its readiness checks comes back too.
+a load average of 17; one unit let through alone took 28.4 s). So once the query
+answers, the executor *warms the server up* itself (:meth:`Neo4jExecutor.warm_up`), in
+a task no caller's bound cancels: it runs again the units this process ran most (each
+read and auto-commit statement remembered with its last arguments, :class:`_Hot`), each in
+a transaction it rolls back, so the server compiles what the callers will ask and nothing
+is written. Meanwhile a unit waits for the warm-up until ``retry_seconds`` after it
+began, then fails with ``StoreUnavailable`` ("warming up after a restart"), and
+:meth:`Neo4jExecutor.ping` (``/readyz``) answers unavailable; the warm-up finished, the
+outage is over. A compilation is not cut by a caller's bound because that made it
+worse: a statement whose unit was cancelled while it compiled took 25 s on its next run
+against 1.3 s for a fresh one (11 s against 4.0 s in a second try). The warm-up is cut
+only when the server stops answering ``RETURN 1`` again (its units are watched like any
+other), and the next probe that answers starts another.
 
 A killed server also leaves the pool holding connections to the old process; the driver
 checks a connection idle for longer than ``liveness_check_timeout`` (``store.py``)
@@ -55,6 +57,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import math
 import random
 import time
@@ -62,7 +65,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, LiteralString, ParamSpec, TypeVar
 
 from neo4j import WRITE_ACCESS, AsyncDriver, AsyncManagedTransaction
 from neo4j.exceptions import (
@@ -206,14 +209,11 @@ class StoreHealth:
         self.answered_at = -math.inf
         """Loop time of the last answer: a unit of work that finished, or a probe."""
         self.down_since: float | None = None
-        """Loop time a unit failed for want of an answer; None again once a unit of work
-        finishes (neither a handshake nor ``RETURN 1`` ends it: a restarted server
-        completes a handshake long before its query engine answers, and answers
+        """Loop time a unit failed for want of an answer; None again once the warm-up
+        after it finished (neither a handshake nor ``RETURN 1`` ends it: a restarted
+        server completes a handshake long before its query engine answers, and answers
         ``RETURN 1`` long before it has compiled a real statement)."""
         self._probes: dict[bool, asyncio.Future[bool]] = {}
-        self.trial = asyncio.Lock()
-        """Held by the one unit that runs while the server answers queries again but no
-        unit has finished since (see :meth:`Neo4jExecutor.unit`)."""
 
     def answered(self) -> None:
         """A unit of work finished (or was refused): the server serves."""
@@ -309,6 +309,55 @@ class _Watch:
             raise Unanswered(round(waited, 1)) from exc
 
 
+_WARM_UNITS = 12
+"""How many units (the most run ones) the warm-up after an outage runs again."""
+
+_HOT_LIMIT = 256
+"""The most operations remembered for the warm-up (operations are a fixed set of names)."""
+
+_Replay = Callable[[AsyncDriver, str], Awaitable[None]]
+"""A unit run again in a transaction rolled back (on a driver, in a database)."""
+
+
+class _RolledBack(Exception):
+    """Raised at the end of a replayed unit so its transaction rolls back (the driver
+    does not retry it: it is not a driver error)."""
+
+
+def _replay_read(work: TxFunction[..., Any], args: Any, kwargs: Any) -> _Replay:
+    async def replay(driver: AsyncDriver, database: str) -> None:
+        async def again(tx: AsyncManagedTransaction) -> None:
+            await work(tx, *args, **kwargs)
+            raise _RolledBack
+
+        async with driver.session(database=database) as session:
+            await session.execute_read(again)
+
+    return replay
+
+
+def _replay_statement(text: LiteralString, params: dict[str, Any]) -> _Replay:
+    async def replay(driver: AsyncDriver, database: str) -> None:
+        async def again(tx: AsyncManagedTransaction) -> None:
+            result = await tx.run(text, params)
+            await result.consume()
+            raise _RolledBack
+
+        async with driver.session(database=database) as session:
+            await session.execute_write(again)
+
+    return replay
+
+
+@dataclass
+class _Hot:
+    """A unit the warm-up may run again: how often it ran, and its last run."""
+
+    operation: str
+    runs: int = 0
+    replay: _Replay | None = None
+
+
 @dataclass
 class TransactionStats:
     """What the executor ran since the store opened: units of work, and the extra attempts
@@ -349,6 +398,8 @@ class Neo4jExecutor:
         self._check_schema = check_schema
         self._schema_ok = False
         self._warming: asyncio.Future[None] | None = None
+        self._hot: dict[str, _Hot] = {}
+        """The units this process ran, by operation, for the warm-up after an outage."""
         self.stats = TransactionStats()
         """Units of work and driver retries, for benchmarks and diagnostics."""
         self.vector_index = False
@@ -370,13 +421,11 @@ class Neo4jExecutor:
     @asynccontextmanager
     async def unit(self, operation: str, **context: Any) -> AsyncIterator[None]:
         """The bounds of one unit of work (see the module docstring): while the store is
-        down the probe first, then the work, watched, its errors translated (``context``
-        goes into a ``StoreUnavailable``)."""
+        down the probe and the warm-up first, then the work, watched, its errors translated
+        (``context`` goes into a ``StoreUnavailable``)."""
         health = self.health
-        deadline = asyncio.get_running_loop().time() + self.retry_seconds + self.connect_seconds
-        trial = health.down_since is not None and await self._enter_trial(
-            deadline, operation, context
-        )
+        if health.down_since is not None:
+            await self._await_warm_up(operation, context)
         try:
             async with (
                 translate_errors(operation, **context),
@@ -392,43 +441,77 @@ class Neo4jExecutor:
             raise
         else:
             health.answered()
-        finally:
-            if trial:
-                health.trial.release()
 
-    async def _enter_trial(self, deadline: float, operation: str, context: dict[str, Any]) -> bool:
+    async def _await_warm_up(self, operation: str, context: dict[str, Any]) -> None:
         """The gate of a unit while the store is down (see the module docstring): it fails
-        unless the server answers a query; then it waits, until ``deadline``, for the
-        unit running as the trial; ``True`` when it is the trial itself (holding
-        :attr:`StoreHealth.trial`), ``False`` when a trial finished meanwhile."""
+        unless the server answers a query; then it waits for the warm-up (starting it),
+        until ``retry_seconds`` after it began, and fails unless the warm-up ended the
+        outage by then."""
         health = self.health
+        deadline = asyncio.get_running_loop().time() + self.retry_seconds
         if not await health.probe():
             raise StoreUnavailable(
                 "Neo4j is unreachable (no answer since it went down)",
                 operation=operation,
                 **context,
             )
-        try:
+        warming = self.start_warm_up()
+        with contextlib.suppress(TimeoutError):
             async with asyncio.timeout_at(deadline):
-                await health.trial.acquire()
-        except TimeoutError:
+                await asyncio.shield(warming)
+        if health.down_since is not None:
             raise StoreUnavailable(
-                "Neo4j is starting: it answers again but has not finished a call yet; retry",
+                "Neo4j is warming up after a restart (it answers again, and is compiling"
+                " its statements before it takes calls); retry",
                 operation=operation,
                 **context,
-            ) from None
-        if health.down_since is None:  # the trial before this one finished
-            health.trial.release()
-            return False
-        return True
+            )
+
+    def start_warm_up(self) -> asyncio.Future[None]:
+        """The warm-up in flight, or a new one (see :meth:`warm_up`)."""
+        if self._warming is None or self._warming.done():
+            self._warming = asyncio.ensure_future(self.warm_up())
+        return self._warming
+
+    async def warm_up(self) -> None:
+        """Warm a server back from an outage before callers use it (see the module
+        docstring): the schema check, then the units this process ran most
+        (:data:`_WARM_UNITS` of them), each again with its last arguments in a transaction
+        rolled back; then the outage is over (:meth:`StoreHealth.answered`). A unit that
+        raises is compiled all the same (its error is dropped); the warm-up fails, and the
+        outage goes on, only when the server stops answering (``StoreUnavailable``)."""
+        health = self.health
+        started = asyncio.get_running_loop().time()
+        hot = sorted(self._hot.values(), key=lambda h: -h.runs)[:_WARM_UNITS]
+        steps: list[tuple[str, Callable[[], Awaitable[Any]]]] = [("warm_up", self._check_schema)]
+        steps += [
+            (f"warm_up:{h.operation}", functools.partial(h.replay, self.driver, self.database))
+            for h in hot
+            if h.replay is not None
+        ]
+        for operation, step in steps:
+            try:
+                async with translate_errors(operation), _Watch(health, self.retry_seconds):
+                    await step()
+            except StoreUnavailable:
+                health.failed()
+                return
+            except (_RolledBack, SonalityError):  # rolled back, or refused: compiled
+                pass
+        log.info(
+            "neo4j_warmed_up",
+            units=len(steps),
+            seconds=round(asyncio.get_running_loop().time() - started, 2),
+        )
+        health.answered()
 
     async def ping(self) -> None:
         """``StoreUnavailable`` unless the server answers a query on a new connection
         within :data:`PING_SECONDS` (no retry: a readiness check must answer fast, and a
-        busy pool must not delay it), and has finished a unit of work since it was last
-        down: a restarted server answers ``RETURN 1`` long before it has compiled a real
-        statement, so the ping starts a unit in the background (a schema check, the first
-        after the outage, which ends it) and answers unavailable until one finished."""
+        busy pool must not delay it), and is not warming up after an outage: a restarted
+        server answers ``RETURN 1`` long before it has compiled a real statement, so the
+        ping starts the warm-up (:meth:`warm_up`) and answers unavailable until it
+        finished, so a server with no traffic but its readiness checks comes back too."""
         try:
             if self._reach is None:
                 raise TimeoutError
@@ -441,23 +524,17 @@ class Neo4jExecutor:
         health = self.health
         health.reached()
         if health.down_since is not None:
-            if self._warming is None or self._warming.done():
-                self._warming = asyncio.ensure_future(self._warm_up())
+            self.start_warm_up()
             raise StoreUnavailable(
-                "Neo4j answers again but has not finished a call since it was down",
+                "Neo4j is warming up after a restart (it answers again, and is compiling"
+                " its statements before it takes calls)",
                 operation="ping",
             )
 
     def stop(self) -> None:
-        """Cancel the background unit :meth:`ping` may have started (the store closes)."""
+        """Cancel the warm-up :meth:`ping` or a unit may have started (the store closes)."""
         if self._warming is not None:
             self._warming.cancel()
-
-    async def _warm_up(self) -> None:
-        """A unit of work after an outage that no caller waits for (see :meth:`ping`)."""
-        with contextlib.suppress(SonalityError):
-            async with self.unit("warm_up"):
-                await self._check_schema()
 
     async def ensure_schema(self) -> None:
         """``SchemaError`` unless migrated (checked once, then cached)."""
@@ -472,6 +549,7 @@ class Neo4jExecutor:
     ) -> T:
         """``work`` in one read transaction."""
         await self.ensure_schema()
+        self._remember(operation, _replay_read(work, args, kwargs))
         async with (
             self.unit(operation),
             self.driver.session(database=self.database) as session,
@@ -514,6 +592,7 @@ class Neo4jExecutor:
         stats = self.stats
         stats.units += 1
         text = load(query)
+        self._remember(operation, _replay_statement(text, params))
         deadline = time.monotonic() + self.retry_seconds
         delay = _FIRST_RETRY_DELAY
         async with self.unit(operation, **(context or {})):
@@ -532,6 +611,17 @@ class Neo4jExecutor:
                     stats.retries += 1
                     await asyncio.sleep(pause)
                     delay *= 2
+
+    def _remember(self, operation: str, replay: _Replay) -> None:
+        """Note a unit for the warm-up (see :meth:`warm_up`): its operation, how often it
+        ran, and how to run it again with its last arguments."""
+        hot = self._hot.get(operation)
+        if hot is None:
+            if len(self._hot) >= _HOT_LIMIT:
+                return
+            hot = self._hot[operation] = _Hot(operation)
+        hot.runs += 1
+        hot.replay = replay
 
     def _counted(self, work: TxFunction[P, T]) -> TxFunction[P, T]:
         """``work`` counting its runs in :attr:`stats` (every run after the first is a
