@@ -26,11 +26,17 @@ exchange, then ``context`` for a new message, ``rounds`` times, after ``--warm-r
 unmeasured ones (3). The clients are aiohttp sessions (``--client httpx`` for httpx's,
 which costs several times the CPU per request: on a small machine it caps the floor).
 Beside the servers' CPU per request a row prints this process's (the load generator's),
-the fake model's and Neo4j's, counted over the measured rounds only.
+the fake model's and Neo4j's, counted over the measured rounds only; Neo4j's also by
+thread (``bolt``: the statements, ``jit``: the JIT compiler, ``gc``). Before Neo4j's
+rows, record + context runs on a persona of its own until Neo4j's JIT compiler spends at
+most a millisecond a request, or ``--jvm-warm`` seconds (120): a server in service has
+compiled its hot paths, a dev server started for the run spends 5-8 ms of CPU a request
+compiling them over its first few thousand requests.
 After a record+context row the enrichment lag (the age of the persona's oldest pending
 episode, from ``/readyz``) says how far behind the servers' background enrichment is.
 Neo4j is the dev server from tools/neo4j-devserver (started here) unless
-SONALITY_BENCH_NEO4J_URI names one. Not a timed test: the figures depend on the machine.
+SONALITY_BENCH_NEO4J_URI names one (and SONALITY_BENCH_NEO4J_PID its process, for its
+CPU). Not a timed test: the figures depend on the machine.
 
 The pieces are importable (``tools/bench_model_latency.py`` uses them): :func:`fake_model`,
 :func:`servers`, :func:`prepare`, :func:`record_context`, :func:`chat`, :func:`floor`,
