@@ -26,11 +26,17 @@ exchange, then ``context`` for a new message, ``rounds`` times, after ``--warm-r
 unmeasured ones (3). The clients are aiohttp sessions (``--client httpx`` for httpx's,
 which costs several times the CPU per request: on a small machine it caps the floor).
 Beside the servers' CPU per request a row prints this process's (the load generator's),
-the fake model's and Neo4j's, counted over the measured rounds only.
+the fake model's and Neo4j's, counted over the measured rounds only; Neo4j's also by
+thread (``bolt``: the statements, ``jit``: the JIT compiler, ``gc``). Before Neo4j's
+rows, record + context runs on a persona of its own until Neo4j's JIT compiler spends at
+most a millisecond a request, or ``--jvm-warm`` seconds (120): a server in service has
+compiled its hot paths, a dev server started for the run spends 5-8 ms of CPU a request
+compiling them over its first few thousand requests.
 After a record+context row the enrichment lag (the age of the persona's oldest pending
 episode, from ``/readyz``) says how far behind the servers' background enrichment is.
 Neo4j is the dev server from tools/neo4j-devserver (started here) unless
-SONALITY_BENCH_NEO4J_URI names one. Not a timed test: the figures depend on the machine.
+SONALITY_BENCH_NEO4J_URI names one (and SONALITY_BENCH_NEO4J_PID its process, for its
+CPU). Not a timed test: the figures depend on the machine.
 
 The pieces are importable (``tools/bench_model_latency.py`` uses them): :func:`fake_model`,
 :func:`servers`, :func:`prepare`, :func:`record_context`, :func:`chat`, :func:`floor`,
@@ -259,6 +265,28 @@ def cpu_seconds(pids: Sequence[int]) -> float:
     return total
 
 
+JVM_THREADS = {"bolt": ("neo4j.Bolt",), "jit": ("C1 Compiler", "C2 Compiler"), "gc": ("GC ", "G1 ")}
+"""Neo4j's threads by what they do (their names' prefixes): Bolt's workers and network
+threads (the statements themselves), the JIT compiler, the garbage collector."""
+
+
+def jvm_thread_cpu(pid: int) -> dict[str, float]:
+    """CPU seconds of a JVM's threads so far, by :data:`JVM_THREADS` group (Linux ``/proc``;
+    empty elsewhere)."""
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    out = dict.fromkeys(JVM_THREADS, 0.0)
+    with contextlib.suppress(OSError):
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(OSError):
+                name, _, rest = (task / "stat").read_text().partition("(")[2].rpartition(")")
+                fields = rest.split()
+                seconds = (int(fields[11]) + int(fields[12])) / tick
+                for group, prefixes in JVM_THREADS.items():
+                    if name.startswith(prefixes):
+                        out[group] += seconds
+    return out
+
+
 HELPERS: dict[str, int] = {}
 """The processes a run starts besides the servers, by name (``model``: the fake model,
 ``neo4j``: the dev server), whose CPU :func:`cpu_of` reports beside the servers'."""
@@ -280,18 +308,25 @@ def cpu_of(
     pids = [s.process.pid for s in running]
     start: dict[str, float] = {}
 
+    def helpers() -> dict[str, float]:
+        spent = {name: cpu_seconds([pid]) for name, pid in HELPERS.items()}
+        if "neo4j" in HELPERS:
+            threads = jvm_thread_cpu(HELPERS["neo4j"])
+            spent.update({f"neo4j {group}": seconds for group, seconds in threads.items()})
+        return spent
+
     def restart() -> None:
         start["servers"] = cpu_seconds(pids)
         start["client"] = _own_cpu()
-        start.update({name: cpu_seconds([pid]) for name, pid in HELPERS.items()})
+        start.update(helpers())
 
     restart()
     yield restart
     result.append(cpu_seconds(pids) - start["servers"])
     if others is not None:
         others["client"] = _own_cpu() - start["client"]
-        for name, pid in HELPERS.items():
-            others[name] = cpu_seconds([pid]) - start[name]
+        for name, seconds in helpers().items():
+            others[name] = seconds - start[name]
 
 
 @dataclass
@@ -649,6 +684,48 @@ class Options:
     warm_rounds: int = 3
     """Unmeasured rounds of record + context before the measured ones (a freshly started
     Neo4j compiles its hot paths just-in-time over the first few hundred statements)."""
+    jvm_warm_seconds: float = 120.0
+    """Before Neo4j's rows, record + context on a persona of its own until Neo4j's JIT
+    compiler spends at most :data:`JIT_SETTLED_MS` per request (or this long): a server in
+    service has compiled its hot paths long before; a dev server started for the run has
+    not (0: no warm-up)."""
+
+
+JIT_SETTLED_MS = 1.0
+"""Neo4j's JIT compiler CPU per request (ms) at which :func:`warm_jvm` stops: a fresh dev
+server spends 5-8 ms a request compiling for its first few thousand requests, a warmed one
+about 0.5 (README "Load figures")."""
+
+
+async def warm_jvm(
+    url: str, token: str, persona: str, opts: Options, env: dict[str, str], tmp: Path
+) -> str:
+    """record + context from ``opts.clients`` clients through one server on ``persona``,
+    two rounds at a time, until Neo4j's JIT compiler CPU per request falls to
+    :data:`JIT_SETTLED_MS` or ``opts.jvm_warm_seconds`` pass; returns what it did. Without
+    Neo4j's process id (a server the run did not start: no ``SONALITY_BENCH_NEO4J_PID``)
+    it runs for the whole time."""
+    pid = HELPERS.get("neo4j")
+    started = time.perf_counter()
+    requests, jit_ms, batches = 0, float("nan"), 0
+    with servers(env, 1, tmp, tag="neo4j-warm") as running:
+        urls = [s.url for s in running]
+        while time.perf_counter() - started < opts.jvm_warm_seconds:
+            before = jvm_thread_cpu(pid)["jit"] if pid else 0.0
+            result = await record_context(
+                urls, token, persona, clients=opts.clients, rounds=2, tag="w", warm=0
+            )
+            answered = len(result.every)
+            requests += answered
+            batches += 1
+            if pid and answered:
+                jit_ms = 1000 * (jvm_thread_cpu(pid)["jit"] - before) / answered
+                if jit_ms <= JIT_SETTLED_MS:
+                    break
+    return (
+        f"neo4j   JVM warm-up: {requests} requests in {time.perf_counter() - started:.0f} s "
+        f"({batches} batches); JIT {jit_ms:.1f} ms/request in the last"
+    )
 
 
 def _ratio(result: Result, base: Result) -> str:
@@ -708,10 +785,14 @@ async def measure_fake(
     """The store's loads with the fake model: record+context with each number of
     processes of ``opts``, then chat on one process (``echo``: print each row as it
     comes, with the profile when ``opts.profile``)."""
-    personas = [f"{store}-{n}p" for n in opts.processes] + [f"{store}-chat"]
+    personas = [f"{store}-{n}p" for n in opts.processes] + [f"{store}-chat", f"{store}-warm"]
     token = await prepare(url, personas)
     env = server_env(url, api_base)
     out = FakeRows()
+    if store == "neo4j" and opts.jvm_warm_seconds > 0:
+        warmed = await warm_jvm(url, token, f"{store}-warm", opts, env, tmp)
+        if echo:
+            print(warmed, flush=True)
     for processes in opts.processes:
         persona = f"{store}-{processes}p"
         spent: list[float]
@@ -841,6 +922,8 @@ request instead of 5-6, README "Load figures")."""
 def neo4j(tmp: Path) -> Iterator[str]:
     uri = os.environ.get("SONALITY_BENCH_NEO4J_URI")
     if uri:
+        if pid := os.environ.get("SONALITY_BENCH_NEO4J_PID"):
+            HELPERS["neo4j"] = int(pid)  # its CPU is then reported as the dev server's is
         yield uri
         return
     server = load_devserver().DevServer.start(log_path=tmp / "neo4j.log", config=NEO4J_SETTINGS)
@@ -864,6 +947,12 @@ async def main() -> int:
     parser.add_argument("--chat-clients", type=int, default=16)
     parser.add_argument("--chat-rounds", type=int, default=4)
     parser.add_argument("--warm-rounds", type=int, default=3, help="unmeasured rounds first")
+    parser.add_argument(
+        "--jvm-warm",
+        type=float,
+        default=Options.jvm_warm_seconds,
+        help="seconds at most to warm Neo4j's JIT before its rows (0: none)",
+    )
     parser.add_argument("--profile", type=Path, help="py-spy each server into this folder")
     parser.add_argument(
         "--client", choices=("aiohttp", "httpx"), default=CLIENT, help="the load generator"
@@ -880,6 +969,7 @@ async def main() -> int:
         processes=tuple(int(n) for n in args.processes.split(",")),
         profile=args.profile,
         warm_rounds=args.warm_rounds,
+        jvm_warm_seconds=args.jvm_warm,
     )
     from sonality.observability import configure_logging
 

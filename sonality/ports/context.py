@@ -32,7 +32,8 @@ class ContextStore(Protocol):
         ``beliefs`` strongest, and up to ``beliefs`` whose topic is not embedded yet, each
         through an index: never every belief of the persona), the user's ``similar_k``
         episodes most similar to ``embedding`` (none when it is ``None`` or ``similar_k``
-        is 0) and their ``recent`` latest, all in one read transaction.
+        is 0) and their ``recent`` latest, all in one unit of work (SQLite: one read
+        transaction; Neo4j: usually one statement, each committing on its own).
         ``PersonaNotFound`` when the persona is unknown."""
         ...
 

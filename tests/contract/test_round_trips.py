@@ -46,10 +46,13 @@ class Statements:
 
     def __init__(self) -> None:
         self.sent: list[str] = []
+        self.auto_commit: list[str] = []
+        """The statements of :attr:`sent` run on a session: each its own transaction."""
 
     @contextmanager
     def counting(self) -> Iterator[list[str]]:
         self.sent.clear()
+        self.auto_commit.clear()
         yield self.sent
 
 
@@ -65,6 +68,8 @@ def statements(monkeypatch: pytest.MonkeyPatch) -> Statements:
             self: Any, query: Any, *args: Any, original: Any = original, **kwargs: Any
         ) -> Any:
             spy.sent.append(str(query).split("\n", 1)[0])
+            if isinstance(self, AsyncSession):
+                spy.auto_commit.append(spy.sent[-1])
             return await original(self, query, *args, **kwargs)
 
         monkeypatch.setattr(cls, "run", run)
@@ -358,8 +363,9 @@ async def test_similarity_routes_agree_with_an_exact_ranking(
 
 
 async def test_context_reads_are_one_transaction(neo4j_store: Any, statements: Statements) -> None:
-    """context_reads is one unit of work of two statements: context/read (with the cache's
-    catch-up) and the hits by id; similar_episodes through the cache is two (its catch-up,
+    """context_reads is one unit of work of two statements, each committing on its own
+    (a read needs no transaction around them): context/read (with the cache's catch-up)
+    and the hits by id; similar_episodes through the cache is two (its catch-up,
     the hits)."""
     await add_persona(neo4j_store)
     for i in range(6):
@@ -392,6 +398,8 @@ async def test_a_warm_context_read_is_one_statement(
     with statements.counting() as sent:
         reads = await neo4j_store.context_reads("p1", "u1", query, similar_k=3, recent=2)
     assert len(sent) == 1, sent
+    # no BEGIN and COMMIT around it: one round trip (a read transaction takes two)
+    assert statements.auto_commit == sent
     stored = [*embeddings, query]
     expected = sorted(range(7), key=lambda i: -cosine(stored[i], query))[:3]
     assert [e.id for e, _ in reads.similar] == [f"c1-e{i}" for i in expected]

@@ -31,7 +31,7 @@ from sonality.storage import checks
 from sonality.storage.neo4j import codec
 from sonality.storage.neo4j.cypher import Query
 from sonality.storage.neo4j.episodes import Neo4jEpisodes, episode_from, search_candidates
-from sonality.storage.neo4j.executor import count, fetch, fetch_one, fetch_plain
+from sonality.storage.neo4j.executor import Reader, count, fetch, fetch_one, fetch_plain
 from sonality.storage.neo4j.personas import persona_from, snapshot_from
 from sonality.storage.neo4j.runtime import _affect_from, _conversation_mind
 
@@ -65,7 +65,7 @@ class Neo4jContext(Neo4jEpisodes):
 
     async def _reads(
         self,
-        tx: AsyncManagedTransaction,
+        tx: Reader,
         persona_id: str,
         user_id: str,
         vector: list[float] | None,
@@ -166,7 +166,7 @@ class Neo4jContext(Neo4jEpisodes):
     ) -> ContextReads:
         """See :meth:`sonality.ports.ContextStore.context_reads`."""
         vector = None if embedding is None else self._vector(embedding)
-        return await self._db.read(
+        return await self._db.read_statements(
             "context_reads",
             self._reads,
             persona_id,

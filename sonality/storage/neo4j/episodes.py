@@ -26,6 +26,7 @@ from sonality.storage.neo4j.cypher import Query
 from sonality.storage.neo4j.executor import (
     Neo4jAggregate,
     Neo4jExecutor,
+    Reader,
     count,
     fetch,
     fetch_one,
@@ -187,7 +188,7 @@ EXACT_ROUTE = SimilarityRoute(exact_max=2**62)
 
 
 async def _similar(
-    tx: AsyncManagedTransaction,
+    tx: Reader,
     persona_id: str,
     user_id: str,
     embedding: list[float],
@@ -218,7 +219,7 @@ def search_candidates(k: int) -> int:
 
 
 async def _search(
-    tx: AsyncManagedTransaction, persona_id: str, user_id: str, embedding: list[float], k: int
+    tx: Reader, persona_id: str, user_id: str, embedding: list[float], k: int
 ) -> list[tuple[Episode, float]]:
     """One statement (``episode/similar_search``): the index's own persona/user filter."""
     rows = await fetch_plain(
@@ -279,7 +280,7 @@ class Neo4jEpisodes(Neo4jAggregate):
 
     async def _similar_in(
         self,
-        tx: AsyncManagedTransaction,
+        tx: Reader,
         persona_id: str,
         user_id: str,
         vector: list[float],

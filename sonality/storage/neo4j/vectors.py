@@ -43,10 +43,8 @@ from collections.abc import Mapping, Sequence
 from itertools import chain
 from typing import Any
 
-from neo4j import AsyncManagedTransaction
-
 from sonality.storage.neo4j.cypher import Query
-from sonality.storage.neo4j.executor import fetch_plain
+from sonality.storage.neo4j.executor import Reader, fetch_plain
 from sonality.storage.vectors import MatrixCache, UserMatrix, normalise_rows
 
 __all__ = ["MARGIN", "WINDOW", "Neo4jEmbeddingCache"]
@@ -119,9 +117,7 @@ class Neo4jEmbeddingCache(MatrixCache):
         entry.read_at = int(row["now"])
         return int(row["embedded"]) == len(entry.ids)
 
-    async def _read(
-        self, tx: AsyncManagedTransaction, persona_id: str, user_id: str
-    ) -> bool | None:
+    async def _read(self, tx: Reader, persona_id: str, user_id: str) -> bool | None:
         """One catch-up statement (``episode/vectors``), absorbed (``None``: the user is
         larger than the budget takes)."""
         [row] = await fetch_plain(
@@ -135,7 +131,7 @@ class Neo4jEmbeddingCache(MatrixCache):
 
     async def _refresh(
         self,
-        tx: AsyncManagedTransaction,
+        tx: Reader,
         persona_id: str,
         user_id: str,
         caught_up: Mapping[str, Any] | None = None,
@@ -161,7 +157,7 @@ class Neo4jEmbeddingCache(MatrixCache):
 
     async def search(
         self,
-        tx: AsyncManagedTransaction,
+        tx: Reader,
         persona_id: str,
         user_id: str,
         query: Sequence[float],
