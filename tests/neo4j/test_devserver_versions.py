@@ -211,7 +211,7 @@ async def test_store_on_2026_chooses_the_in_index_search_and_uses_it(
     exact top 5 (computed here), only that user's, and leaves the process's cache empty.
     Forced to the cache plan it agrees; with the setting off, migrate drops the index and
     the store chooses the cache, whose answers agree too."""
-    from neo4j import AsyncManagedTransaction
+    from neo4j import AsyncManagedTransaction, AsyncSession
 
     from sonality.models import EpisodeDraft
     from sonality.storage.neo4j.cypher import Query, load
@@ -247,17 +247,21 @@ async def test_store_on_2026_chooses_the_in_index_search_and_uses_it(
     expected = sorted(cosine(d.embedding or (), query) for d in mine)[::-1][:5]
 
     sent: list[str] = []
-    original = AsyncManagedTransaction.run
 
-    async def spy(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
-        sent.append(str(query))
-        return await original(self, query, *args, **kwargs)
+    def spying(original: Any) -> Any:
+        async def spy(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+            sent.append(str(query))
+            return await original(self, query, *args, **kwargs)
+
+        return spy
 
     reopened = await Neo4jStore.open(neo4j_2026.bolt_uri, embedding_dimensions=EMBEDDING_DIMENSIONS)
     try:
         assert reopened.similarity_form == "search"
         await reopened.get_persona("p1")  # the first unit of work checks the schema first
-        monkeypatch.setattr(AsyncManagedTransaction, "run", spy)
+        # in a transaction or on its own (context reads run auto-commit): every statement
+        for kind in (AsyncManagedTransaction, AsyncSession):
+            monkeypatch.setattr(kind, "run", spying(kind.run))
         reads = await reopened.context_reads("p1", "u1", query, similar_k=5, recent=2)
         monkeypatch.undo()
         assert sent == [load(Query.CONTEXT_READ_SEARCH)]
