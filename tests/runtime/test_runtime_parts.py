@@ -14,7 +14,7 @@ from sonality.core.triggers import TriggerParams
 from sonality.errors import LLMResponseInvalid
 from sonality.llm.embedders import HashEmbedder
 from sonality.mind.parts import assemble
-from sonality.mind.runtime import DualProcess
+from sonality.mind.runtime import dual_process
 from sonality.models import Persona, Snapshot, ThinkerStatus
 from sonality.service import Sonality
 from sonality.testing import FrozenClock, ScriptedLLM
@@ -26,8 +26,8 @@ from tests.runtime.conftest import IDENTITY
 async def test_the_runtime_answers_and_thinks_on_parts_alone(
     store: Any, llm: ScriptedLLM, clock: FrozenClock
 ) -> None:
-    """A ``DualProcess`` built from ``assemble``'s parts, with no ``Sonality`` anywhere,
-    answers, records the exchange and thinks about the turn."""
+    """A ``DualProcess`` built from ``assemble``'s parts (``dual_process``), with no
+    ``Sonality`` anywhere, answers, records the exchange and thinks about the turn."""
     parts = assemble(
         store=store,
         llm=llm,
@@ -40,17 +40,7 @@ async def test_the_runtime_answers_and_thinks_on_parts_alone(
         Persona(id="ada", name="Ada", core_identity=IDENTITY, created_at=now),
         Snapshot(persona_id="ada", version=1, text=IDENTITY, created_at=now),
     )
-    runtime = DualProcess(
-        store=parts.store,
-        llm=parts.llm,
-        clock=parts.clock,
-        count_tokens=parts.count_tokens,
-        recorder=parts.recorder,
-        lanes=parts.lanes,
-        contexts=parts.context_builder,
-        settings=parts.runtime,
-        max_response_chars=parts.limits.max_response_chars,
-    )
+    runtime = dual_process(parts)
     reply = await runtime.respond(
         "ada",
         user_id="u1",
