@@ -590,12 +590,8 @@ class Sonality(Reads):
         a response) under the error's ``episode_id``, and a call with that id answers it.
         ``started``: the event loop's time the caller's request began (the deadline counts
         from it; default now)."""
-        check_ids(
-            persona_id=persona_id,
-            user_id=user_id,
-            conversation_id=conversation_id,
-            episode_id=episode_id,
-        )
+        check_ids(persona_id=persona_id, user_id=user_id, conversation_id=conversation_id)
+        check_ids(episode_id=episode_id, optional=True)
         check_text(message, field="message", limit=self.limits.max_message_chars)
         run_mode, placement = check_choices(
             mode=(mode, RuntimeMode), affect=(affect, AffectPlacement)
@@ -634,7 +630,8 @@ class Sonality(Reads):
         says what is left."""
         from sonality.mind.drain import drain
 
-        check_ids(persona_id=persona_id, conversation_id=conversation_id)
+        check_id(persona_id, "persona_id")
+        check_ids(conversation_id=conversation_id, optional=True)
         if max_seconds is not None:
             check_number(max_seconds, field="max_seconds", low=0, high=_MAX_WAIT_SECONDS)
         return await drain(

@@ -73,11 +73,11 @@ def check_id(value: object, kind: str) -> str:
         raise ValidationError(str(exc), field=kind) from None
 
 
-def check_ids(**ids: object) -> None:
-    """Each id given by keyword (the field's name) as :func:`check_id` checks it; None
-    is an id not given."""
+def check_ids(*, optional: bool = False, **ids: object) -> None:
+    """Each id given by keyword (the field's name) as :func:`check_id` checks it. With
+    ``optional``, None is an id not given; without, None is refused like any non-id."""
     for kind, value in ids.items():
-        if value is not None:
+        if not (optional and value is None):
             check_id(value, kind)
 
 
