@@ -53,14 +53,30 @@ def _load_devserver() -> Any:
     return module
 
 
-TEST_SERVER_SETTINGS = {"dbms.cypher.min_replan_interval": "1h"}
+TEST_SERVER_SETTINGS = {
+    "dbms.cypher.min_replan_interval": "1h",
+    "internal.cypher.use_parameter_size": "false",
+}
 """The suite's server plans a statement once and keeps the plan. The tests empty the
 database between tests and refill it, so with Neo4j's default (replan a cached statement
 when the statistics it was planned on have drifted, at most every 10 s) it replanned its
 busiest statements about every 10 s all run long: 613 replans in 36 minutes on one worker's
 server, at 0.1-8 s of the server's CPU each (the enrichment commit and context read plan
 slowest). A test about plan choice asks for current statistics and a fresh plan itself
-(``db.prepareForReplanning`` in tests/neo4j/test_query_plans.py)."""
+(``db.prepareForReplanning`` in tests/neo4j/test_query_plans.py).
+
+Nor does it plan a statement again for each size of its parameters. By default Neo4j 5
+keys its plan cache on the parameters' types *and* sizes (a string's length, a list's
+count, in buckets), so the reflection commit, planned in about a second on this server,
+was planned again for 2 and for 6 insight ids, for a short and a long user text: a trace of
+``tests/contract``, ``tests/pipeline`` and the reflection pipeline's Neo4j tests found 283
+(statement, parameter shape) pairs for 175 statements, and first runs of a shape took 83 s
+of the server's 157 s. ``internal.cypher.use_parameter_size=false`` leaves the sizes out of
+the key (and out of the planner's estimates; no test here depends on a size-driven plan:
+the plan tests ask for index use): the server's CPU for those tests fell from 164-171 s
+to 136 s, alternating runs on 28 Nov 2026. In the whole suite the gain drowns in the
+machine's drift (the three workers' servers: 782 s of CPU against 797 s; pytest 13 min 54 s
+against 15 min 15 s, at similar loads). A production server keeps Neo4j's default."""
 
 
 TEST_SERVER_JAVA_OPTS = "-Xms64m -Xmx1g -XX:TieredStopAtLevel=1"
