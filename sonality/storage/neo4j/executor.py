@@ -200,6 +200,12 @@ async def translate_errors(
         ) from exc
 
 
+def _retrieve(future: asyncio.Future[None]) -> None:
+    """Mark a background future's outcome as seen (its callers read it, or gave up)."""
+    if not future.cancelled():
+        future.exception()
+
+
 Reach = Callable[[bool], Awaitable[None]]
 """A round trip to the server on a connection of its own (``True``: a query too), raising
 when it fails; the store provides it (``Neo4jStore._reach``)."""
@@ -404,6 +410,8 @@ class Neo4jExecutor:
         self._check_schema = check_schema
         self._schema_ok = False
         self._warming: asyncio.Future[None] | None = None
+        self._ping_trip: asyncio.Future[None] | None = None
+        """The readiness round trip in flight, shared by concurrent :meth:`ping` calls."""
         self._hot: dict[str, _Hot] = {}
         """The units this process ran, by operation, for the warm-up after an outage."""
         self.stats = TransactionStats()
@@ -517,12 +525,25 @@ class Neo4jExecutor:
         busy pool must not delay it), and is not warming up after an outage: a restarted
         server answers ``RETURN 1`` long before it has compiled a real statement, so the
         ping starts the warm-up (:meth:`warm_up`) and answers unavailable until it
-        finished, so a server with no traffic but its readiness checks comes back too."""
+        finished, so a server with no traffic but its readiness checks comes back too.
+
+        The bound holds for the caller, closing included: an unanswered round trip is
+        cancelled and closes its connection in the background. Concurrent pings share the round
+        trip in flight (a burst of readiness checks opens one connection, not one each)."""
+        started = asyncio.get_running_loop().time()
         try:
             if self._reach is None:
                 raise TimeoutError
-            async with asyncio.timeout(PING_SECONDS):
-                await self._reach(True)
+            trip = self._ping_trip
+            if trip is None or trip.done():
+                trip = self._ping_trip = asyncio.ensure_future(self._reach(True))
+                trip.add_done_callback(_retrieve)
+            left = started + PING_SECONDS - asyncio.get_running_loop().time()
+            done, _ = await asyncio.wait({trip}, timeout=max(left, 0.0))
+            if not done:
+                trip.cancel()  # it closes its connection on its own time, not the caller's
+                raise TimeoutError
+            trip.result()
         except (TimeoutError, Neo4jError, DriverError, OSError) as exc:
             raise StoreUnavailable(
                 f"Neo4j did not answer within {PING_SECONDS:g} s", operation="ping"
@@ -541,6 +562,8 @@ class Neo4jExecutor:
         """Cancel the warm-up :meth:`ping` or a unit may have started (the store closes)."""
         if self._warming is not None:
             self._warming.cancel()
+        if self._ping_trip is not None:
+            self._ping_trip.cancel()
 
     async def ensure_schema(self) -> None:
         """``SchemaError`` unless migrated (checked once, then cached)."""

@@ -6,9 +6,10 @@ through transient failures (a restart, a leader switch) for at most ``retry_seco
 connection waits at most ``connect_seconds``, and the executor fails a unit that got no
 answer for ``retry_seconds + connect_seconds`` in all, then fails fast while the server
 stays down (``executor.py``); the call raises ``StoreUnavailable``. A ping answers
-within a second either way. The driver's own log lines never reach the host's output directly:
-the ``neo4j`` loggers are routed into Sonality's logging (:func:`route_driver_logs`),
-WARNING and above only, so a retry shows up as one ``neo4j_driver`` warning event.
+within ``checks.PING_SECONDS`` (0.75 s) either way. The driver's own log lines never
+reach the host's output directly: the ``neo4j`` loggers are routed into Sonality's
+logging (:func:`route_driver_logs`), WARNING and above only, so a retry shows up as one
+``neo4j_driver`` warning event.
 
 The store is the sum of its aggregates (personas, episodes and context reads, enrichment,
 reflection, runtime, erasure, archive, API keys), which all run their units of work through one
@@ -289,8 +290,8 @@ class Neo4jStore(
         await self._driver.close()
 
     async def ping(self) -> None:
-        """Raise ``StoreUnavailable`` when the server does not answer one query within a
-        second (``executor.PING_SECONDS``; no retries)."""
+        """Raise ``StoreUnavailable`` when the server does not answer one query within
+        ``checks.PING_SECONDS`` (0.75 s; no retries)."""
         await self._db.ping()
 
     async def schema_status(self) -> SchemaStatus:

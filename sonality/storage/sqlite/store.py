@@ -167,9 +167,10 @@ class SqliteStore(
             )
 
     async def ping(self) -> None:
-        """Raise ``StoreUnavailable`` unless the file can be read within a second, on a
-        connection of its own (so calls queued on the store's thread, waiting for a lock
-        another process holds, never delay a readiness check). A closed store is
+        """Raise ``StoreUnavailable`` unless the file can be read within
+        ``checks.PING_SECONDS`` (0.75 s), on a connection of its own (so calls queued on
+        the store's thread, waiting for a lock another process holds, never delay a
+        readiness check). A closed store is
         unavailable, whatever the file."""
         if self._db.closed:
             raise StoreUnavailable("the SQLite store is closed", path=str(self.path))
