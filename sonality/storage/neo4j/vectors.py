@@ -193,7 +193,7 @@ class Neo4jEmbeddingCache(MatrixCache):
                 Query.EPISODE_BY_IDS,
                 persona_id=persona_id,
                 user_id=user_id,
-                ids=[i for i, _ in candidates],
+                opt={"ids": [i for i, _ in candidates]},
                 embedding=list(query),
             )
             found = {str(r["episode"]["id"]): (r["episode"], float(r["similarity"])) for r in rows}
