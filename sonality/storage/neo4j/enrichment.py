@@ -234,8 +234,10 @@ async def _commit_insight(tx: AsyncManagedTransaction, commit: InsightCommit) ->
         tx,
         Query.INSIGHT_COMMIT,
         **ids,
-        text=None if commit.insight is None else commit.insight.text,
-        insight=insight,
+        opt={  # may be null: in a map, one parameter type (storage/neo4j/cypher.py)
+            "text": None if commit.insight is None else commit.insight.text,
+            "insight": insight,
+        },
     )
 
 
@@ -356,7 +358,7 @@ class Neo4jEnrichment(Neo4jAggregate):
             count,
             Query.INSIGHT_REQUEUE_FAILED,
             persona_id=persona_id,
-            below_attempts=below_attempts,
+            opt={"below_attempts": below_attempts},
         )
 
     async def recent_influence(

@@ -510,5 +510,5 @@ class Neo4jEpisodes(Neo4jAggregate):
             count,
             Query.EPISODE_REQUEUE_FAILED,
             persona_id=persona_id,
-            below_attempts=below_attempts,
+            opt={"below_attempts": below_attempts},
         )

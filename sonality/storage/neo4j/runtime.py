@@ -328,7 +328,7 @@ class Neo4jRuntime(Neo4jAggregate):
             Query.RUNTIME_TURNS,
             persona_id=persona_id,
             conversation_id=conversation_id,
-            up_to_turn=up_to_turn,
+            opt={"up_to_turn": up_to_turn},
         )
         return [_turn_from(r["turn"]) for r in rows]
 
