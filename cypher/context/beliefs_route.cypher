@@ -4,10 +4,10 @@
 // when fewer than $beliefs of them are among those, the persona's embedded topics are
 // scanned exactly instead (a persona with few beliefs among many). Similarity is computed
 // exactly (Neo4j reports cosine as (1 + cos) / 2, mapped back to [-1, 1]); equal scores by
-// topic. Rows: belief, similarity. Nothing when $embedding is null or $beliefs is 0.
+// topic. Rows: belief, similarity. Nothing when $embedding is empty or $beliefs is 0.
 CALL () {
   WITH 1 AS asked
-  WHERE $embedding IS NOT NULL AND $beliefs > 0
+  WHERE size($embedding) > 0 AND $beliefs > 0
   CALL db.index.vector.queryNodes('belief_topic_embedding', $belief_candidates, $embedding)
   YIELD node AS b
   WITH b
@@ -21,7 +21,7 @@ CALL (found) {
   RETURN b
 UNION
   // (an UNWIND, not a WHERE: the planner would run the seek and filter its rows)
-  UNWIND CASE WHEN size(found) < $beliefs AND $embedding IS NOT NULL THEN [1] ELSE [] END AS scan
+  UNWIND CASE WHEN size(found) < $beliefs AND size($embedding) > 0 THEN [1] ELSE [] END AS scan
   MATCH (b:Belief)
   USING INDEX b:Belief(persona_id, status, strength)
   WHERE b.persona_id = $persona_id AND b.status = 'active' AND b.strength IS NOT NULL

@@ -4,9 +4,9 @@ CYPHER 25
 // its filter properties, so the index answers with the persona's nearest, whatever the
 // number of beliefs). Similarity is recomputed exactly (the index may quantise its score;
 // Neo4j reports cosine as (1 + cos) / 2, mapped back to [-1, 1]); equal scores by topic.
-// Rows: belief, similarity. Nothing when $embedding is null or $beliefs is 0.
+// Rows: belief, similarity. Nothing when $embedding is empty or $beliefs is 0.
 WITH 1 AS asked
-WHERE $embedding IS NOT NULL AND $beliefs > 0
+WHERE size($embedding) > 0 AND $beliefs > 0
 MATCH (b:Belief)
   SEARCH b IN (
     VECTOR INDEX belief_topic_embedding

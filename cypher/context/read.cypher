@@ -4,7 +4,7 @@
 // strongest, the $beliefs whose topic is most similar to $embedding, and up to $beliefs not
 // embedded yet: bounded, whatever the persona holds), the user's $recent latest episodes
 // and the similarity cache's catch-up, with the episodes the cache ranked best before it
-// ($ids: the hits by id, episode/by_ids) and, when $props, each caught-up row's episode and
+// ($opt.ids: the hits by id, episode/by_ids) and, when $props, each caught-up row's episode and
 // similarity too, so that the search usually needs no second statement. Each INCLUDE line
 // is the named query's text (sonality/storage/neo4j/cypher.py, load). No row: no such
 // persona.
@@ -30,12 +30,14 @@ CALL () {
 }
 // The similarity cache's catch-up (sonality/storage/neo4j/vectors.py; the subqueries of
 // episode/vectors, kept in step with it), when $since is not null: the user's embedded
-// episodes stamped after $since that the cache does not hold at that stamp ($known) unless
+// episodes stamped after $opt.since that the cache does not hold at that stamp ($known) unless
 // the user has more than $admit (then the user is searched on the server instead), how
 // many embedded episodes the user has, and the server's clock in the unit of the stamps.
+// ($opt: the parameters that may be null or an empty list, see
+// sonality/storage/neo4j/cypher.py; no similar episodes is an empty $embedding.)
 CALL () {
   WITH 1 AS asked
-  WHERE $since IS NOT NULL
+  WHERE $opt.since IS NOT NULL
   MATCH (e:Episode)
   USING INDEX e:Episode(persona_id, user_id, embedding_rev)
   WHERE e.persona_id = $persona_id AND e.user_id = $user_id AND e.embedding_rev IS NOT NULL
@@ -46,7 +48,7 @@ CALL (embedded) {
   WHERE embedded <= $admit
   MATCH (e:Episode)
   USING INDEX e:Episode(persona_id, user_id, embedding_rev)
-  WHERE e.persona_id = $persona_id AND e.user_id = $user_id AND e.embedding_rev > $since
+  WHERE e.persona_id = $persona_id AND e.user_id = $user_id AND e.embedding_rev > $opt.since
     AND coalesce($known[e.id] <> e.embedding_rev, true)
   // with $props, each row's episode and similarity as episode/by_ids reads them
   WITH e, CASE WHEN $props THEN e END AS shown

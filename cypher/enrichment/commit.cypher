@@ -17,7 +17,7 @@ WITH p
 // append locks its user before the previous episode of its conversation, so taking them
 // in the same order here keeps the two from deadlocking
 CALL (p) {
-  UNWIND $fact_users AS user_id
+  UNWIND $opt.fact_users AS user_id
   MATCH (u:User {persona_id: $persona_id, id: user_id})
   SET u._lock = true
   REMOVE u._lock

@@ -82,7 +82,7 @@ UNION
         THEN left(e.user_message, 29) + '…' ELSE e.user_message END
   SET e.caption = replace(substring(toString(e.created_at), 5, 11), 'T', ' ') + ' ' + e.excerpt,
       // the similarity caches' revision stamp (see sonality/storage/neo4j/vectors.py)
-      e.embedding_rev = CASE WHEN $embedding IS NULL THEN null ELSE e.seq END
+      e.embedding_rev = CASE WHEN size($embedding) = 0 THEN null ELSE e.seq END
   CREATE (c)-[:HAS_EPISODE]->(e)
   FOREACH (prev IN CASE WHEN previous IS NULL THEN [] ELSE [previous] END |
     CREATE (prev)-[:NEXT]->(e)
@@ -90,7 +90,7 @@ UNION
   WITH e
   CALL (e) {
     WITH e
-    WHERE $embedding IS NOT NULL
+    WHERE size($embedding) > 0
     CALL db.create.setNodeVectorProperty(e, 'embedding', $embedding)
   }
   RETURN e, true AS created

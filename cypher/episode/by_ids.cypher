@@ -1,9 +1,10 @@
-// The user's embedded episodes among $ids (a similarity cache's candidates) with their
+// The user's embedded episodes among $opt.ids (a similarity cache's candidates; in $opt
+// because context/read includes this and its list may be empty) with their
 // similarity computed here as the exact scan computes it (Neo4j reports cosine as
 // (1 + cos) / 2, mapped back to [-1, 1]); an id missing from the answer was deleted, moved
 // out of the user's scope or lost its embedding. created_at comes as microseconds since the
 // epoch (created_at_us): the driver's DateTime is the costliest value to read.
-UNWIND $ids AS id
+UNWIND $opt.ids AS id
 MATCH (e:Episode {persona_id: $persona_id, id: id})
 WHERE e.user_id = $user_id AND e.embedding_rev IS NOT NULL
 RETURN e {.*, embedding: null, created_at: null,

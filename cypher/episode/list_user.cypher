@@ -1,15 +1,15 @@
 // One user's episodes, most recent first, below the $before cursor, read backwards
 // through the (persona_id, user_id, seq) index from it: the scan stops after $limit
 // matches, so the cost follows neither the persona's history nor the user's (the hint
-// keeps the planner on that index). Null filters are ignored.
+// keeps the planner on that index). $opt's null filters are ignored.
 MATCH (e:Episode)
 USING INDEX e:Episode(persona_id, user_id, seq)
 WHERE e.persona_id = $persona_id
   AND e.user_id = $user_id
   AND e.seq < $before
-  AND ($conversation_id IS NULL OR e.conversation_id = $conversation_id)
-  AND ($since_interaction IS NULL
-       OR (e.enrichment_status = 'enriched' AND e.interaction_index > $since_interaction))
+  AND ($opt.conversation_id IS NULL OR e.conversation_id = $opt.conversation_id)
+  AND ($opt.since_interaction IS NULL
+       OR (e.enrichment_status = 'enriched' AND e.interaction_index > $opt.since_interaction))
 WITH e
 ORDER BY e.persona_id DESC, e.user_id DESC, e.seq DESC
 LIMIT $limit

@@ -5,10 +5,10 @@ CYPHER 25
 // asked for $candidates (k and a margin) and may quantise its score, so the similarity is
 // recomputed exactly and the best $k kept, equal scores by the later seq (as the exact scan
 // orders them); Neo4j reports cosine as (1 + cos) / 2, mapped back to [-1, 1]. created_at
-// comes as microseconds since the epoch (created_at_us). Nothing when $embedding is null or
+// comes as microseconds since the epoch (created_at_us). Nothing when $embedding is empty or
 // $k is 0.
 WITH 1 AS asked
-WHERE $embedding IS NOT NULL AND $k > 0
+WHERE size($embedding) > 0 AND $k > 0
 MATCH (e:Episode)
   SEARCH e IN (
     VECTOR INDEX episode_embedding

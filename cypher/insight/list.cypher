@@ -1,5 +1,5 @@
-// Oldest first; a null $status lists all.
+// Oldest first; a null $opt.status lists all.
 MATCH (i:Insight {persona_id: $persona_id})
-WHERE $status IS NULL OR i.status = $status
+WHERE $opt.status IS NULL OR i.status = $opt.status
 RETURN i {.*} AS insight
 ORDER BY i.created_at, i.id

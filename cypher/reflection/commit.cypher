@@ -2,10 +2,10 @@
 // checks: $lease_owner still holds the lease and the CURRENT snapshot is still version
 // $expected_version. When either moved, nothing is written and found_owner/found_version
 // say why (the adapter raises LeaseHeld or ConflictError). Otherwise: the new snapshot
-// after CURRENT (when $snapshot is not null), the Reflection node with its display label,
+// after CURRENT (when $opt.snapshot is not null), the Reflection node with its display label,
 // PRODUCED and CONSUMED edges, exactly the insights read marked consumed (fewer than
 // given: the adapter refuses the commit), decayed beliefs nobody reinforced meanwhile, the
-// persona's reflection markers, and snapshot retention ($prune_through: delete versions up
+// persona's reflection markers, and snapshot retention ($opt.prune_through: delete versions up
 // to it, never CURRENT; null keeps all). No row: no such persona.
 MATCH (p:Persona {id: $persona_id})
 SET p._lock = true
@@ -19,10 +19,10 @@ WITH p, current, found_version, found_owner,
 // the new snapshot becomes CURRENT
 CALL (p, current, ok) {
   WITH p, current, ok
-  WHERE ok AND $snapshot IS NOT NULL
+  WHERE ok AND $opt.snapshot IS NOT NULL
   MATCH (p)-[link:CURRENT]->(current)
   CREATE (s:Snapshot)
-  SET s = $snapshot
+  SET s = $opt.snapshot
   CREATE (p)-[:CURRENT]->(s)
   CREATE (s)-[:PREVIOUS]->(current)
   DELETE link
@@ -35,13 +35,13 @@ CALL (p, ok) {
   SET r = $reflection, r:Committed
   CREATE (p)-[:REFLECTED]->(r)
   WITH r
-  OPTIONAL MATCH (produced:Snapshot {persona_id: $persona_id, version: $produced})
+  OPTIONAL MATCH (produced:Snapshot {persona_id: $persona_id, version: $opt.produced})
   FOREACH (s IN CASE WHEN produced IS NULL THEN [] ELSE [produced] END |
     CREATE (r)-[:PRODUCED]->(s)
   )
   WITH r
   CALL (r) {
-    UNWIND $insight_ids AS insight_id
+    UNWIND $opt.insight_ids AS insight_id
     MATCH (i:Insight {persona_id: $persona_id, id: insight_id})
     WHERE i.status = 'pending'
     SET i.status = 'consumed', i:Consumed
@@ -82,9 +82,9 @@ CALL (p, ok) {
 // retention: the oldest versions go first, so the PREVIOUS chain left is unbroken
 CALL (p, ok) {
   WITH p, ok
-  WHERE ok AND $prune_through IS NOT NULL
+  WHERE ok AND $opt.prune_through IS NOT NULL
   MATCH (old:Snapshot {persona_id: $persona_id})
-  WHERE old.version <= $prune_through AND NOT EXISTS { MATCH (p)-[:CURRENT]->(old) }
+  WHERE old.version <= $opt.prune_through AND NOT EXISTS { MATCH (p)-[:CURRENT]->(old) }
   DETACH DELETE old
 }
 RETURN found_owner, found_version, consumed

@@ -1,5 +1,5 @@
 // One Thinker turn, in one statement. Locks first: the persona's when the commit carries an
-// affect state ($affect not null; persona before conversation, like appends), then the
+// affect state ($opt.affect not null; persona before conversation, like appends), then the
 // conversation's. Then the checks, read under the locks and returned for the adapter
 // (storage.checks.thought_may_commit, next_version, episode_not_found): the turn's status,
 // the conversation's counters, the stored affect version, whether the episode hangs off
@@ -7,11 +7,12 @@
 // state (user created if new), the monologue entry and the entries the history bound
 // drops, the new narrative version PREVIOUS to the one it replaces and the retention
 // prune, the conversation's counters and the turn marked done. No row: the conversation
-// has no Thinker state.
+// has no Thinker state. (The parts that may be null travel in $opt: see
+// sonality/storage/neo4j/cypher.py.)
 OPTIONAL MATCH (p:Persona {id: $persona_id})
 CALL (p) {
   WITH p
-  WHERE p IS NOT NULL AND $affect IS NOT NULL
+  WHERE p IS NOT NULL AND $opt.affect IS NOT NULL
   SET p._lock = true
   REMOVE p._lock
 }
@@ -32,23 +33,23 @@ WITH p, c, e, thought_turn, narrative_version, affect_version, linked,
      AND e.thinker_status IN ['pending', 'failed']
      AND thought_turn = $expected_thought_turn
      AND narrative_version = $expected_narrative_version
-     AND ($affect IS NULL OR (p IS NOT NULL AND affect_version = $affect.version - 1))
-     AND (($entry IS NULL AND $narrative IS NULL) OR linked) AS ok
+     AND ($opt.affect IS NULL OR (p IS NOT NULL AND affect_version = $opt.affect.version - 1))
+     AND (($opt.entry IS NULL AND $opt.narrative IS NULL) OR linked) AS ok
 CALL (p, ok) {
   WITH p, ok
-  WHERE ok AND $affect IS NOT NULL
+  WHERE ok AND $opt.affect IS NOT NULL
   MERGE (u:User {persona_id: $persona_id, id: $user_id})
     ON CREATE SET u.created_at = $at
   MERGE (p)-[:TALKS_WITH]->(u)
   MERGE (a:AffectState {persona_id: $persona_id, user_id: $user_id})
   MERGE (u)-[:AFFECT]->(a)
-  SET a += $affect
+  SET a += $opt.affect
 }
 CALL (c, e, ok) {
   WITH c, e, ok
-  WHERE ok AND $entry IS NOT NULL
+  WHERE ok AND $opt.entry IS NOT NULL
   CREATE (m:MonologueEntry)
-  SET m = $entry
+  SET m = $opt.entry
   CREATE (c)-[:THOUGHT]->(m)
   CREATE (m)-[:ABOUT]->(e)
 }
@@ -61,11 +62,11 @@ CALL (ok) {
 }
 CALL (c, e, ok) {
   WITH c, e, ok
-  WHERE ok AND $narrative IS NOT NULL
+  WHERE ok AND $opt.narrative IS NOT NULL
   OPTIONAL MATCH (c)-[:NARRATIVE]->(previous:Narrative)
     WHERE previous.version = c.narrative_version
   CREATE (n:Narrative)
-  SET n = $narrative
+  SET n = $opt.narrative
   CREATE (c)-[:NARRATIVE]->(n)
   CREATE (n)-[:AFTER]->(e)
   FOREACH (x IN CASE WHEN previous IS NULL THEN [] ELSE [previous] END |

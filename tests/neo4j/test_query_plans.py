@@ -15,16 +15,22 @@ from tests.contract.factories import add_persona, make_draft, vector
 pytestmark = pytest.mark.neo4j
 
 NO_SEARCH: dict[str, Any] = {
-    "since": None,
+    "opt": {"since": None, "ids": []},
     "known": {},
     "admit": 0,
-    "ids": [],
     "props": False,
-    "embedding": None,
+    "embedding": [],
     "beliefs": 8,
     "belief_candidates": 160,
 }
 """context/read's parameters besides persona, user and recent, when nothing is searched."""
+
+
+def _catch_up(store: Any, ids: list[str] | None = None) -> dict[str, Any]:
+    """context/read's catch-up parameters for the user u1's cache entry (as the adapter
+    passes them: ``since`` and the hits' ``ids`` in ``$opt``)."""
+    given = store.vectors.catch_up("p1", "u1")
+    return {"opt": {"since": given.pop("since"), "ids": ids or []}, **given}
 
 
 async def _fresh_statistics(session: Any) -> None:
@@ -46,9 +52,9 @@ def _operators(plan: Any) -> list[tuple[str, int, str]]:
 @pytest.mark.parametrize(
     ("query", "params"),
     [
-        (Query.EPISODE_LIST, {"user_id": None}),
+        (Query.EPISODE_LIST, {}),
         (Query.EPISODE_LIST_USER, {"user_id": "u1"}),
-        (Query.EPISODE_LIST_CONVERSATION, {"user_id": None, "conversation_id": "c1"}),
+        (Query.EPISODE_LIST_CONVERSATION, {"conversation_id": "c1"}),
         (Query.CONTEXT_READ, {"user_id": "u1", "recent": 3, **NO_SEARCH}),
     ],
     ids=["persona", "user", "conversation", "context"],
@@ -79,8 +85,7 @@ async def test_latest_episodes_stop_at_the_limit(
         before = (await neo4j_store.list_episodes("p1", limit=500))[-1].seq
     arguments = {
         "persona_id": "p1",
-        "conversation_id": None,
-        "since_interaction": None,
+        "opt": {"user_id": None, "conversation_id": None, "since_interaction": None},
         "limit": 3,
         "before": before,
         **params,
@@ -114,7 +119,7 @@ async def test_a_current_caches_catch_up_in_context_read_reads_no_embedding(
         "user_id": "u1",
         "recent": 2,
         **NO_SEARCH,
-        **neo4j_store.vectors.catch_up("p1", "u1"),
+        **_catch_up(neo4j_store),
     }
     assert len(arguments["known"]) == 30  # every row is inside the window
     async with neo4j_store._driver.session(database="neo4j") as session:
@@ -129,7 +134,7 @@ async def test_a_current_caches_catch_up_in_context_read_reads_no_embedding(
 
 
 async def test_context_reads_hits_by_id_and_new_rows_through_indexes(neo4j_store: Any) -> None:
-    """context/read's hits by id ($ids, the cache's best before its catch-up) are seeks on
+    """context/read's hits by id ($opt.ids, the cache's best before its catch-up) are seeks on
     the (persona_id, id) index, one row per id; with $props the caught-up rows carry their
     episodes, and no label is scanned."""
     await add_persona(neo4j_store)
@@ -152,8 +157,7 @@ async def test_context_reads_hits_by_id_and_new_rows_through_indexes(neo4j_store
         "recent": 2,
         **NO_SEARCH,
         "embedding": query,
-        **neo4j_store.vectors.catch_up("p1", "u1"),
-        "ids": ids,
+        **_catch_up(neo4j_store, ids),
         "props": True,
     }
     async with neo4j_store._driver.session(database="neo4j") as session:
@@ -177,7 +181,7 @@ async def test_context_reads_hits_by_id_and_new_rows_through_indexes(neo4j_store
 @pytest.mark.parametrize(
     ("query", "params"),
     [
-        (Query.STAGED_LIST, {"due_by": None}),
+        (Query.STAGED_LIST, {"opt": {"due_by": None}}),
         (Query.ENRICHMENT_STATE, {"user_ids": ["u1"], "since": 0}),
         (Query.ENRICHMENT_BACKLOG, {"limit": 1, "count": True, "influence_window": 5}),
     ],

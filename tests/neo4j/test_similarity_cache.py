@@ -161,8 +161,9 @@ async def test_many_equal_embeddings_read_back_k_plus_margin(
 
     async def run(self: AsyncManagedTransaction, query: Any, *args: Any, **kwargs: Any) -> Any:
         params = args[0] if args and isinstance(args[0], dict) else kwargs
-        if "ids" in params:
-            sent.append(len(params["ids"]))
+        ids = params.get("opt", {}).get("ids")  # episode/by_ids's hits, in $opt
+        if ids is not None:
+            sent.append(len(ids))
         return await original(self, query, *args, **kwargs)
 
     with monkeypatch.context() as m:

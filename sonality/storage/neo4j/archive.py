@@ -109,7 +109,9 @@ async def _export(tx: AsyncManagedTransaction, persona_id: str) -> PersonaArchiv
             ),
             insights=tuple(
                 model(Insight, i)
-                for i in _rows(await fetch(tx, Query.INSIGHT_LIST, **pid, status=None), "insight")
+                for i in _rows(
+                    await fetch(tx, Query.INSIGHT_LIST, **pid, opt={"status": None}), "insight"
+                )
             ),
             facts=tuple(model(UserFact, f) for f in await read(Query.ARCHIVE_FACTS, "fact")),
             reflections=tuple(

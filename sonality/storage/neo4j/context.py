@@ -37,8 +37,14 @@ from sonality.storage.neo4j.runtime import _affect_from, _conversation_mind
 
 __all__ = ["BELIEF_CANDIDATES", "Neo4jContext"]
 
-_NO_CATCH_UP: dict[str, Any] = {"since": None, "known": {}, "admit": 0, "ids": [], "props": False}
-"""context/read's catch-up parameters when the similarity cache is not searched."""
+_NO_CATCH_UP: dict[str, Any] = {
+    "opt": {"since": None, "ids": []},
+    "known": {},
+    "admit": 0,
+    "props": False,
+}
+"""context/read's catch-up parameters when the similarity cache is not searched (``since``
+and ``ids`` in ``opt``: see sonality/storage/neo4j/cypher.py)."""
 
 
 def _read_back(row: Mapping[str, Any]) -> dict[str, tuple[dict[str, Any], float]]:
@@ -79,7 +85,7 @@ class Neo4jContext(Neo4jEpisodes):
             "persona_id": persona_id,
             "user_id": user_id,
             "recent": recent,
-            "embedding": vector,
+            "embedding": [] if vector is None else vector,  # [] for none: one type
             "beliefs": beliefs,
         }
         cached = False
@@ -101,9 +107,10 @@ class Neo4jContext(Neo4jEpisodes):
                 # caught-up rows' episodes once the entry was read: the search then
                 # usually needs no second statement (Neo4jEmbeddingCache.search)
                 ids = self.vectors.ranked(persona_id, user_id, vector, similar_k)
+                given = self.vectors.catch_up(persona_id, user_id)
                 catch_up = {
-                    **self.vectors.catch_up(persona_id, user_id),
-                    "ids": ids,
+                    "opt": {"since": given.pop("since"), "ids": ids},
+                    **given,
                     "props": bool(ids),
                 }
             rows = await fetch_plain(
@@ -195,8 +202,7 @@ class Neo4jContext(Neo4jEpisodes):
             tx,
             Query.EPISODE_LIST_CONVERSATION,
             **ids,
-            user_id=None,
-            since_interaction=None,
+            opt={"user_id": None, "since_interaction": None},
             before=checks.cursor(None),
             limit=window,
         )

@@ -154,7 +154,10 @@ async def _commit_all(
         tx,
         Query.ENRICHMENT_COMMIT,
         persona_id=pid,
-        fact_users=sorted({f.user_id for c in commits for f in (*c.facts, *c.merged_facts)}),
+        # $opt: the users' list may be empty (see sonality/storage/neo4j/cypher.py)
+        opt={
+            "fact_users": sorted({f.user_id for c in commits for f in (*c.facts, *c.merged_facts)})
+        },
         commits=[_commit_params(c) for c in commits],
     )
     if not rows:
@@ -231,8 +234,10 @@ async def _commit_insight(tx: AsyncManagedTransaction, commit: InsightCommit) ->
         tx,
         Query.INSIGHT_COMMIT,
         **ids,
-        text=None if commit.insight is None else commit.insight.text,
-        insight=insight,
+        opt={  # may be null: in a map, one parameter type (storage/neo4j/cypher.py)
+            "text": None if commit.insight is None else commit.insight.text,
+            "insight": insight,
+        },
     )
 
 
@@ -281,7 +286,11 @@ class Neo4jEnrichment(Neo4jAggregate):
         return await write_append(self._db, Query.EPISODE_APPEND_BACKLOG, draft, read, **extra)
 
     async def enrichment_beliefs(self, persona_id: str, topics: Sequence[str]) -> list[Belief]:
-        """The persona's beliefs of ``topics`` (retired too), by topic, in one statement."""
+        """The persona's beliefs of ``topics`` (retired too), by topic, in one statement (none
+        for no topic: an empty list is another type to the server than a list of strings,
+        so the statement would be compiled a second time for an answer known here)."""
+        if not topics:
+            return []
         rows = await self._db.fetch(
             "enrichment_beliefs",
             Query.ENRICHMENT_BELIEFS,
@@ -349,7 +358,7 @@ class Neo4jEnrichment(Neo4jAggregate):
             count,
             Query.INSIGHT_REQUEUE_FAILED,
             persona_id=persona_id,
-            below_attempts=below_attempts,
+            opt={"below_attempts": below_attempts},
         )
 
     async def recent_influence(
@@ -395,7 +404,7 @@ class Neo4jEnrichment(Neo4jAggregate):
     ) -> list[StagedUpdate]:
         """Uncommitted staged updates by (due_at, staged_at, id)."""
         rows = await self._db.fetch(
-            "list_staged", Query.STAGED_LIST, persona_id=persona_id, due_by=due_by
+            "list_staged", Query.STAGED_LIST, persona_id=persona_id, opt={"due_by": due_by}
         )
         return [StagedUpdate.model_validate(codec.decode(r["staged"], StagedUpdate)) for r in rows]
 
@@ -407,7 +416,7 @@ class Neo4jEnrichment(Neo4jAggregate):
             "list_insights",
             Query.INSIGHT_LIST,
             persona_id=persona_id,
-            status=None if status is None else InsightStatus(status).value,
+            opt={"status": None if status is None else InsightStatus(status).value},
         )
         return [Insight.model_validate(codec.decode(r["insight"], Insight)) for r in rows]
 

@@ -51,7 +51,8 @@ def episode_from(props: Any) -> Episode:
 
 
 def append_params(draft: EpisodeDraft, embedding: list[float] | None) -> dict[str, Any]:
-    """The parameters of ``episode/append`` for ``draft``."""
+    """The parameters of ``episode/append`` for ``draft`` (no embedding: an empty list, the
+    type of a vector to the server; see sonality/storage/neo4j/cypher.py)."""
     props = codec.encode(draft, exclude={"embedding"})
     return {
         "persona_id": draft.persona_id,
@@ -64,7 +65,7 @@ def append_params(draft: EpisodeDraft, embedding: list[float] | None) -> dict[st
             "defaulted": [],
             "topics": [],
         },
-        "embedding": embedding,
+        "embedding": [] if embedding is None else embedding,
     }
 
 
@@ -388,20 +389,24 @@ class Neo4jEpisodes(Neo4jAggregate):
         """Most recent first (by ``seq``), optionally filtered (a conversation or a user
         is read through its own index), from the ``before`` cursor on (see
         ``EpisodeStore.list_episodes``)."""
-        query = (
-            Query.EPISODE_LIST_CONVERSATION
-            if conversation_id is not None
-            else Query.EPISODE_LIST_USER
-            if user_id is not None
-            else Query.EPISODE_LIST
-        )
+        # the filters that may be null travel in $opt (see sonality/storage/neo4j/cypher.py)
+        opt = {
+            "user_id": user_id,
+            "conversation_id": conversation_id,
+            "since_interaction": since_interaction,
+        }
+        seek: dict[str, str] = {}
+        query = Query.EPISODE_LIST
+        if conversation_id is not None:
+            query, seek = Query.EPISODE_LIST_CONVERSATION, {"conversation_id": conversation_id}
+        elif user_id is not None:
+            query, seek = Query.EPISODE_LIST_USER, {"user_id": user_id}
         rows = await self._db.fetch(
             "list_episodes",
             query,
             persona_id=persona_id,
-            user_id=user_id,
-            conversation_id=conversation_id,
-            since_interaction=since_interaction,
+            **seek,
+            opt=opt,
             before=checks.cursor(before),
             limit=checks.limit(limit),
         )
@@ -505,5 +510,5 @@ class Neo4jEpisodes(Neo4jAggregate):
             count,
             Query.EPISODE_REQUEUE_FAILED,
             persona_id=persona_id,
-            below_attempts=below_attempts,
+            opt={"below_attempts": below_attempts},
         )

@@ -27,7 +27,7 @@ def key_from(props: Any) -> ApiKey:
 
 
 async def _create(tx: AsyncManagedTransaction, key: ApiKey) -> ApiKey:
-    rows = await fetch(tx, Query.KEY_LIVE, persona_ids=list(key.persona_ids))
+    rows = await fetch(tx, Query.KEY_LIVE, opt={"persona_ids": list(key.persona_ids)})
     key = checks.grants_live(key, {str(r["id"]): str(r["incarnation"] or "") for r in rows})
     row = await fetch_one(tx, Query.KEY_CREATE, key=codec.encode(key, drop_none=True))
     assert row is not None  # CREATE always returns its node

@@ -76,14 +76,17 @@ async def _commit(tx: AsyncManagedTransaction, commit: ReflectionCommit) -> None
         persona_id=pid,
         lease_owner=commit.lease_owner,
         expected_version=commit.expected_snapshot_version,
-        snapshot=None if commit.snapshot is None else codec.encode(commit.snapshot),
         reflection=codec.encode(reflection, drop_none=True),
-        produced=None if commit.snapshot is None else commit.snapshot.version,
-        insight_ids=ids,
         beliefs=[belief_props(b) for b in commit.beliefs],
         last_reflection_at=commit.last_reflection_at,
         shift_consumed=commit.shift_consumed,
-        prune_through=newest - commit.keep_snapshots if commit.keep_snapshots > 0 else None,
+        # what may be null or empty travels in $opt (see sonality/storage/neo4j/cypher.py)
+        opt={
+            "snapshot": None if commit.snapshot is None else codec.encode(commit.snapshot),
+            "produced": None if commit.snapshot is None else commit.snapshot.version,
+            "insight_ids": ids,
+            "prune_through": newest - commit.keep_snapshots if commit.keep_snapshots > 0 else None,
+        },
     )
     if row is None:
         raise PersonaNotFound("no such persona", persona_id=pid)

@@ -232,10 +232,12 @@ async def _commit_thought(tx: AsyncManagedTransaction, c: ThoughtCommit) -> None
         episode_id=c.episode_id,
         expected_thought_turn=c.expected_thought_turn,
         expected_narrative_version=c.expected_narrative_version,
-        affect=None if c.affect is None else _affect_props(c.affect),
-        entry=None if c.monologue is None else codec.encode(c.monologue),
+        opt={  # what may be null, in a map: one parameter type (storage/neo4j/cypher.py)
+            "affect": None if c.affect is None else _affect_props(c.affect),
+            "entry": None if c.monologue is None else codec.encode(c.monologue),
+            "narrative": None if c.narrative is None else codec.encode(c.narrative),
+        },
         drop_turns=list(c.drop_monologue_turns),
-        narrative=None if c.narrative is None else codec.encode(c.narrative),
         prune_below=version - c.keep_narratives,
         narrative_version=version,
         turn=c.turn,
@@ -326,7 +328,7 @@ class Neo4jRuntime(Neo4jAggregate):
             Query.RUNTIME_TURNS,
             persona_id=persona_id,
             conversation_id=conversation_id,
-            up_to_turn=up_to_turn,
+            opt={"up_to_turn": up_to_turn},
         )
         return [_turn_from(r["turn"]) for r in rows]
 

@@ -79,7 +79,7 @@ class Neo4jEmbeddingCache(MatrixCache):
     def ranked(self, persona_id: str, user_id: str, query: Sequence[float], k: int) -> list[str]:
         """The ids the user's entry ranks best for ``query`` as it stands, before any
         catch-up (none when the entry was never read): what ``context/read`` reads back by
-        id in the catch-up's statement (``$ids``), ``k`` + :data:`MARGIN` of them."""
+        id in the catch-up's statement (``$opt.ids``), ``k`` + :data:`MARGIN` of them."""
         entry = self._entries.get((persona_id, user_id))
         if entry is None or entry.read_at < 0:
             return []
@@ -193,7 +193,7 @@ class Neo4jEmbeddingCache(MatrixCache):
                 Query.EPISODE_BY_IDS,
                 persona_id=persona_id,
                 user_id=user_id,
-                ids=[i for i, _ in candidates],
+                opt={"ids": [i for i, _ in candidates]},
                 embedding=list(query),
             )
             found = {str(r["episode"]["id"]): (r["episode"], float(r["similarity"])) for r in rows}
