@@ -153,8 +153,8 @@ def longest_within(size: int, limit: int, measure: Callable[[int], int], total: 
     cut names the next pair of probes, a few characters either side of where the line
     crosses ``limit``; the pair's spread doubles each round, so a count that bends away
     from the line still gets bracketed. Halving finishes once the bracket is a few dozen
-    characters wide. About half the probes of halving from the start, and none past the
-    cut. A ``measure`` that dips now and then (a tokenizer can merge a longer prefix into
+    characters wide. About half the probes of halving from the start, and none far past
+    the cut. A ``measure`` that dips now and then (a tokenizer can merge a longer prefix into
     fewer tokens) gets a prefix that fits, as with halving.
     """
     low, high = 0, size
