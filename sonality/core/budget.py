@@ -10,7 +10,7 @@ counts fewer tokens).
   10, 6, 4 or 2 messages, whichever fits first (20k tokens by default).
 - ``truncate_history``: MIRROR's monologue cap, drop the oldest entries back to 80% of the
   budget once the total passes 90% (10k tokens by default).
-- ``clip_text``: cut one text to a token budget.
+- ``clip_text``: cut one text to a token budget (``longest_within`` finds the cut).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ __all__ = [
     "conversation_window",
     "estimate_tokens",
     "fit_items",
+    "longest_within",
     "truncate_history",
 ]
 
@@ -142,24 +143,57 @@ def truncate_history(
     return list(entries[start:])
 
 
+def longest_within(size: int, limit: int, measure: Callable[[int], int], total: int) -> int:
+    """The largest ``n < size`` with ``measure(n) <= limit``, for a ``measure`` of prefix
+    lengths that grows with them, taken to fit at 0 and to pass ``limit`` at ``size``
+    (``total``: about ``measure(size)``, more than ``limit``).
+
+    Each probe counts a prefix as long as the answer, so the search aims instead of
+    halving ``[0, size]``: a straight line between the two prefixes known to bracket the
+    cut names the next pair of probes, a few characters either side of where the line
+    crosses ``limit``; the pair's spread doubles each round, so a count that bends away
+    from the line still gets bracketed. Halving finishes once the bracket is a few dozen
+    characters wide. About half the probes of halving from the start, and none far past
+    the cut. A ``measure`` that dips now and then (a tokenizer can merge a longer prefix into
+    fewer tokens) gets a prefix that fits, as with halving.
+    """
+    low, high = 0, size
+    low_count, high_count = min(0, limit), max(total, limit + 1)
+    spread = 4
+    while high - low > 4 * spread:
+        slope = (high - low) / (high_count - low_count)
+        aim = low + round((limit + 0.5 - low_count) * slope)
+        for probe in (aim - spread, aim + spread):
+            if low < probe < high:
+                counted = measure(probe)
+                if counted <= limit:
+                    low, low_count = probe, min(counted, limit)
+                else:
+                    high, high_count = probe, counted
+        spread *= 2
+    while high - low > 1:
+        middle = (low + high) // 2
+        if measure(middle) <= limit:
+            low = middle
+        else:
+            high = middle
+    return low
+
+
 def clip_text(text: str, max_tokens: int, count: TokenCounter, *, marker: str = "…") -> str:
     """``text`` if it fits in ``max_tokens``, else its longest fitting prefix plus ``marker``.
 
     The cut prefers a word boundary in the second half of the kept prefix. Returns ``""``
     when not even the marker fits.
     """
-    if count(text) <= max_tokens:
+    total = count(text)
+    if total <= max_tokens:
         return text
     if count(marker) > max_tokens:
         return ""
-    low, high = 0, len(text)  # text[:low] + marker fits; text[:high] + marker does not
-    while high - low > 1:
-        middle = (low + high) // 2
-        if count(text[:middle] + marker) <= max_tokens:
-            low = middle
-        else:
-            high = middle
-    prefix = text[:low]
+    # text[:0] + marker fits; text + marker does not (it counts at least ``total``)
+    cut = longest_within(len(text), max_tokens, lambda n: count(text[:n] + marker), total)
+    prefix = text[:cut]
     space = prefix.rfind(" ")
     if space >= len(prefix) // 2 and space > 0:
         trimmed = prefix[:space].rstrip()

@@ -69,21 +69,30 @@ def _shingles(key: str) -> frozenset[str]:
     return frozenset(" ".join(words[i : i + _SHINGLE]) for i in range(len(words) - _SHINGLE + 1))
 
 
+def _claim(text: str) -> tuple[str, frozenset[str]]:
+    """A message's claim key and its word trigrams, worked out once per message."""
+    key = claim_key(text)
+    return key, _shingles(key)
+
+
+def _overlap(a: tuple[str, frozenset[str]], b: tuple[str, frozenset[str]]) -> float:
+    if a[0] == b[0]:
+        return 1.0
+    union = a[1] | b[1]
+    return len(a[1] & b[1]) / len(union) if union else 0.0
+
+
 def claim_similarity(a: str, b: str) -> float:
     """How much two messages are the same claim, in [0, 1]: 1 when their claim keys are
     equal, else the Jaccard overlap of their word trigrams."""
-    key_a, key_b = claim_key(a), claim_key(b)
-    if key_a == key_b:
-        return 1.0
-    left, right = _shingles(key_a), _shingles(key_b)
-    union = left | right
-    return len(left & right) / len(union) if union else 0.0
+    return _overlap(_claim(a), _claim(b))
 
 
 def is_repeat(message: str, earlier: Iterable[str], threshold: float) -> bool:
     """True when ``message`` is near-identical (similarity ≥ ``threshold``) to any of
     ``earlier``."""
-    return any(claim_similarity(message, other) >= threshold for other in earlier)
+    mine = _claim(message)
+    return any(_overlap(mine, _claim(other)) >= threshold for other in earlier)
 
 
 def limit_influence(
@@ -104,9 +113,18 @@ def limit_influence(
     since = index - window
     earlier = [row for row in influence if since < row.staged_at < index]
     kept: list[StagedUpdate] = []
+    mine = _claim(message)
+    claims: dict[str, tuple[str, frozenset[str]]] = {}  # each earlier message's, once
+
+    def repeats(other: str) -> bool:
+        claim = claims.get(other)
+        if claim is None:
+            claim = claims[other] = _claim(other)
+        return _overlap(mine, claim) >= repeat_similarity
+
     for item in staged:
         on_topic = [row for row in earlier if row.topic == item.topic]
-        if is_repeat(message, (row.message for row in on_topic), repeat_similarity):
+        if any(repeats(row.message) for row in on_topic):
             continue
         left = budget - math.fsum(abs(row.signed_delta) for row in on_topic)
         if left <= _EPSILON:

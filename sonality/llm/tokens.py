@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import re
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -89,7 +91,10 @@ def count_tokens(text: str, model: str | None = None) -> int:
     :data:`MEMO_MIN_CHARS` characters, keyed by a 128-bit digest (the texts themselves
     are not kept): the Thinker and the context builder count the same narrative,
     monologue entries and episodes turn after turn, and encoding is about a millisecond
-    per few thousand characters."""
+    per few thousand characters. A long text not seen whole before is counted by its
+    lines (see :func:`_by_lines`), each long line remembered on its own: a prompt is new
+    every turn, but it is made of blocks (the identity, the narrative, the monologue's
+    entries) that were counted before."""
     del model
     if not text:
         return 0
@@ -98,23 +103,62 @@ def count_tokens(text: str, model: str | None = None) -> int:
         return approximate_tokens(text)
     if len(text) < MEMO_MIN_CHARS:
         return len(enc.encode(text, disallowed_special=()))
-    key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-    with _memo_lock:
-        known = _memo.get(key)
-        if known is not None:
-            _memo.move_to_end(key)
-            return known
-    counted = len(enc.encode(text, disallowed_special=()))
-    with _memo_lock:
-        _memo[key] = counted
-        if len(_memo) > MEMO_ENTRIES:
-            _memo.popitem(last=False)
-    return counted
+    if len(text) >= SPLIT_MIN_CHARS and "\n" in text:
+        return _remembered(text, lambda whole: _by_lines(enc, whole))
+    return _remembered(text, lambda whole: len(enc.encode(whole, disallowed_special=())))
 
 
 MEMO_ENTRIES = 4096
 """Token counts remembered (about 100 bytes each)."""
 MEMO_MIN_CHARS = 256
 """Shorter texts are encoded every time (as cheap as the digest)."""
+SPLIT_MIN_CHARS = 1024
+"""Shorter texts are encoded whole: splitting would save little."""
 _memo: OrderedDict[bytes, int] = OrderedDict()
 _memo_lock = threading.Lock()
+
+_LINE_END = re.compile(r"\n(?=\S)")
+"""A newline followed by a character that is not white space. No piece of
+``cl100k_base``'s pre-tokenizer spans the position after it: a piece that holds a newline
+either ends there or goes on with white space only; no piece looks behind; and the one
+that looks ahead (white space not followed by other text) is tried after the one that
+takes white space up to its last newline. So a text's tokens are those of its parts cut
+there, one part after another (``tests/llm/test_token_memo.py`` checks it on awkward
+text)."""
+
+
+def _by_lines(enc: Any, text: str) -> int:
+    """``text``'s count as the sum of its parts' cut at :data:`_LINE_END`: runs of short
+    lines are encoded together up to and with the next long line, and such a run is
+    remembered as one text; which lines make a run depends on the lines alone, so a
+    block comes back as the same run in another prompt."""
+
+    def encoded(part: str) -> int:
+        return len(enc.encode(part, disallowed_special=()))
+
+    total = 0
+    run = line = 0  # where the run of lines and the line being read start
+    for newline in _LINE_END.finditer(text):
+        end = newline.end()
+        if end - line >= MEMO_MIN_CHARS:
+            total += _remembered(text[run:end], encoded)
+            run = end
+        line = end
+    rest = text[run:]
+    return total + (_remembered(rest, encoded) if len(rest) >= MEMO_MIN_CHARS else encoded(rest))
+
+
+def _remembered(text: str, count: Callable[[str], int]) -> int:
+    """``count(text)``, or the count remembered for ``text``."""
+    key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    with _memo_lock:
+        known = _memo.get(key)
+        if known is not None:
+            _memo.move_to_end(key)
+            return known
+    counted = count(text)
+    with _memo_lock:
+        _memo[key] = counted
+        if len(_memo) > MEMO_ENTRIES:
+            _memo.popitem(last=False)
+    return counted

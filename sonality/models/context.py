@@ -153,7 +153,11 @@ def _belief_line(belief: Belief) -> str:
 
 
 def _excerpt(text: str) -> str:
-    flat = " ".join(text.split())
+    # spaces folded in a prefix give a prefix of the folded text: when that is already
+    # too long, the rest of a long message need not be folded
+    flat = " ".join(text[: 4 * _EXCERPT_CHARS].split())
+    if len(flat) <= _EXCERPT_CHARS and len(text) > 4 * _EXCERPT_CHARS:
+        flat = " ".join(text.split())
     return flat if len(flat) <= _EXCERPT_CHARS else flat[: _EXCERPT_CHARS - 1] + "…"
 
 

@@ -35,6 +35,7 @@ from typing import Any, TypeAlias, TypeVar
 import pydantic_core
 from pydantic import BaseModel
 
+from sonality.core.budget import longest_within
 from sonality.errors import ConfigError, LLMResponseInvalid, LLMUnavailable
 from sonality.llm.prompts import PromptLibrary, RenderedPrompt
 from sonality.llm.replies import ReplyInvalid, parse_reply
@@ -351,13 +352,15 @@ class ScriptedLLM:
                 self._log(_Exchange(call, "", None, None, _ms_since(started)), outcome=outcome)
             raise
         count = self.count_tokens
-        if max_tokens is not None and count(content) > max_tokens:
-            content = _cut_to(content, max_tokens, count)
+        written = count(content)
+        if max_tokens is not None and written > max_tokens:
+            content = _cut_to(content, max_tokens, count, written)
+            written = count(content)
             call.truncated = True
         call.reply = content
         parts = (rendered.system or "", *history, rendered.user, previous, reask_errors or "")
         sent = "".join(parts)
-        exchange = _Exchange(call, content, count(sent), count(content), _ms_since(started))
+        exchange = _Exchange(call, content, count(sent), written, _ms_since(started))
         self.usage.record(
             component,
             input_tokens=exchange.input_tokens or 0,
@@ -399,16 +402,10 @@ def _quarter(text: str) -> int:
     return len(text) // 4
 
 
-def _cut_to(text: str, limit: int, count: Callable[[str], int]) -> str:
-    """The longest prefix of ``text`` that ``count`` puts at ``limit`` tokens or fewer."""
-    low, high = 0, len(text)
-    while low < high:
-        middle = (low + high + 1) // 2
-        if count(text[:middle]) <= limit:
-            low = middle
-        else:
-            high = middle - 1
-    return text[:low]
+def _cut_to(text: str, limit: int, count: Callable[[str], int], total: int) -> str:
+    """The longest prefix of ``text`` that ``count`` puts at ``limit`` tokens or fewer
+    (``total``: the count of the whole text, more than ``limit``)."""
+    return text[: longest_within(len(text), limit, lambda n: count(text[:n]), total)]
 
 
 def _ms_since(started: float) -> float:

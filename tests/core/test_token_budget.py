@@ -14,6 +14,7 @@ from sonality.core.budget import (
     conversation_window,
     estimate_tokens,
     fit_items,
+    longest_within,
     truncate_history,
 )
 
@@ -170,3 +171,45 @@ def test_clip_text_fits(text: str, budget: int) -> None:
     if clipped != text and clipped:
         assert clipped.endswith("…")
         assert text.startswith(clipped[:-1])
+
+
+@given(
+    st.lists(st.integers(min_value=0, max_value=9), min_size=2, max_size=3000),
+    st.integers(min_value=0, max_value=5000),
+)
+def test_longest_within_finds_the_bisection_cut_in_fewer_probes(
+    weights: list[int], limit: int
+) -> None:
+    """For a count that grows with the prefix, the aimed search finds the cut halving
+    finds (the largest fitting prefix), and with uneven per-character weights it probes
+    no more often than about one bisection of the whole length."""
+    sums = [0]
+    for w in weights:
+        sums.append(sums[-1] + w)
+    if sums[-1] <= limit:
+        return
+    probes: list[int] = []
+
+    def measure(n: int) -> int:
+        probes.append(n)
+        return sums[n]
+
+    cut = longest_within(len(weights), limit, measure, sums[-1])
+    assert cut == max(n for n in range(len(weights)) if sums[n] <= limit)
+    assert len(probes) <= 2 * len(weights).bit_length() + 2
+
+
+def test_longest_within_probes_near_the_cut_of_an_even_text() -> None:
+    """A text whose characters count alike (prose, to a tokenizer) is cut in a handful of
+    probes, each near the cut, where halving ``[0, size]`` needs one per bit of the size,
+    the first at half the text."""
+    text = "word " * 8000  # 40,000 characters, 1 token a character
+    probes: list[int] = []
+
+    def measure(n: int) -> int:
+        probes.append(n)
+        return len(text[:n])
+
+    assert longest_within(len(text), 3000, measure, len(text)) == 3000
+    assert len(probes) <= 8 < len(text).bit_length()
+    assert all(abs(n - 3000) < 100 for n in probes)

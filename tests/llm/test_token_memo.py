@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from sonality.llm import tokens
@@ -37,3 +39,30 @@ def test_short_texts_are_counted_without_the_memo(encoder) -> None:  # type: ign
     before = dict(tokens._memo)
     assert tokens.count_tokens("short words") == len(encoder.encode("short words"))
     assert dict(tokens._memo) == before
+
+
+AWKWARD = (
+    *("a", "Z", "é", "日本", "😀", "1", "234", "'s", "'ll", "'", "!?", ".", ", ", " ", "  "),
+    *("\n", "\n\n", "\r\n", "\r", "\t", " \n", "\n ", " \n\n ", "\u00a0", "\u2028", "\x0b"),
+    *("\x0c", "\x85", "\x1c", "\u200b", "—", "//", "<|endoftext|>", "\ud800", "word " * 70),
+    *("y" * 300 + "\n", "- a line of a list\n", "}\n", ")\n\n"),
+)
+"""Pieces that meet at line starts in every way the pre-tokenizer treats differently:
+white space of each kind before and after newlines, punctuation runs that take newlines,
+contractions, digits, a special token's text, a lone surrogate, and long lines."""
+
+
+def test_a_long_text_counted_by_its_lines_counts_as_encoded_whole(encoder) -> None:  # type: ignore[no-untyped-def]
+    """A long text new to the memo is counted line by line, its long lines remembered
+    each: the sum is the encoder's count of the whole text, whatever meets at the cuts,
+    and a prompt made of remembered blocks counts the same as when it was first seen."""
+    rng = random.Random(28)
+    for _ in range(300):
+        text = "".join(rng.choice(AWKWARD) for _ in range(rng.randint(60, 400)))
+        whole = len(encoder.encode(text, disallowed_special=()))
+        tokens._memo.clear()
+        assert tokens.count_tokens(text) == whole, repr(text)
+        shuffled = "\n".join(rng.sample(text.split("\n"), k=len(text.split("\n"))))
+        assert tokens.count_tokens(shuffled) == len(
+            encoder.encode(shuffled, disallowed_special=())
+        ), repr(shuffled)

@@ -95,7 +95,7 @@ def test_busy_conversation_over_http(served: Any) -> None:
     them per key): every answer 200, turns 1..200."""
     import httpx
 
-    from tests.server.conftest import start
+    from tests.server.conftest import PLAIN_HTTP, start
 
     with served.client() as c:
         r = c.post(
@@ -114,7 +114,7 @@ def test_busy_conversation_over_http(served: Any) -> None:
         limits = httpx.Limits(max_connections=128, max_keepalive_connections=128)
         headers = {"Authorization": f"Bearer {served.admin}"}
         async with httpx.AsyncClient(
-            base_url=server.url, headers=headers, limits=limits, timeout=120
+            base_url=server.url, headers=headers, limits=limits, timeout=120, verify=PLAIN_HTTP
         ) as client:
 
             async def one(i: int) -> int:

@@ -317,7 +317,7 @@ def test_chat_past_its_deadline_is_504_with_retry_after(served: Any, tmp_path: P
     """Over HTTP, a chat completion whose Talker hangs answers 504 with Retry-After and
     the stored message's id within the deadline (+1 s); the client's retry, once the model
     answers, gets the answer, and the conversation holds the exchange once."""
-    from tests.server.conftest import start
+    from tests.server.conftest import PLAIN_HTTP, start
 
     with served.client() as c:
         r = c.post(
@@ -343,7 +343,11 @@ def test_chat_past_its_deadline_is_504_with_retry_after(served: Any, tmp_path: P
         gate.touch()
         started = time.monotonic()
         late = httpx.post(
-            f"{server.url}/v1/chat/completions", json=body, headers=headers, timeout=60
+            f"{server.url}/v1/chat/completions",
+            json=body,
+            headers=headers,
+            timeout=60,
+            verify=PLAIN_HTTP,
         )
         waited = time.monotonic() - started
         gate.unlink()
@@ -429,7 +433,7 @@ def test_a_shutdown_cuts_a_hung_chat_with_503_and_keeps_its_message(
     episode id its message is kept under (pending, no response yet), and exits within
     twice that bound (requests, then background work) plus a second. It answered 500 (the
     cancelled request) and left the message unstored."""
-    from tests.server.conftest import start
+    from tests.server.conftest import PLAIN_HTTP, start
 
     shutdown = 2.0
     with served.client() as c:
@@ -454,7 +458,13 @@ def test_a_shutdown_cuts_a_hung_chat_with_503_and_keeps_its_message(
 
     def chat() -> None:
         answer.append(
-            httpx.post(f"{server.url}/v1/chat/completions", json=body, headers=headers, timeout=60)
+            httpx.post(
+                f"{server.url}/v1/chat/completions",
+                json=body,
+                headers=headers,
+                timeout=60,
+                verify=PLAIN_HTTP,
+            )
         )
 
     try:

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from sonality.testing.openai_server import FakeOpenAI
-from tests.server.conftest import Served, cli, start
+from tests.server.conftest import PLAIN_HTTP, Served, cli, start
 
 LATENCY = 1.5
 """Seconds each model call takes."""
@@ -89,7 +89,9 @@ async def _terminate_while_busy(
     """Three ``respond`` calls in flight, then SIGTERM: their answers, how long until a
     new connection was refused, and how long until the process exited (seconds)."""
     headers = {"Authorization": f"Bearer {served.admin}"}
-    async with httpx.AsyncClient(base_url=server.url, headers=headers, timeout=60) as http:
+    async with httpx.AsyncClient(
+        base_url=server.url, headers=headers, timeout=60, verify=PLAIN_HTTP
+    ) as http:
         calls = [
             asyncio.create_task(
                 http.post(
@@ -114,7 +116,7 @@ async def _refused(url: str, since: float) -> float:
     the server stopped listening (a ``ReadError``; seen in CI)."""
     while time.monotonic() - since < 30:
         try:
-            async with httpx.AsyncClient(base_url=url, timeout=5) as fresh:
+            async with httpx.AsyncClient(base_url=url, timeout=5, verify=PLAIN_HTTP) as fresh:
                 await fresh.get("/healthz")
         except (httpx.ConnectError, httpx.ReadError, httpx.RemoteProtocolError):
             return time.monotonic() - since

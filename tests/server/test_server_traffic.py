@@ -15,7 +15,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.server.conftest import Served, start
+from tests.server.conftest import PLAIN_HTTP, Served, start
 
 PERSONAS = ("tide", "busy", "slow")
 
@@ -75,7 +75,7 @@ def test_one_key_gets_64_requests_at_once_and_429s_say_when_to_retry(tide: Serve
         limits = httpx.Limits(max_connections=100, max_keepalive_connections=100)
         headers = {"Authorization": f"Bearer {tide.admin}"}
         async with httpx.AsyncClient(
-            base_url=tide.url, headers=headers, limits=limits, timeout=60
+            base_url=tide.url, headers=headers, limits=limits, timeout=60, verify=PLAIN_HTTP
         ) as http:
             body = {"everywhere": True, "max_seconds": 3}
             return await asyncio.gather(
