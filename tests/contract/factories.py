@@ -21,6 +21,8 @@ from sonality.models import (
     Persona,
     ProvenanceEdge,
     ReasoningType,
+    Reflection,
+    ReflectionOutcome,
     Snapshot,
     StagedUpdate,
     UserFact,
@@ -238,3 +240,31 @@ async def dump(
         state[f"facts:{user}"] = await store.list_facts(persona_id, user)
         state[f"episodes:{user}"] = await store.list_episodes(persona_id, user_id=user, limit=1000)
     return state
+
+
+OWNER = "worker-a"
+"""The reflection lease's owner in the reflection tests."""
+
+
+def make_reflection(persona_id: str = "p1", **overrides: Any) -> Reflection:
+    fields: dict[str, Any] = {
+        "id": f"refl-{persona_id}-1",
+        "persona_id": persona_id,
+        "trigger": "periodic",
+        "outcome": ReflectionOutcome.COMMITTED,
+        "started_at": at(30),
+        "finished_at": at(31),
+        "interaction_count": 2,
+        "snapshot_version": 2,
+        "previous_version": 1,
+        "retention_ratio": 1.25,
+        "unique_ratio": 0.75,
+        "health": ("possible_sycophancy",),
+        "insights_consumed": 2,
+        "episodes_read": 2,
+        "beliefs_decayed": 1,
+        "llm_calls": 1,
+        "duration_ms": 12.5,
+        "owner": OWNER,
+    }
+    return Reflection(**(fields | overrides))

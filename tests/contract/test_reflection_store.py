@@ -9,7 +9,17 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from factories import TOPIC, add_episode, add_persona, at, dump, make_belief, make_commit
+from factories import (
+    OWNER,
+    TOPIC,
+    add_episode,
+    add_persona,
+    at,
+    dump,
+    make_belief,
+    make_commit,
+    make_reflection,
+)
 
 from sonality.errors import ConflictError, LeaseHeld, PersonaNotFound, ValidationError
 from sonality.models import (
@@ -17,37 +27,10 @@ from sonality.models import (
     BeliefStatus,
     InsightStatus,
     ProvenanceEdge,
-    Reflection,
     ReflectionCommit,
     ReflectionOutcome,
     Snapshot,
 )
-
-OWNER = "worker-a"
-
-
-def make_reflection(persona_id: str = "p1", **overrides: Any) -> Reflection:
-    fields: dict[str, Any] = {
-        "id": f"refl-{persona_id}-1",
-        "persona_id": persona_id,
-        "trigger": "periodic",
-        "outcome": ReflectionOutcome.COMMITTED,
-        "started_at": at(30),
-        "finished_at": at(31),
-        "interaction_count": 2,
-        "snapshot_version": 2,
-        "previous_version": 1,
-        "retention_ratio": 1.25,
-        "unique_ratio": 0.75,
-        "health": ("possible_sycophancy",),
-        "insights_consumed": 2,
-        "episodes_read": 2,
-        "beliefs_decayed": 1,
-        "llm_calls": 1,
-        "duration_ms": 12.5,
-        "owner": OWNER,
-    }
-    return Reflection(**(fields | overrides))
 
 
 def make_reflection_commit(persona_id: str = "p1", **overrides: Any) -> ReflectionCommit:

@@ -22,40 +22,22 @@ import pytest
 
 from sonality.models import (
     InsightStatus,
-    Reflection,
     ReflectionCommit,
-    ReflectionOutcome,
     Snapshot,
 )
 from sonality.storage.neo4j.cypher import Query, load
 from tests.contract.factories import (
+    OWNER,
     TOPIC,
     add_persona,
     at,
     make_commit,
     make_draft,
+    make_reflection,
     vector,
 )
 
 pytestmark = pytest.mark.neo4j
-
-OWNER = "worker-a"
-
-
-def make_reflection(**overrides: Any) -> Reflection:
-    fields: dict[str, Any] = {
-        "id": "refl-p1-1",
-        "persona_id": "p1",
-        "trigger": "periodic",
-        "outcome": ReflectionOutcome.COMMITTED,
-        "started_at": at(30),
-        "finished_at": at(31),
-        "interaction_count": 2,
-        "snapshot_version": 2,
-        "previous_version": 1,
-        "owner": OWNER,
-    }
-    return Reflection(**(fields | overrides))
 
 
 def cache_type(value: Any) -> str:
