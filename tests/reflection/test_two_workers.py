@@ -36,9 +36,11 @@ SCAN = 2.0
 EVERY = 10
 PERSONAS = ("ada", "bob", "cyd", "dee")
 SLACK = 1.5
-"""Seconds allowed from the end of the first scan after a persona became due to the start
-of its reflection: the request, the lease and the reflection's first write on a loaded
-two-core CI machine."""
+"""Seconds a scan may come late beyond its interval and its quarter of jitter (its own
+run time and the event loop's delay on a loaded two-core CI machine)."""
+PICKUP = 2.5
+"""Seconds allowed from a scan that found a persona due to its reflection's start (the
+request, the lease and the reflection's first write; 1.8 s seen in a loaded CI run)."""
 
 
 def _worker(name: str) -> list[str]:
@@ -63,7 +65,8 @@ async def test_two_workers_never_overlap_and_never_miss(
 ) -> None:
     """Reflections of one persona never overlap across the two workers; each time a
     persona becomes due, a reflection is running or the first scan after it starts one
-    (within ``SLACK`` of that scan's end), and the scans come one interval apart."""
+    (its log line lists the persona), so the wait is at most one interval, its jitter and
+    the pick-up; and the scans come one interval apart."""
     store = neo4j_store
     env = {
         **os.environ,
@@ -118,7 +121,7 @@ async def test_two_workers_never_overlap_and_never_miss(
                 elif not decision.due:
                     due_since.pop(pid, None)
             await asyncio.sleep(0.05)
-        await asyncio.sleep(SCAN + SLACK + 2)  # let the last due personas be picked up
+        await asyncio.sleep(SCAN + SLACK + PICKUP)  # let the last due personas be picked up
     finally:
         for process in processes:
             if process.returncode is None:
@@ -142,15 +145,16 @@ async def test_two_workers_never_overlap_and_never_miss(
         for line in log.read_text().splitlines()
         if line.startswith("{")
     ]
-    # each scan as (start, end), from the workers' own log lines (logged as it ends)
+    # each scan as (start, end, due personas), from the workers' own log lines (logged as
+    # it ends)
     scans = sorted(
-        (end - timedelta(milliseconds=e["duration_ms"]), end)
+        (end - timedelta(milliseconds=e["duration_ms"]), end, set(e["due"]))
         for e in events
         if e.get("event") == "worker_scan"
         for end in [datetime.fromisoformat(e["timestamp"])]
     )
     # the workers keep scanning: one scan interval (plus its quarter of jitter) apart
-    starts = [start for start, _ in scans]
+    starts = [start for start, _, _ in scans]
     gaps = [later - earlier for earlier, later in itertools.pairwise(starts)]
     assert max(gaps) <= timedelta(seconds=SCAN * 1.25 + SLACK), max(gaps)
     for pid, due_at in due_episodes:
@@ -158,11 +162,12 @@ async def test_two_workers_never_overlap_and_never_miss(
         assert covering, (pid, due_at)
         wait = max(timedelta(0), min(covering) - due_at)
         worst = max(worst, wait)
-        # never missed: the first scan that starts once the persona is due (or a
-        # reflection already running) starts its reflection
-        first = next((end for start, end in scans if start >= due_at), None)
+        # never missed: a reflection of it is already running when the first scan that
+        # starts once it is due ends, or that scan finds it due
+        first = next(((end, due) for start, end, due in scans if start >= due_at), None)
         assert first is not None, (pid, due_at, scans[-1])
-        assert min(covering) <= first + timedelta(seconds=SLACK), (pid, due_at, first, wait)
+        assert min(covering) <= first[0] or pid in first[1], (pid, due_at, first, wait)
+        assert wait <= timedelta(seconds=SCAN * 1.25 + SLACK + PICKUP), (pid, due_at, wait)
 
     # both workers took part: they start together and scan in one phase, and without the
     # scan's jitter the one a few ms ahead took every lease (w2: 236, w1: 0 under load)
