@@ -530,7 +530,6 @@ class Neo4jExecutor:
         The bound holds for the caller, closing included: an unanswered round trip is
         cancelled and closes its connection in the background. Concurrent pings share the round
         trip in flight (a burst of readiness checks opens one connection, not one each)."""
-        started = asyncio.get_running_loop().time()
         try:
             if self._reach is None:
                 raise TimeoutError
@@ -538,9 +537,9 @@ class Neo4jExecutor:
             if trip is None or trip.done():
                 trip = self._ping_trip = asyncio.ensure_future(self._reach(True))
                 trip.add_done_callback(_retrieve)
-            left = started + PING_SECONDS - asyncio.get_running_loop().time()
-            done, _ = await asyncio.wait({trip}, timeout=max(left, 0.0))
-            if not done:
+            done, _ = await asyncio.wait({trip}, timeout=PING_SECONDS)
+            # a trip another caller gave up on is cancelled: no answer for this one either
+            if not done or trip.cancelled():
                 trip.cancel()  # it closes its connection on its own time, not the caller's
                 raise TimeoutError
             trip.result()
