@@ -36,17 +36,25 @@ help:
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
+# The installs go through uv (pip installs uv itself, a single wheel): on this 2-core VM,
+# pip took 95 s of wall time and 93 s of CPU for the dev install into a new virtualenv, uv
+# 19 s and 35 s with the same versions resolved, most of it compiling the bytecode, which it
+# does on both cores (28 Nov 2026). The bytecode is compiled at install so that the suite's
+# processes, started side by side, do not each compile litellm on their first import.
+$(BIN)/uv: | $(BIN)/python
+	$(BIN)/pip install --quiet uv
+
+UV_INSTALL = $(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python
+
 # Two stamps in one virtualenv: the runtime install (make demo) and the dev install (make test
 # and the rest). The dev install includes the runtime, so it stamps both; a runtime install
 # never counts as a dev one, so make test after make demo still installs the dev tools.
-$(VENV)/.installed-runtime: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e .
+$(VENV)/.installed-runtime: pyproject.toml | $(BIN)/uv
+	$(UV_INSTALL) -e .
 	touch $@
 
-$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,eval]'
+$(VENV)/.installed-dev: pyproject.toml | $(BIN)/uv
+	$(UV_INSTALL) -e '.[dev,eval]'
 	touch $@ $(VENV)/.installed-runtime
 
 install: $(VENV)/.installed-dev
