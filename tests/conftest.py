@@ -253,7 +253,18 @@ def work_unit(nodeid: str) -> str:
     return next((unit for unit, paths in ONE_WORKER.items() if path.startswith(paths)), path)
 
 
+SCHEMA_UNIT = "schema"
+
 ONE_WORKER = {
+    SCHEMA_UNIT: (
+        "tests/neo4j/test_cli_on_neo4j.py",
+        "tests/neo4j/test_migrations.py",
+        "tests/neo4j/test_neo4j_upgrade.py",
+        "tests/neo4j/test_vector_index.py",
+        "tests/neo4j/test_query_plans.py",
+        "tests/neo4j/test_plan_cache_shapes.py",
+        "tests/contract/test_round_trips.py",
+    ),
     "server": ("tests/server/",),
     "served reliability": (
         "tests/reliability/test_batches.py",
@@ -261,10 +272,20 @@ ONE_WORKER = {
         "tests/reliability/test_deadlines.py",
     ),
 }
-"""Groups of files whose tests share session fixtures too dear to set up on every worker
-(``served``: a ``sonality serve`` per store, each started after a wipe and a key made by
-the CLI): the server tests are one unit, the reliability files that use ``served``
-another (three files on three workers started it three times)."""
+"""Groups of files that go to one worker as one unit:
+
+- ``schema``: the files that change the session server's schema (drop it, migrate from
+  nothing, make and drop the vector index) or empty its plan cache
+  (``db.prepareForReplanning``, ``db.clearQueryCaches``). Either makes the server compile
+  every statement again on its next run: measured on the suite's 5.26 server, a statement
+  that ran from the cache in 51-77 ms took 1.5-4.1 s after an index or a constraint was
+  made or dropped. Spread over the workers, each such file made its worker's server
+  compile again every statement the files after it ran; in one unit, handed out first,
+  the other workers' servers compile each statement once;
+- ``server`` and ``served reliability``: files whose tests share session fixtures too dear
+  to set up on every worker (``served``: a ``sonality serve`` per store, each started after
+  a wipe and a key made by the CLI): the server tests are one unit, the reliability files
+  that use ``served`` another (three files on three workers started it three times)."""
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -286,20 +307,22 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """On an xdist worker, order the units of work longest first, so that no long file is
-    left for the end while the other workers sit idle: first the units holding a ``slow``
-    or ``browser`` test, then the rest by their number of tests. Runs last, after pytest
-    grouped the tests by their parametrised session fixtures; the order inside a unit stays
-    as pytest left it."""
+    """On an xdist worker, order the units of work: the ``schema`` unit first (see
+    ``ONE_WORKER``: its worker's server then compiles the other units' statements once),
+    then longest first, so that no long file is left for the end while the other workers
+    sit idle: the units holding a ``slow`` or ``browser`` test, then the rest by their
+    number of tests. Runs last, after pytest grouped the tests by their parametrised
+    session fixtures; the order inside a unit stays as pytest left it."""
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return
     units: dict[str, list[pytest.Item]] = {}
     for item in items:
         units.setdefault(work_unit(item.nodeid), []).append(item)
 
-    def rank(unit: list[pytest.Item]) -> tuple[bool, int]:
+    def rank(unit: list[pytest.Item]) -> tuple[bool, bool, int]:
+        schema = work_unit(unit[0].nodeid) == SCHEMA_UNIT
         long = any(item.get_closest_marker(m) for item in unit for m in ("slow", "browser"))
-        return (not long, -len(unit))
+        return (not schema, not long, -len(unit))
 
     items[:] = [item for unit in sorted(units.values(), key=rank) for item in unit]
 

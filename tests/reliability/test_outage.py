@@ -16,13 +16,17 @@ import sqlite3
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+import structlog
+from structlog.testing import capture_logs
 
 from sonality.errors import StoreUnavailable
 from sonality.llm.embedders import HashEmbedder
+from sonality.models import EpisodeDraft
 from sonality.service import Sonality
 from tests.conftest import EMBEDDING_DIMENSIONS, _load_devserver
 
@@ -161,6 +165,60 @@ async def test_a_killed_neo4j_fails_fast_and_recovers(server: Any, neo4j_app: So
     assert error is None, error  # no lingering outage state, no stale connection
     again = await record(app, 6)
     assert again.episode.turn == first.episode.turn + 1
+
+
+@pytest.mark.neo4j
+@pytest.mark.slow
+async def test_a_neo4j_restart_fails_a_call_within_the_retry_bound(
+    server: Any, neo4j_app: Sonality
+) -> None:
+    """(Issue 15.7.) With the server shut down cleanly, a call fails with StoreUnavailable
+    after at most ~retry_seconds (not the driver's silent 30 s), logging a warning, and the
+    next one at once, naming the episode id a retry may use and storing nothing; after a
+    restart on the same data the same store object works again and the data is intact."""
+    store = neo4j_app.store
+    try:
+        await asyncio.to_thread(server.current.stop)
+        saved = structlog.get_config()
+        structlog.reset_defaults()
+        try:
+            with capture_logs() as events:
+                started = time.monotonic()
+                with pytest.raises(StoreUnavailable):
+                    await asyncio.wait_for(store.list_personas(), timeout=25)
+                waited = time.monotonic() - started
+        finally:
+            structlog.configure(**saved)
+        assert waited < 25  # the driver's own default would retry for 30 s
+        assert any(e["event"] == "neo4j_unavailable" for e in events)
+        draft = EpisodeDraft(
+            id="e1",
+            persona_id="ada",
+            user_id="u1",
+            conversation_id="stopped",
+            user_message="I am allergic to peanuts.",
+            agent_response="Noted.",
+            created_at=datetime.now(UTC),
+        )
+        started = time.monotonic()
+        with pytest.raises(StoreUnavailable) as caught:
+            await asyncio.wait_for(store.append_episode(draft), timeout=25)
+        assert time.monotonic() - started < 2.0
+        assert caught.value.context["episode_id"] == "e1"
+
+        await asyncio.to_thread(server.restart)
+        for _ in range(120):  # the server's start-up, then its warm-up: a client retries
+            try:
+                personas = await store.list_personas()
+                break
+            except StoreUnavailable:
+                await asyncio.sleep(0.5)
+        assert [p.id for p in personas] == ["ada"]
+        episode, created = await store.append_episode(draft)
+        assert created and episode.turn == 1
+    finally:
+        if server.current.process.poll() is not None:  # leave the next test a server
+            await asyncio.to_thread(server.restart)
 
 
 @pytest.mark.neo4j
