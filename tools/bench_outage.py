@@ -11,6 +11,10 @@
    timeout, +1 s), the longest ``/readyz`` while down and its statuses, and the recovery:
    from the store answering again (``RETURN 1``) to the first acknowledged record, and
    from ``/readyz`` answering 200 again (on Neo4j: the executor's warm-up done) to it.
+   On Neo4j, its floor in the same run: the server killed and restarted once more, the
+   first record of a process that had no outage to recover from, timed from ``RETURN 1``
+   answering (a restarted JVM compiles that statement cold), and the recovery's ratio to
+   it.
 2. busy conversation: ``--crowd`` records at once into one conversation (128 connections,
    ``--key-concurrency 256``): failures and turn gaps.
 3. hung model: the OpenAI-compatible fake (a process of its own) stops answering; the
@@ -227,7 +231,9 @@ async def stored_ids(url: str, token: str, writers: int) -> set[str]:
     return ids
 
 
-def report_outage(store: str, outage: Outage, stored: set[str], bound: float) -> None:
+def report_outage(
+    store: str, outage: Outage, stored: set[str], bound: float, floor: float | None
+) -> None:
     acked = {c.episode_id for c in outage.calls if c.status == 200}
     failed = [c for c in outage.calls if c.status != 200]
     hidden = [
@@ -273,6 +279,12 @@ def report_outage(store: str, outage: Outage, stored: set[str], bound: float) ->
         f"  recovery: first acknowledged record {outage.back:.2f} s after the store answered"
         f" [{check(outage.back <= 2.0, f'{store}: slow recovery')}]"
     )
+    if floor is not None:
+        print(
+            f"  floor: the first record of a quiet process on the server restarted again"
+            f" {floor:.2f} s after it answered (no warm-up); recovery {outage.back / floor:.2f}x"
+            f" the floor, {outage.back - floor:+.2f} s over it"
+        )
     # /readyz turns 200 once the server can take calls again (on Neo4j: its warm-up done)
     ready = min(
         (at + took for at, took, status in outage.readyz if at >= outage.down[1] and status == 200),
@@ -445,6 +457,41 @@ class WriteLock:
             self.thread.join(10)
 
 
+async def cold_record_floor(
+    url: str, restart: Callable[[], None], is_back: Callable[[], bool]
+) -> float:
+    """The recovery's floor, measured on the same server: kill and restart it once more,
+    and time the first record (not enriched) from the moment it answers ``RETURN 1``, sent
+    by a process that had no outage to recover from (its facade connected and recorded
+    before, then idle through the restart: no warm-up, nothing waiting). On a restarted
+    JVM that one unit compiles its statement cold, which is what a recovery cannot go
+    under (measured 28 Nov 2026: ``RETURN 1`` about 2 s, a first write 4.3 s)."""
+    from sonality.config import Settings
+    from sonality.service import Sonality
+
+    app = await Sonality.open(Settings(store=url))
+    try:
+
+        async def one(message: str) -> None:
+            await app.record(
+                PERSONA,
+                user_id="floor",
+                conversation_id="floor",
+                message=message,
+                response="Noted.",
+                enrich=False,
+            )
+
+        await one("before the restart")
+        await asyncio.to_thread(restart)
+        await asyncio.to_thread(wait_until, is_back)
+        started = time.monotonic()
+        await one("after the restart")
+        return time.monotonic() - started
+    finally:
+        await app.close()
+
+
 def bolt_answers(uri: str) -> bool:
     """The database answers a query (not only the Bolt port: a restarted server accepts
     connections before its database is online)."""
@@ -473,12 +520,25 @@ async def bench_store(store: str, tmp: Path, opts: argparse.Namespace) -> None:
         url = neo4j_server.bolt_uri
     try:
         token = await prepare(url, [PERSONA])
+        floor = None
+        if neo4j_server is not None:
+            # Before the server under test starts, so nothing else compiles meanwhile.
+            def restart() -> None:
+                neo4j_server.process.kill()
+                neo4j_server.process.wait()
+                holder["server"] = devserver.DevServer.start(
+                    data_dir=tmp / "neo4j-data",
+                    bolt_port=neo4j_server.bolt_port,
+                    log_path=tmp / "neo4j.log",
+                )
+
+            floor = await cold_record_floor(url, restart, lambda: bolt_answers(url))
         with fake_model() as (api_base, hang):
             env = server_env(url, api_base)
             server = start_server(env, tmp / f"{store}-server.log", "--key-concurrency", "256")
             try:
                 if neo4j_server is not None:
-                    holder["server"] = neo4j_server
+                    holder.setdefault("server", neo4j_server)
 
                     def go_down() -> None:
                         holder["server"].process.kill()
@@ -504,7 +564,7 @@ async def bench_store(store: str, tmp: Path, opts: argparse.Namespace) -> None:
                     server.url, token, opts.writers, opts.outage, go_down, come_back, is_back
                 )
                 stored = await stored_ids(server.url, token, opts.writers)
-                report_outage(store, outage, stored, bound)
+                report_outage(store, outage, stored, bound, floor)
                 if "crowd" not in opts.skip:
                     print("busy conversation:")
                     failed, turns, gaps = await crowd_run(server.url, token, opts.crowd)
