@@ -41,6 +41,12 @@ run time and the event loop's delay on a loaded two-core CI machine)."""
 PICKUP = 2.5
 """Seconds allowed from a scan that found a persona due to its reflection's start (the
 request, the lease and the reflection's first write; 1.8 s seen in a loaded CI run)."""
+PERIOD = 0.4
+"""Seconds per round of one interaction for each persona: a steady 10 interactions a
+second, so each persona comes due about every 4 s (every ``EVERY`` interactions), two
+scans apart. Unpaced, the stream went as fast as the CPU let it (423 rounds in the two
+minutes on a quiet machine, fewer on a loaded one) and the session took a whole core
+away from the tests beside it (157 s of CPU in 153 s)."""
 
 
 def _worker(name: str) -> list[str]:
@@ -103,6 +109,7 @@ async def test_two_workers_never_overlap_and_never_miss(
         i = 0
         while time.monotonic() - started < DURATION:
             i += 1
+            round_ends = started + i * PERIOD
             for pid in PERSONAS:
                 turn = scripts.turn(i)
                 await producer.record(
@@ -120,7 +127,7 @@ async def test_two_workers_never_overlap_and_never_miss(
                     due_episodes.append((pid, now))
                 elif not decision.due:
                     due_since.pop(pid, None)
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(max(0.05, round_ends - time.monotonic()))
         await asyncio.sleep(SCAN + SLACK + PICKUP)  # let the last due personas be picked up
     finally:
         for process in processes:
