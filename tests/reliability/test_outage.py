@@ -213,6 +213,8 @@ async def test_a_neo4j_restart_fails_a_call_within_the_retry_bound(
                 break
             except StoreUnavailable:
                 await asyncio.sleep(0.5)
+        else:
+            pytest.fail("the store never answered after the restart")
         assert [p.id for p in personas] == ["ada"]
         episode, created = await store.append_episode(draft)
         assert created and episode.turn == 1
