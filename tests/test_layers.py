@@ -37,9 +37,11 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 
 import sonality
+from tests.conftest import collector_held, parse_python
 
 PACKAGE = Path(sonality.__file__).resolve().parent
 ROOT = "<root>"
@@ -104,13 +106,18 @@ def _imports(package: str, source: str) -> Iterator[tuple[str, int]]:
                     yield target, node.lineno
 
 
+@cache
 def _edges() -> dict[str, dict[str, int]]:
+    """Every module's imports of other ``sonality`` modules, with the line of the first
+    (parsed once per session; the collector is held off while parsing, see
+    :func:`tests.conftest.collector_held`)."""
     graph: dict[str, dict[str, int]] = {m: {} for m in MODULES}
-    for module, path in MODULES.items():
-        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-        for target, line in _imports(package, path.read_text(encoding="utf-8")):
-            if target != module and not module.startswith(f"{target}."):
-                graph[module].setdefault(target, line)
+    with collector_held():
+        for module, path in MODULES.items():
+            package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+            for target, line in _imports(package, path.read_text(encoding="utf-8")):
+                if target != module and not module.startswith(f"{target}."):
+                    graph[module].setdefault(target, line)
     return graph
 
 
@@ -284,7 +291,7 @@ FACADE_LINES = 700
 
 
 def _facade_methods() -> list[str]:
-    tree = ast.parse((PACKAGE / "service.py").read_text(encoding="utf-8"))
+    tree = parse_python((PACKAGE / "service.py").read_text(encoding="utf-8"))
     return [
         node.name
         for cls in tree.body

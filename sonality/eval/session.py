@@ -169,7 +169,13 @@ async def open_session(common: Common, eval_name: str) -> AsyncIterator[Session]
     try:
         yield Session(app=app, judge=judge, progress=progress, settings=settings, store_url=url)
     finally:
-        await app.close()
+        await app.close()  # closes the persona's model client
+        # the judge's own client (a second adapter unless it judges with the persona's
+        # model object) is closed on this loop too: a session left open when asyncio.run
+        # closes the loop keeps its pooled sockets open until the collector finds them
+        aclose = getattr(judge.llm, "aclose", None)
+        if judge.llm is not persona and aclose is not None:
+            await aclose()
 
 
 def write_outputs(

@@ -8,13 +8,14 @@ from pathlib import Path
 
 import sonality
 import sonality.cli
+from tests.conftest import parse_python
 
 PACKAGE = Path(sonality.__file__).parent
 CLI = Path(sonality.cli.__file__).parent
 
 
 def _tree(path: Path) -> ast.Module:
-    return ast.parse(path.read_text("utf-8"), filename=str(path))
+    return parse_python(path.read_text("utf-8"), filename=str(path))
 
 
 def _imported(tree: ast.Module) -> set[str]:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import sonality.core
+from tests.conftest import parse_python
 
 MODULES = sorted(m.name for m in pkgutil.iter_modules(sonality.core.__path__))
 FORBIDDEN = {
@@ -49,7 +50,7 @@ def test_no_io_imports(name: str) -> None:
     """Core modules import no database, LLM, logging or OS-facing library."""
     source = Path(sonality.core.__path__[0], f"{name}.py").read_text(encoding="utf-8")
     imported: set[str] = set()
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(parse_python(source)):
         if isinstance(node, ast.Import):
             imported |= {alias.name.split(".")[0] for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
