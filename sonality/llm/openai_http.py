@@ -26,7 +26,7 @@ import weakref
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import Any, cast
 
 import aiohttp
 
@@ -123,7 +123,7 @@ class OpenAIHTTP:
         self._headers = {"Content-Type": "application/json"}
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
-        self._sessions: dict[asyncio.AbstractEventLoop, aiohttp.ClientSession] = {}
+        self._sessions: dict[asyncio.AbstractEventLoop, _Pooled] = {}
         self._route: _Route | None = None
         # Release every session's connections when the adapter goes. Not ``__del__``: when
         # the adapter dies in a reference cycle, the collector may finalise the sessions
@@ -147,20 +147,20 @@ class OpenAIHTTP:
 
     def _session(self) -> aiohttp.ClientSession:
         loop = asyncio.get_running_loop()
-        session = self._sessions.get(loop)
-        if session is None or session.closed:
+        pooled = self._sessions.get(loop)
+        if pooled is None or pooled.session.closed:
             for old in [lp for lp in self._sessions if lp.is_closed()]:
                 self._forget(old)
             session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=_POOL, limit_per_host=_POOL),
                 skip_auto_headers=("User-Agent",),
             )
-            self._sessions[loop] = session
-        return session
+            pooled = self._sessions[loop] = _Pooled(loop, session)
+        return pooled.session
 
     def _forget(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Drop the session of a loop that is gone (its sockets went with the loop)."""
-        _release(self._sessions.pop(loop))
+        """Drop the session of a loop that is closed."""
+        self._sessions.pop(loop).release()
 
     async def complete(self, body: dict[str, Any]) -> ChatReply:
         """Send one chat completion; raise on an HTTP error or a connection failure."""
@@ -207,6 +207,47 @@ class OpenAIHTTP:
                 await self._sessions.pop(old).close()
             elif old.is_closed():
                 self._forget(old)
+
+
+class _Pooled:
+    """A loop's session, closed with the loop. A session whose loop closes with connections
+    in its pool keeps their sockets open (a closed loop closes no transport), and each
+    warns as the collector finds it: a caller that runs the adapter under ``asyncio.run``
+    more than once and never calls ``aclose`` (a script, a CLI command, a test) leaked one
+    socket per run. So a suspended async generator stands for the session in its loop:
+    the loop's shutdown of async generators (``asyncio.run``'s last step, and
+    pytest-asyncio's) resumes it, and it closes the session while the loop still runs."""
+
+    __slots__ = ("_watch", "loop", "session")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, session: aiohttp.ClientSession) -> None:
+        self.loop = loop
+        self.session = session
+        self._watch = self._closed_with_loop()
+        # the first step registers the generator with the running loop and stops at its
+        # ``yield`` (it awaits nothing before it)
+        with contextlib.suppress(StopIteration):
+            cast(Any, self._watch.__anext__()).send(None)
+
+    async def _closed_with_loop(self) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            if self.loop.is_closed() or self.session.closed:
+                _release(self.session)
+            else:
+                await self.session.close()
+
+    async def close(self) -> None:
+        await self._watch.aclose()
+
+    def release(self) -> None:
+        """Close the connections synchronously and finish the generator (nothing to await
+        once the session is closed: a finished generator is not handed to its loop's
+        finaliser, which on a closed loop would fail)."""
+        _release(self.session)
+        with contextlib.suppress(StopIteration, RuntimeError):
+            cast(Any, self._watch.aclose()).send(None)
 
 
 class ChatStream:
@@ -257,10 +298,10 @@ class ChatStream:
             self.release()
 
 
-def _release_all(sessions: dict[asyncio.AbstractEventLoop, aiohttp.ClientSession]) -> None:
-    for session in sessions.values():
-        with contextlib.suppress(RuntimeError):  # a closed loop took its sockets along
-            _release(session)
+def _release_all(sessions: dict[asyncio.AbstractEventLoop, _Pooled]) -> None:
+    for pooled in sessions.values():
+        with contextlib.suppress(RuntimeError):
+            pooled.release()
     sessions.clear()
 
 
