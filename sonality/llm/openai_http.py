@@ -23,7 +23,7 @@ import asyncio
 import contextlib
 import json
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any, cast
@@ -229,7 +229,7 @@ class _Pooled:
         with contextlib.suppress(StopIteration):
             cast(Any, self._watch.__anext__()).send(None)
 
-    async def _closed_with_loop(self) -> AsyncIterator[None]:
+    async def _closed_with_loop(self) -> AsyncGenerator[None, None]:
         try:
             yield
         finally:
