@@ -151,6 +151,8 @@ class OpenAIHTTP:
         if pooled is None or pooled.session.closed:
             for old in [lp for lp in self._sessions if lp.is_closed()]:
                 self._forget(old)
+            if pooled is not None:
+                pooled.release()  # its generator finished here, not by a later collection
             session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=_POOL, limit_per_host=_POOL),
                 skip_auto_headers=("User-Agent",),
@@ -245,7 +247,8 @@ class _Pooled:
         """Close the connections synchronously and finish the generator (nothing to await
         once the session is closed: a finished generator is not handed to its loop's
         finaliser, which on a closed loop would fail)."""
-        _release(self.session)
+        with contextlib.suppress(RuntimeError):  # a loop closed with the pool still open
+            _release(self.session)
         with contextlib.suppress(StopIteration, RuntimeError):
             cast(Any, self._watch.aclose()).send(None)
 
