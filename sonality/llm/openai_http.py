@@ -235,9 +235,7 @@ class _Pooled:
         try:
             yield
         finally:
-            if self.loop.is_closed() or self.session.closed:
-                _release(self.session)
-            else:
+            if not self.session.closed:  # release() closes it before it finishes us
                 await self.session.close()
 
     async def close(self) -> None:
@@ -303,8 +301,7 @@ class ChatStream:
 
 def _release_all(sessions: dict[asyncio.AbstractEventLoop, _Pooled]) -> None:
     for pooled in sessions.values():
-        with contextlib.suppress(RuntimeError):
-            pooled.release()
+        pooled.release()
     sessions.clear()
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import socket
+from urllib.parse import urlsplit
 
 from sonality.llm.openai_http import OpenAIHTTP
 from sonality.testing.openai_server import FakeOpenAI
@@ -27,6 +28,12 @@ def _open_sockets_to(port: int) -> list[socket.socket]:
     return found
 
 
+def _port(fake: FakeOpenAI) -> int:
+    port = urlsplit(fake.url).port
+    assert port is not None
+    return port
+
+
 def test_a_loop_that_ends_closes_the_pool_the_caller_never_closed() -> None:
     """Each ``asyncio.run`` that used the client leaves no socket open, though the caller
     never calls ``aclose``: a closed loop closes no transport, so the pooled keep-alive
@@ -35,7 +42,7 @@ def test_a_loop_that_ends_closes_the_pool_the_caller_never_closed() -> None:
     on the next loop."""
     with FakeOpenAI() as fake:
         client = OpenAIHTTP(fake.url, "k")
-        port = int(fake.url.rsplit(":", 1)[1].split("/")[0])
+        port = _port(fake)
         for _ in range(3):
             reply = asyncio.run(client.complete(BODY))
             assert reply.content
@@ -56,5 +63,4 @@ def test_aclose_closes_the_pool_of_the_running_loop() -> None:
         await client.aclose()
 
     with FakeOpenAI() as fake:
-        port = int(fake.url.rsplit(":", 1)[1].split("/")[0])
-        asyncio.run(twice(OpenAIHTTP(fake.url, None), port))
+        asyncio.run(twice(OpenAIHTTP(fake.url, None), _port(fake)))
