@@ -24,7 +24,8 @@ the same run where one makes sense):
 - ``respond``: 8 conversations x 10 turns (``--conversations``, ``--turns``, a user pause
   of ``--pause`` s between turns) on one persona: respond's overhead over the Talker's
   call (p50/p95), the Talker's p50, and how long after the last reply the Thinker (and
-  the enrichment it handed on) drained;
+  the enrichment it handed on) drained, on SQLite and on Neo4j (``--respond-backends``),
+  after the same conversations on another persona without the pause, unmeasured;
 - ``server``: ``sonality serve`` under load (``tools/bench_server.py``'s pieces): 32
   clients (``--server-clients``) record + context on SQLite and Neo4j
   (``--server-backends``) with 1 and 2 processes, req/s and p50/p95/p99 beside the
@@ -45,6 +46,7 @@ import statistics
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -415,32 +417,60 @@ async def cpu(bench: Bench) -> list[Row]:
 
 
 async def respond(bench: Bench) -> list[Row]:
-    app = await Sonality.open(bench.settings("respond"))
+    """The ``respond`` rows on each store of ``--respond-backends`` (Neo4j: a dev server
+    started as ``tools/bench_server.py`` starts it, plans kept as docker-compose.yml keeps
+    them, or ``SONALITY_BENCH_NEO4J_URI``)."""
+    import contextlib
+
+    import bench_server as bs
+
+    rows: list[Row] = []
+    for store in bench.args.respond_backends.split(","):
+        with (
+            tempfile.TemporaryDirectory(prefix="sonality-bench-") as folder,
+            contextlib.ExitStack() as stack,
+        ):
+            where = {}
+            if store != "sqlite":
+                where["store"] = stack.enter_context(bs.neo4j(Path(folder)))
+            rows += await _respond_on(bench, store, bench.settings(f"respond-{store}", **where))
+    return rows
+
+
+async def _respond_on(bench: Bench, store: str, settings: Settings) -> list[Row]:
+    app = await Sonality.open(settings, migrate=True)
+    run = uuid.uuid4().hex[:8]  # a server given by SONALITY_BENCH_NEO4J_URI may hold earlier runs
     overheads: list[float] = []
     talkers: list[float] = []
     try:
-        # warm up (first-use costs of a process: imports, schema builds, pools) as a
-        # server is warm: one exchange of another persona, thought through
-        await app.create_persona("warm", name="Ada", core_identity=IDENTITY)
-        await app.respond("warm", user_id="u", conversation_id="c", message=message(0, 0))
-        assert await app.drain("warm", max_seconds=120)
-        await app.create_persona("ada", name="Ada", core_identity=IDENTITY)
         last: list[float] = []
 
-        async def conversation(c: int) -> None:
+        async def conversation(persona: str, c: int, pause: float, measured: bool) -> None:
             for t in range(bench.args.turns):
                 reply = await app.respond(
-                    "ada",
+                    persona,
                     user_id=f"u{c}",
                     conversation_id=f"conv{c}",
                     message=message(c, t),
                 )
-                overheads.append((reply.latency_ms - reply.talker_ms) / 1000)
-                talkers.append(reply.talker_ms / 1000)
+                if measured:
+                    overheads.append((reply.latency_ms - reply.talker_ms) / 1000)
+                    talkers.append(reply.talker_ms / 1000)
                 if t < bench.args.turns - 1:
-                    await asyncio.sleep(bench.args.pause)
+                    await asyncio.sleep(pause)
             last.append(time.perf_counter())
 
+        # warm up as a server is warm (first-use imports, schema builds, pools; Neo4j's
+        # plans and JIT): the same conversations on another persona, without the pause,
+        # thought through
+        warm, ada = f"warm-{run}", f"ada-{run}"
+        await app.create_persona(warm, name="Ada", core_identity=IDENTITY)
+        await asyncio.gather(
+            *(conversation(warm, c, 0.0, False) for c in range(bench.args.conversations))
+        )
+        assert await app.drain(warm, max_seconds=300)
+        await app.create_persona(ada, name="Ada", core_identity=IDENTITY)
+        last.clear()
         probes: list[float] = []
         lags: list[float] = []
         talking = asyncio.Event()
@@ -450,28 +480,30 @@ async def respond(bench: Bench) -> list[Row]:
             event loop wakes a 10 ms sleep."""
             while not talking.is_set():
                 started = time.perf_counter()
-                await app.store.get_persona("ada")
+                await app.store.get_persona(ada)
                 probes.append(time.perf_counter() - started)
                 started = time.perf_counter()
                 await asyncio.sleep(0.01)
                 lags.append(time.perf_counter() - started - 0.01)
 
         prober = asyncio.create_task(probe())
-        await asyncio.gather(*(conversation(c) for c in range(bench.args.conversations)))
+        await asyncio.gather(
+            *(conversation(ada, c, bench.args.pause, True) for c in range(bench.args.conversations))
+        )
         talking.set()
         await prober
-        assert await app.drain("ada", max_seconds=600)
+        assert await app.drain(ada, max_seconds=600)
         drained = time.perf_counter() - max(last)
-        left = await app.pending("ada")
+        left = await app.pending(ada)
     finally:
         await app.close()
-    who = f"{bench.args.conversations} conversations x {bench.args.turns} turns"
+    who = f"{store}, {bench.args.conversations} conversations x {bench.args.turns} turns"
     talker = statistics.median(talkers)
     trip = pct(probes, 0.95)
     return [
         Row(
             "respond",
-            "floor: one store round trip p50 / p95 (same run)",
+            f"{store}, floor: one store round trip p50 / p95 (same run)",
             f"{ms(pct(probes, 0.5))} / {ms(trip)}",
             f"loop wake-up lag p95 {ms(pct(lags, 0.95))}",
         ),
@@ -624,6 +656,7 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--conversations", type=int, default=8)
     p.add_argument("--turns", type=int, default=10)
     p.add_argument("--pause", type=float, default=1.0, help="user pause between turns, s")
+    p.add_argument("--respond-backends", default="sqlite,neo4j")
     p.add_argument("--server-backends", default="sqlite,neo4j")
     p.add_argument("--server-processes", default="1,2")
     p.add_argument("--server-clients", type=int, default=32)

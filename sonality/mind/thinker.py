@@ -326,9 +326,16 @@ class Thinker:
     async def _excerpt(self, turn: ThinkerTurn, budget: int) -> str:
         """The latest exchanges up to ``turn`` (newest first to fit, shown oldest first);
         the turn itself always, clipped if it must be."""
-        chain = await self._store.conversation_chain(turn.persona_id, turn.conversation_id)
-        ids = chain[: turn.turn][-_EXCERPT_TURNS:]
-        episodes = [await self._store.get_episode(turn.persona_id, i) for i in ids]
+        # two index reads whatever the conversation's length: the turn's episode, then
+        # the ones before it in the conversation (by ``seq``, the order turns are taken in)
+        last = await self._store.get_episode(turn.persona_id, turn.episode_id)
+        before = await self._store.list_episodes(
+            turn.persona_id,
+            conversation_id=turn.conversation_id,
+            before=last.seq,
+            limit=_EXCERPT_TURNS - 1,
+        )
+        episodes = [*reversed(before), last]
         newest = clip_text(_exchange(episodes[-1]), max(budget, 50), self._count)
         older = fit_items(
             [_exchange(e) for e in reversed(episodes[:-1])],

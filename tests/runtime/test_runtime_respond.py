@@ -5,6 +5,7 @@ has been thought about in order."""
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -263,3 +264,39 @@ async def test_respond_reads_once_and_writes_once(
         assert reply.turn == i
         assert counted() - before - (topics[0] - stored) == 2, f"turn {i}"
     assert await app.drain("ada", max_seconds=60)
+
+
+async def test_each_thought_sees_its_exchange_and_the_nine_before_it(
+    make_app: Callable[..., Sonality],
+) -> None:
+    """The monologue of turn t is shown turns t-9..t of its conversation, oldest first, and
+    never a later one, though the Thinker thinks them through only after all 13 turns were
+    answered (held meanwhile); the same user's other conversation never shows up in it."""
+    thinking = asyncio.Event()
+
+    async def held_monologue(rendered: Any, variables: Any) -> Any:
+        await thinking.wait()
+        return script.monologue(rendered, variables)
+
+    llm = script.scripted()
+    llm.default("monologue", held_monologue)
+    app = make_app(llm)
+    await app.create_persona("ada", name="Ada", core_identity=IDENTITY)
+    try:
+        for i in range(1, 14):
+            await _respond(app, i)
+            await app.respond(
+                "ada", user_id="u1", conversation_id="c2", message=script.message(i, " (in c2)")
+            )
+        thinking.set()
+        assert await app.drain("ada")
+    finally:
+        thinking.set()
+        await app.close()
+    seen: dict[tuple[str, int], list[int]] = {}
+    for call in llm.calls_to("monologue"):
+        blocks = re.findall(r"^\[turn (\d+)\]\nUser: (.*)$", call.variables["excerpt"], re.M)
+        [conversation] = {"c2" if "(in c2)" in said else "c1" for _, said in blocks}
+        seen[conversation, call.variables["turn"]] = [int(t) for t, _ in blocks]
+    expected = {t: list(range(max(1, t - 9), t + 1)) for t in range(1, 14)}
+    assert seen == {(c, t): shown for c in ("c1", "c2") for t, shown in expected.items()}

@@ -31,9 +31,9 @@ from sonality.storage import checks
 from sonality.storage.neo4j import codec
 from sonality.storage.neo4j.cypher import Query
 from sonality.storage.neo4j.episodes import Neo4jEpisodes, episode_from, search_candidates
-from sonality.storage.neo4j.executor import Reader, count, fetch, fetch_one, fetch_plain
+from sonality.storage.neo4j.executor import Reader, count, fetch_one, fetch_plain
 from sonality.storage.neo4j.personas import persona_from, snapshot_from
-from sonality.storage.neo4j.runtime import _affect_from, _conversation_mind
+from sonality.storage.neo4j.runtime import _affect_from, _mind_from
 
 __all__ = ["BELIEF_CANDIDATES", "Neo4jContext"]
 
@@ -197,28 +197,26 @@ class Neo4jContext(Neo4jEpisodes):
         window: int,
     ) -> TalkerReads:
         context = await self._reads(tx, persona_id, user_id, vector, similar_k, recent, beliefs)
-        ids = {"persona_id": persona_id, "conversation_id": conversation_id}
-        newest = await fetch(
+        view = await fetch_one(
             tx,
-            Query.EPISODE_LIST_CONVERSATION,
-            **ids,
-            opt={"user_id": None, "since_interaction": None},
+            Query.RUNTIME_TALKER_VIEW,
+            persona_id=persona_id,
+            user_id=user_id,
+            conversation_id=conversation_id,
             before=checks.cursor(None),
-            limit=window,
+            window=window,
         )
-        episodes = [episode_from(r["episode"]) for r in reversed(newest)] if window else []
-        first = await fetch_one(tx, Query.EPISODE_CONVERSATION_FIRST, **ids)
-        if first is not None and (not episodes or episodes[0].id != first["episode"]["id"]):
-            head = episode_from(first["episode"])
+        assert view is not None  # CALL subqueries that each return one row
+        episodes = [episode_from(e) for e in reversed(view["newest"])]
+        if view["first"] and (not episodes or episodes[0].id != view["first"][0]["id"]):
+            head = episode_from(view["first"][0])
             episodes = [head, *(e for e in episodes if e.id != head.id)]
-        affect = await fetch_one(
-            tx, Query.RUNTIME_AFFECT_GET, persona_id=persona_id, user_id=user_id
-        )
+        affect = view["affect"]
         return TalkerReads(
             context=context,
-            mind=await _conversation_mind(tx, persona_id, conversation_id),
+            mind=_mind_from(persona_id, conversation_id, view["state"], view["monologue"]),
             window=tuple(episodes),
-            affect=_affect_from(affect["affect"]) if affect is not None else None,
+            affect=_affect_from(affect) if affect is not None else None,
         )
 
     async def talker_reads(

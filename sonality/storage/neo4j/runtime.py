@@ -267,12 +267,26 @@ async def _conversation_mind(
     if head is None:
         return ConversationMind(**ids)
     entries = await fetch(tx, Query.RUNTIME_MONOLOGUE, **ids)
+    return _mind_from(persona_id, conversation_id, head, [r["entry"] for r in entries])
+
+
+def _mind_from(
+    persona_id: str,
+    conversation_id: str,
+    head: Mapping[str, Any] | None,
+    entries: Sequence[Mapping[str, Any]],
+) -> ConversationMind:
+    """A conversation's mind from its state row (``thought_turn``, ``narrative``; ``None``
+    before its first Thinker turn) and its monologue entries, oldest first."""
+    ids = {"persona_id": persona_id, "conversation_id": conversation_id}
+    if head is None:
+        return ConversationMind(**ids)
     narrative = head["narrative"]
     return ConversationMind(
         **ids,
         narrative=_narrative_from(narrative) if narrative else None,
         thought_turn=head["thought_turn"],
-        monologue=tuple(_entry_from(r["entry"]) for r in entries),
+        monologue=tuple(_entry_from(e) for e in entries),
     )
 
 

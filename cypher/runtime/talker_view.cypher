@@ -1,0 +1,46 @@
+// What the Talker reads about its conversation besides the context, in one round trip
+// (it runs on every reply): the newest $window episodes (newest first) and the first one,
+// both through the (persona_id, conversation_id, seq) index and stopped at their limit;
+// the persona's affect towards the user; the conversation's Thinker counters with its
+// current narrative (state is null before the first Thinker turn); the monologue history,
+// oldest first.
+CALL () {
+  MATCH (e:Episode)
+  USING INDEX e:Episode(persona_id, conversation_id, seq)
+  WHERE e.persona_id = $persona_id
+    AND e.conversation_id = $conversation_id
+    AND e.seq < $before
+  WITH e
+  ORDER BY e.persona_id DESC, e.conversation_id DESC, e.seq DESC
+  LIMIT $window
+  RETURN collect(e {.*, embedding: null}) AS newest
+}
+CALL () {
+  MATCH (e:Episode)
+  USING INDEX e:Episode(persona_id, conversation_id, seq)
+  WHERE e.persona_id = $persona_id
+    AND e.conversation_id = $conversation_id
+    AND e.seq IS NOT NULL
+  WITH e
+  ORDER BY e.persona_id, e.conversation_id, e.seq
+  LIMIT 1
+  RETURN collect(e {.*, embedding: null}) AS first
+}
+CALL () {
+  OPTIONAL MATCH (a:AffectState {persona_id: $persona_id, user_id: $user_id})
+  RETURN a {.*} AS affect
+}
+CALL () {
+  OPTIONAL MATCH (c:Conversation {persona_id: $persona_id, id: $conversation_id})
+  OPTIONAL MATCH (c)-[:NARRATIVE]->(n:Narrative)
+    WHERE n.version = c.narrative_version
+  RETURN CASE WHEN c IS NULL THEN null
+         ELSE {thought_turn: coalesce(c.thought_turn, 0), narrative: n {.*}} END AS state
+}
+CALL () {
+  MATCH (m:MonologueEntry {persona_id: $persona_id, conversation_id: $conversation_id})
+  WITH m
+  ORDER BY m.turn
+  RETURN collect(m {.*}) AS monologue
+}
+RETURN newest, first, affect, state, monologue
