@@ -5,6 +5,9 @@
 // scanned exactly instead (a persona with few beliefs among many). Similarity is computed
 // exactly (Neo4j reports cosine as (1 + cos) / 2, mapped back to [-1, 1]); equal scores by
 // topic. Rows: belief, similarity. Nothing when $embedding is empty or $beliefs is 0.
+// Times come as microseconds since the epoch (<name>_us): the driver builds each DateTime
+// in Python, slower than the rest of a belief together, and the context shows up to
+// three sets of beliefs on every read.
 CALL () {
   WITH 1 AS asked
   WHERE size($embedding) > 0 AND $beliefs > 0
@@ -33,4 +36,6 @@ WHERE size(b.topic_embedding) = size($embedding)
 WITH b, 2 * vector.similarity.cosine(b.topic_embedding, $embedding) - 1 AS similarity
 ORDER BY similarity DESC, b.topic
 LIMIT $beliefs
-RETURN b {.*, topic_embedding: null} AS belief, similarity
+RETURN b {.*, topic_embedding: null, created_at: null, updated_at: null,
+         created_at_us: b.created_at.epochMillis * 1000 + b.created_at.microsecond % 1000,
+         updated_at_us: b.updated_at.epochMillis * 1000 + b.updated_at.microsecond % 1000} AS belief, similarity

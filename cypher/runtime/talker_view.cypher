@@ -3,7 +3,8 @@
 // both through the (persona_id, conversation_id, seq) index and stopped at their limit;
 // the persona's affect towards the user; the conversation's Thinker counters with its
 // current narrative (state is null before the first Thinker turn); the monologue history,
-// oldest first.
+// oldest first. Times come as microseconds since the epoch (<name>_us): the driver builds
+// each DateTime in Python, slower than the rest of an entry together.
 CALL () {
   MATCH (e:Episode)
   USING INDEX e:Episode(persona_id, conversation_id, seq)
@@ -13,7 +14,8 @@ CALL () {
   WITH e
   ORDER BY e.persona_id DESC, e.conversation_id DESC, e.seq DESC
   LIMIT $window
-  RETURN collect(e {.*, embedding: null}) AS newest
+  RETURN collect(e {.*, embedding: null, created_at: null,
+                     created_at_us: e.created_at.epochMillis * 1000 + e.created_at.microsecond % 1000}) AS newest
 }
 CALL () {
   MATCH (e:Episode)
@@ -24,7 +26,8 @@ CALL () {
   WITH e
   ORDER BY e.persona_id, e.conversation_id, e.seq
   LIMIT 1
-  RETURN collect(e {.*, embedding: null}) AS first
+  RETURN collect(e {.*, embedding: null, created_at: null,
+                     created_at_us: e.created_at.epochMillis * 1000 + e.created_at.microsecond % 1000}) AS first
 }
 CALL () {
   OPTIONAL MATCH (a:AffectState {persona_id: $persona_id, user_id: $user_id})
@@ -35,12 +38,13 @@ CALL () {
   OPTIONAL MATCH (c)-[:NARRATIVE]->(n:Narrative)
     WHERE n.version = c.narrative_version
   RETURN CASE WHEN c IS NULL THEN null
-         ELSE {thought_turn: coalesce(c.thought_turn, 0), narrative: n {.*}} END AS state
+         ELSE {thought_turn: coalesce(c.thought_turn, 0),
+               narrative: n {.*, created_at: null, created_at_us: n.created_at.epochMillis * 1000 + n.created_at.microsecond % 1000}} END AS state
 }
 CALL () {
   MATCH (m:MonologueEntry {persona_id: $persona_id, conversation_id: $conversation_id})
   WITH m
   ORDER BY m.turn
-  RETURN collect(m {.*}) AS monologue
+  RETURN collect(m {.*, created_at: null, created_at_us: m.created_at.epochMillis * 1000 + m.created_at.microsecond % 1000}) AS monologue
 }
 RETURN newest, first, affect, state, monologue

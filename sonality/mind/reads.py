@@ -208,7 +208,7 @@ class Reads:
         episodes = (await self.store.count_episodes(pid)).get(EnrichmentStatus.PENDING.value, 0)
         if conversation_id is not None:
             turns = await self.store.thinker_turns(
-                pid, check_id(conversation_id, "conversation_id")
+                pid, check_id(conversation_id, "conversation_id"), open_only=True
             )
         else:  # every failed turn and every pending one
             turns = await self.store.list_thinker_retries(pid, stale_before=_EVER)

@@ -575,20 +575,19 @@ class DualProcess:
         """Think about the conversation's open turns up to ``up_to_turn`` (all: None) in
         order, stopping at the first failure, then enrich. Returns how many turns were
         closed."""
-        turns = await self._store.thinker_turns(persona_id, conversation_id, up_to_turn=up_to_turn)
+        turns = await self._store.thinker_turns(
+            persona_id, conversation_id, up_to_turn=up_to_turn, open_only=True
+        )
         closed = 0
         for turn in turns:
-            if turn.status not in (ThinkerStatus.PENDING, ThinkerStatus.FAILED):
-                continue
             if self._closing:  # closing: the turns left stay pending for the next process
                 break
             if not await self.thinker.think(turn):
                 break
             closed += 1
-        if turns:
-            # memory, in every mode: the persona's lane enriches (in order, pipelined);
-            # the conversation does not wait for it
-            self._enrich.later(persona_id)
+        # memory, in every mode: the persona's lane enriches (in order, pipelined); the
+        # conversation does not wait for it
+        self._enrich.later(persona_id)
         return closed
 
     async def retry(self, persona_id: str) -> int:

@@ -59,9 +59,16 @@ class RuntimeStore(Protocol):
         ...
 
     async def thinker_turns(
-        self, persona_id: str, conversation_id: str, *, up_to_turn: int | None = None
+        self,
+        persona_id: str,
+        conversation_id: str,
+        *,
+        up_to_turn: int | None = None,
+        open_only: bool = False,
     ) -> list[ThinkerTurn]:
-        """The conversation's registered turns (all, or up to ``up_to_turn``), by turn."""
+        """The conversation's registered turns (all, or up to ``up_to_turn``), by turn;
+        ``open_only``: only those still to think about (``pending`` and ``failed``), what
+        the Thinker's catch-up reads on every turn whatever the conversation's length."""
         ...
 
     async def list_thinker_retries(

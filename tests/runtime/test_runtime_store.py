@@ -242,6 +242,14 @@ async def test_failed_turns_are_listed_for_retry_until_done(store: Any) -> None:
     stale_before = T0 + timedelta(minutes=2, seconds=30)  # t1 (12:01) and c0 (12:01) are stale
     retries = await store.list_thinker_retries("p1", stale_before=stale_before)
     assert [(t.conversation_id, t.turn) for t in retries] == [("c0", 1), ("c1", 1), ("c1", 2)]
+    open_turns = await store.thinker_turns("p1", "c1", open_only=True)
+    assert [(t.turn, t.status) for t in open_turns] == [
+        (1, ThinkerStatus.PENDING),
+        (2, ThinkerStatus.FAILED),
+        (3, ThinkerStatus.PENDING),
+    ]
+    # the same turns, times included, as the one-turn read returns them
+    assert open_turns == [await store.get_thinker_turn("p1", t.episode_id) for t in (t1, t2, t3)]
 
     await store.commit_thought(_commit(t1, 0, 0, monologue=_entry(t1)))
     after = await store.mark_thinker_failed("p1", t1.episode_id, error="late", give_up=False, at=T0)
@@ -250,6 +258,9 @@ async def test_failed_turns_are_listed_for_retry_until_done(store: Any) -> None:
     assert gone.status is ThinkerStatus.ABANDONED
     retries = await store.list_thinker_retries("p1", stale_before=stale_before)
     assert [(t.conversation_id, t.turn) for t in retries] == [("c0", 1), ("c1", 2)]
+    assert [t.turn for t in await store.thinker_turns("p1", "c1", open_only=True)] == [2]
+    assert [t.turn for t in await store.thinker_turns("p1", "c1", up_to_turn=1)] == [1]
+    assert await store.thinker_turns("p1", "c1", up_to_turn=1, open_only=True) == []
     assert u1.status is ThinkerStatus.PENDING
 
 

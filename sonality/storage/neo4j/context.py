@@ -23,8 +23,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from neo4j import AsyncManagedTransaction
-
 from sonality.errors import PersonaNotFound, StoreError
 from sonality.models import Belief, ConstraintLoad, ContextReads, Episode, TalkerReads, UserFact
 from sonality.storage import checks
@@ -63,6 +61,7 @@ beliefs wanted, of every persona; fewer of the persona's among them: an exact sc
 
 
 def _belief(props: Mapping[str, Any]) -> Belief:
+    props = codec.times_from_micros(props, "created_at", "updated_at")
     return Belief.model_validate(codec.decode(props, Belief))
 
 
@@ -151,7 +150,12 @@ class Neo4jContext(Neo4jEpisodes):
         return ContextReads(
             persona=persona_from(row["persona"]),
             snapshot=snapshot_from(row["snapshot"]),
-            facts=tuple(UserFact.model_validate(codec.decode(f, UserFact)) for f in row["facts"]),
+            facts=tuple(
+                UserFact.model_validate(
+                    codec.decode(codec.times_from_micros(f, "created_at"), UserFact)
+                )
+                for f in row["facts"]
+            ),
             beliefs=tuple(shown.values()),
             belief_similarity={b.topic: score for b, score in relevant},
             unembedded=tuple(str(b["topic"]) for b in row["unembedded"]),
@@ -186,7 +190,7 @@ class Neo4jContext(Neo4jEpisodes):
 
     async def _talker_reads(
         self,
-        tx: AsyncManagedTransaction,
+        tx: Reader,
         persona_id: str,
         user_id: str,
         conversation_id: str,
@@ -207,9 +211,11 @@ class Neo4jContext(Neo4jEpisodes):
             window=window,
         )
         assert view is not None  # CALL subqueries that each return one row
-        episodes = [episode_from(e) for e in reversed(view["newest"])]
+        episodes = [
+            episode_from(codec.times_from_micros(e, "created_at")) for e in reversed(view["newest"])
+        ]
         if view["first"] and (not episodes or episodes[0].id != view["first"][0]["id"]):
-            head = episode_from(view["first"][0])
+            head = episode_from(codec.times_from_micros(view["first"][0], "created_at"))
             episodes = [head, *(e for e in episodes if e.id != head.id)]
         affect = view["affect"]
         return TalkerReads(
@@ -233,7 +239,7 @@ class Neo4jContext(Neo4jEpisodes):
     ) -> TalkerReads:
         """See :meth:`sonality.ports.RuntimeStore.talker_reads`."""
         vector = None if embedding is None else self._vector(embedding)
-        return await self._db.read(
+        return await self._db.read_statements(
             "talker_reads",
             self._talker_reads,
             persona_id,

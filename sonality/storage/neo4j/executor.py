@@ -688,8 +688,9 @@ class Neo4jExecutor:
         return run
 
     async def fetch(self, operation: str, query: Query, **params: Any) -> list[dict[str, Any]]:
-        """All rows of one read query."""
-        return await self.read(operation, fetch, query, **params)
+        """All rows of one read query, auto-committed (one round trip; see
+        :meth:`read_statements`)."""
+        return await self.read_statements(operation, fetch, query, **params)
 
 
 class Neo4jAggregate:

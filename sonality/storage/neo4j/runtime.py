@@ -52,14 +52,19 @@ __all__ = ["Neo4jRuntime"]
 
 
 def _turn_from(props: Any) -> ThinkerTurn:
+    """A turn as read (its times as ``DateTime``, or as micros where a hot read projects
+    them: :func:`codec.times_from_micros`)."""
+    props = codec.times_from_micros(props, "created_at", "updated_at")
     return ThinkerTurn.model_validate(codec.decode(props, ThinkerTurn))
 
 
 def _narrative_from(props: Any) -> Narrative:
+    props = codec.times_from_micros(props, "created_at")
     return Narrative.model_validate(codec.decode(props, Narrative))
 
 
 def _entry_from(props: Any) -> MonologueEntry:
+    props = codec.times_from_micros(props, "created_at")
     return MonologueEntry.model_validate(codec.decode(props, MonologueEntry))
 
 
@@ -113,14 +118,23 @@ async def _turn(tx: AsyncManagedTransaction, persona_id: str, episode_id: str) -
     return _turn_from(row["turn"])
 
 
+def _usage_rows(persona_id: str, usage: Sequence[TurnUsage]) -> list[dict[str, Any]]:
+    """``runtime/add_usage``'s ``$rows``."""
+    checks.usage_of_persona(persona_id, usage)
+    return [u.model_dump(mode="python", exclude={"persona_id"}) for u in usage]
+
+
+def _usage_written(persona_id: str, usage: Sequence[TurnUsage], written: int) -> None:
+    if written != len(usage):
+        raise NotFoundError("usage names an unknown episode", persona_id=persona_id)
+
+
 async def _add_usage(
     tx: AsyncManagedTransaction, persona_id: str, usage: Sequence[TurnUsage]
 ) -> None:
-    checks.usage_of_persona(persona_id, usage)
-    rows = [u.model_dump(mode="python", exclude={"persona_id"}) for u in usage]
+    rows = _usage_rows(persona_id, usage)
     row = await fetch_one(tx, Query.RUNTIME_ADD_USAGE, persona_id=persona_id, rows=rows)
-    if row is None or row["written"] != len(usage):
-        raise NotFoundError("usage names an unknown episode", persona_id=persona_id)
+    _usage_written(persona_id, usage, 0 if row is None else row["written"])
 
 
 async def _begin_turn(
@@ -138,7 +152,8 @@ async def _begin_turn(
         return _turn_from(existing["turn"])
     checks.usage_of_turn(turn, usage)
     props = codec.encode(turn, exclude={"attempts", "error"})
-    row = await fetch_one(tx, Query.RUNTIME_BEGIN_TURN, **props)
+    rows = _usage_rows(turn.persona_id, usage)
+    row = await fetch_one(tx, Query.RUNTIME_BEGIN_TURN, **props, rows=rows)
     if row is None:
         episode = await fetch_one(tx, Query.EPISODE_GET, **ids)
         if episode is None:
@@ -148,8 +163,7 @@ async def _begin_turn(
             turn, stored["conversation_id"], stored["user_id"], stored["turn"]
         )
         raise StoreError("registering the turn wrote nothing", **ids)
-    if usage:
-        await _add_usage(tx, turn.persona_id, usage)
+    _usage_written(turn.persona_id, usage, row["written"])
     return turn
 
 
@@ -334,7 +348,12 @@ class Neo4jRuntime(Neo4jAggregate):
         return await self._db.read("get_thinker_turn", _turn, persona_id, episode_id)
 
     async def thinker_turns(
-        self, persona_id: str, conversation_id: str, *, up_to_turn: int | None = None
+        self,
+        persona_id: str,
+        conversation_id: str,
+        *,
+        up_to_turn: int | None = None,
+        open_only: bool = False,
     ) -> list[ThinkerTurn]:
         """The conversation's registered turns, by turn."""
         rows = await self._db.fetch(
@@ -342,7 +361,7 @@ class Neo4jRuntime(Neo4jAggregate):
             Query.RUNTIME_TURNS,
             persona_id=persona_id,
             conversation_id=conversation_id,
-            opt={"up_to_turn": up_to_turn},
+            opt={"up_to_turn": up_to_turn, "open_only": open_only},
         )
         return [_turn_from(r["turn"]) for r in rows]
 

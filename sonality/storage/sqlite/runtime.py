@@ -121,12 +121,17 @@ def _append_turn(
 
 
 def _turns(
-    conn: sqlite3.Connection, persona_id: str, conversation_id: str, up_to_turn: int | None
+    conn: sqlite3.Connection,
+    persona_id: str,
+    conversation_id: str,
+    up_to_turn: int | None,
+    open_only: bool,
 ) -> list[ThinkerTurn]:
     rows = conn.execute(
         f"{_TURNS} WHERE persona_id = ? AND conversation_id = ? "
-        "AND (? IS NULL OR turn <= ?) ORDER BY turn",
-        (persona_id, conversation_id, up_to_turn, up_to_turn),
+        "AND (? IS NULL OR turn <= ?) "
+        "AND (? = 0 OR status IN ('pending', 'failed')) ORDER BY turn",
+        (persona_id, conversation_id, up_to_turn, up_to_turn, int(open_only)),
     )
     return [ThinkerTurn.model_validate(codec.decode(r)) for r in rows]
 
@@ -319,10 +324,15 @@ class SqliteRuntime(SqliteAggregate):
         return await self._db.read(_turn, persona_id, episode_id)
 
     async def thinker_turns(
-        self, persona_id: str, conversation_id: str, *, up_to_turn: int | None = None
+        self,
+        persona_id: str,
+        conversation_id: str,
+        *,
+        up_to_turn: int | None = None,
+        open_only: bool = False,
     ) -> list[ThinkerTurn]:
         """The conversation's registered turns, by turn."""
-        return await self._db.read(_turns, persona_id, conversation_id, up_to_turn)
+        return await self._db.read(_turns, persona_id, conversation_id, up_to_turn, open_only)
 
     async def list_thinker_retries(
         self, persona_id: str, *, stale_before: datetime
