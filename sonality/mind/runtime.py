@@ -259,6 +259,7 @@ class DualProcess:
         if isinstance(kept, Reply):
             return kept.model_copy(update={"latency_ms": _ms(called)})
         episode, created = kept
+        talker = [u for u in start.usage if u.component == "talker"]
         reply = Reply(
             text=text,
             persona_id=persona_id,
@@ -272,6 +273,8 @@ class DualProcess:
             latency_ms=_ms(called),
             talker_ms=spoken.talker_ms,
             created=created,
+            talker_input_tokens=sum(u.input_tokens for u in talker),
+            talker_output_tokens=sum(u.output_tokens for u in talker),
         )
         log.info(
             "talker_replied",

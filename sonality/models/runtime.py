@@ -368,3 +368,8 @@ class Reply(BaseModel):
     """Time spent in the Talker's own model calls (including affect stages placed there)."""
     created: bool = True
     """False when ``episode_id`` had been answered before and the stored reply came back."""
+    talker_input_tokens: int = 0
+    """The Talker's input tokens for this call as the model reported them (0 for a
+    replayed reply: its usage is the stored turn's, ``turn_usage``)."""
+    talker_output_tokens: int = 0
+    """The Talker's output tokens for this call, likewise."""

@@ -224,15 +224,17 @@ def _episode_id(conversation_id: str, user_id: str, messages: list[Message]) -> 
 
 
 async def _usage(app: Sonality, reply: Reply, message: str) -> Usage:
-    """The Talker's tokens for this turn as metered; counted from the texts when the
-    model reported none (a replayed turn, a model without usage)."""
-    rows = [
-        u
-        for u in await app.turn_usage(reply.persona_id, conversation_id=reply.conversation_id)
-        if u.turn == reply.turn and u.component == "talker"
-    ]
-    prompt = sum(u.input_tokens for u in rows)
-    completion = sum(u.output_tokens for u in rows)
+    """The Talker's tokens for this turn as metered (a replayed turn's as stored); counted
+    from the texts when the model reported none."""
+    prompt, completion = reply.talker_input_tokens, reply.talker_output_tokens
+    if not reply.created:  # replayed: the stored turn's usage (a read of the conversation's)
+        rows = [
+            u
+            for u in await app.turn_usage(reply.persona_id, conversation_id=reply.conversation_id)
+            if u.turn == reply.turn and u.component == "talker"
+        ]
+        prompt = sum(u.input_tokens for u in rows)
+        completion = sum(u.output_tokens for u in rows)
     if not prompt and not completion:
         prompt, completion = app.count_tokens(message), app.count_tokens(reply.text)
     return Usage(
