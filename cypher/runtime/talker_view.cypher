@@ -2,8 +2,8 @@
 // (it runs on every reply): the newest $window episodes (newest first) and the first one,
 // both through the (persona_id, conversation_id, seq) index and stopped at their limit;
 // the persona's affect towards the user; the conversation's Thinker counters with its
-// current narrative (state is null before the first Thinker turn); the monologue history,
-// oldest first. Times come as microseconds since the epoch (<name>_us): the driver builds
+// current narrative (state is null before the first Thinker turn); the newest monologue
+// entry (the Talker shows no older one). Times come as microseconds since the epoch (<name>_us): the driver builds
 // each DateTime in Python, slower than the rest of an entry together.
 CALL () {
   MATCH (e:Episode)
@@ -44,7 +44,8 @@ CALL () {
 CALL () {
   MATCH (m:MonologueEntry {persona_id: $persona_id, conversation_id: $conversation_id})
   WITH m
-  ORDER BY m.turn
+  ORDER BY m.turn DESC
+  LIMIT 1
   RETURN collect(m {.*, created_at: null, created_at_us: m.created_at.epochMillis * 1000 + m.created_at.microsecond % 1000}) AS monologue
 }
 RETURN newest, first, affect, state, monologue

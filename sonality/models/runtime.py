@@ -43,6 +43,7 @@ class TalkerReads(Frozen):
 
     context: ContextReads
     mind: ConversationMind
+    """The conversation's mind with its newest monologue entry only."""
     window: tuple[Episode, ...]
     """The conversation's newest episodes, oldest first, led by its first episode when
     that is not among them."""

@@ -97,10 +97,12 @@ class RuntimeStore(Protocol):
         beliefs: int = 8,
         window: int = 5,
     ) -> TalkerReads:
-        """What the Talker reads, in one read transaction: ``context_reads`` (same
-        arguments), the conversation's ``conversation_mind``, its ``window`` newest
-        episodes led by its first one, and the persona's affect state towards the user.
-        ``PersonaNotFound`` when the persona is unknown."""
+        """What the Talker reads, in one read unit of work: ``context_reads`` (same
+        arguments), the conversation's ``conversation_mind`` with its newest monologue
+        entry only (the Talker shows no older one; the history grows with the
+        conversation), its ``window`` newest episodes led by its first one, and the
+        persona's affect state towards the user. ``PersonaNotFound`` when the persona is
+        unknown."""
         ...
 
     async def conversation_mind(self, persona_id: str, conversation_id: str) -> ConversationMind:

@@ -195,7 +195,7 @@ async def test_commit_thought_writes_everything_and_is_compare_and_swap(store: A
             _commit(t2, 1, 0, monologue=_entry(t2), narrative=_narrative(t2, 1))
         )
     with pytest.raises(ConflictError):  # expected thought_turn moved
-        await store.commit_thought(_commit(t2, 0, 1, monologue=_entry(t2)))
+        await store.commit_thought(_commit(t2, 1, 0, monologue=_entry(t2)))
     assert await store.conversation_mind("p1", "c1") == mind
     assert (await store.get_thinker_turn("p1", t2.episode_id)).status is ThinkerStatus.PENDING
 
@@ -414,8 +414,9 @@ async def test_talker_reads_equal_the_separate_reads(store: Any) -> None:
     """talker_reads is context_reads, conversation_mind, the window (the conversation's
     first episode and its newest ones, oldest first) and the affect state, in one read."""
     await _persona(store)
-    [t1, *_] = await _turns(store, 7)
+    [t1, t2, *_] = await _turns(store, 7)
     await store.commit_thought(_commit(t1, 0, 0, monologue=_entry(t1)))
+    await store.commit_thought(_commit(t2, 1, 0, monologue=_entry(t2)))
     await _turns(store, 2, cid="c2")
     state = AffectState(
         persona_id="p1",
@@ -432,8 +433,10 @@ async def test_talker_reads_equal_the_separate_reads(store: Any) -> None:
     assert reads.context == await store.context_reads(
         "p1", "u1", None, similar_k=0, recent=3, beliefs=4
     )
-    assert reads.mind == await store.conversation_mind("p1", "c1")
-    assert reads.mind.monologue and reads.affect == await store.get_affect("p1", "u1")
+    mind = await store.conversation_mind("p1", "c1")
+    assert len(mind.monologue) == 2  # the Talker's view carries the newest entry only
+    assert reads.mind == mind.model_copy(update={"monologue": mind.monologue[-1:]})
+    assert reads.affect == await store.get_affect("p1", "u1")
     newest = list(reversed(await store.list_episodes("p1", conversation_id="c1", limit=3)))
     assert [e.id for e in reads.window] == ["c1-e1", "c1-e5", "c1-e6", "c1-e7"]
     assert list(reads.window[1:]) == newest

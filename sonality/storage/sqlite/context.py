@@ -152,7 +152,7 @@ def _talker_reads(
     )
     return TalkerReads(
         context=context,
-        mind=_mind(conn, persona_id, conversation_id),
+        mind=_mind(conn, persona_id, conversation_id, latest=True),
         window=_window(conn, persona_id, conversation_id, window),
         affect=_affect(conn, persona_id, user_id),
     )

@@ -183,7 +183,11 @@ def _head(conn: sqlite3.Connection, persona_id: str, conversation_id: str) -> sq
     return row
 
 
-def _mind(conn: sqlite3.Connection, persona_id: str, conversation_id: str) -> ConversationMind:
+def _mind(
+    conn: sqlite3.Connection, persona_id: str, conversation_id: str, *, latest: bool = False
+) -> ConversationMind:
+    """The conversation's mind; ``latest``: with its newest monologue entry only (the
+    Talker's view, ``talker_reads``)."""
     ids = {"persona_id": persona_id, "conversation_id": conversation_id}
     head = _head(conn, persona_id, conversation_id)
     if head is None:
@@ -198,14 +202,16 @@ def _mind(conn: sqlite3.Connection, persona_id: str, conversation_id: str) -> Co
         narrative = Narrative.model_validate(codec.decode(row)) if row is not None else None
     entries = conn.execute(
         f"SELECT {', '.join(_ENTRY_FIELDS)} FROM monologue_entries WHERE persona_id = ? "
-        "AND conversation_id = ? ORDER BY turn",
-        (persona_id, conversation_id),
+        "AND conversation_id = ? ORDER BY turn DESC LIMIT ?",
+        (persona_id, conversation_id, 1 if latest else -1),
     )
     return ConversationMind(
         **ids,
         narrative=narrative,
         thought_turn=head["thought_turn"],
-        monologue=tuple(MonologueEntry.model_validate(codec.decode(r)) for r in entries),
+        monologue=tuple(
+            reversed([MonologueEntry.model_validate(codec.decode(r)) for r in entries])
+        ),
     )
 
 
