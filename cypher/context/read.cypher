@@ -53,7 +53,8 @@ CALL (embedded) {
   // with $props, each row's episode and similarity as episode/by_ids reads them
   WITH e, CASE WHEN $props THEN e END AS shown
   RETURN collect({id: e.id, rev: e.embedding_rev, seq: e.seq, embedding: e.embedding,
-                  episode: shown {.*, embedding: null, created_at: null,
+                  episode: shown {.*, embedding: null, created_at: null, thinker_created_at: null,
+                                  thinker_updated_at: null,
                                   created_at_us: shown.created_at.epochMillis * 1000
                                                  + shown.created_at.microsecond % 1000},
                   similarity: 2 * vector.similarity.cosine(shown.embedding, $embedding) - 1})

@@ -8,6 +8,7 @@ WHERE e.persona_id = $persona_id AND e.user_id = $user_id AND e.seq IS NOT NULL
 WITH e
 ORDER BY e.persona_id DESC, e.user_id DESC, e.seq DESC
 LIMIT $recent
-RETURN collect(e {.*, embedding: null, created_at: null,
+RETURN collect(e {.*, embedding: null, created_at: null, thinker_created_at: null,
+                  thinker_updated_at: null,
                   created_at_us: e.created_at.epochMillis * 1000 + e.created_at.microsecond % 1000})
        AS recent

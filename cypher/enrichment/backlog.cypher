@@ -13,7 +13,8 @@ CALL (p) {
   WITH e
   ORDER BY e.seq
   LIMIT $limit
-  RETURN collect(e {.*, embedding: null, created_at: null,
+  RETURN collect(e {.*, embedding: null, created_at: null, thinker_created_at: null,
+                    thinker_updated_at: null,
                     created_at_us: e.created_at.epochMillis * 1000 + e.created_at.microsecond % 1000}) AS episodes
 }
 WITH p, episodes, [e IN episodes | e.user_id] AS user_ids,

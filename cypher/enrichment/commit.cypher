@@ -165,7 +165,8 @@ CALL (p, index) {
   RETURN found_count, found_status, found_reflection_at, facts_written, facts_merged,
          staged_written,
          staged_committed, beliefs_written, edges_written,
-         e {.*, embedding: null, created_at: null, created_at_us: e.created_at.epochMillis * 1000 + e.created_at.microsecond % 1000} AS episode
+         e {.*, embedding: null, created_at: null, thinker_created_at: null,
+            thinker_updated_at: null, created_at_us: e.created_at.epochMillis * 1000 + e.created_at.microsecond % 1000} AS episode
 }
 RETURN index, found_count, found_status, found_reflection_at, facts_written, facts_merged,
        staged_written,

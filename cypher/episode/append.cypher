@@ -95,5 +95,6 @@ UNION
   }
   RETURN e, true AS created
 }
-RETURN e {.*, embedding: null, created_at: null, created_at_us: e.created_at.epochMillis * 1000 + e.created_at.microsecond % 1000} AS episode,
+RETURN e {.*, embedding: null, created_at: null, thinker_created_at: null,
+          thinker_updated_at: null, created_at_us: e.created_at.epochMillis * 1000 + e.created_at.microsecond % 1000} AS episode,
        created

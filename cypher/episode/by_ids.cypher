@@ -7,6 +7,7 @@
 UNWIND $opt.ids AS id
 MATCH (e:Episode {persona_id: $persona_id, id: id})
 WHERE e.user_id = $user_id AND e.embedding_rev IS NOT NULL
-RETURN e {.*, embedding: null, created_at: null,
+RETURN e {.*, embedding: null, created_at: null, thinker_created_at: null,
+          thinker_updated_at: null,
           created_at_us: e.created_at.epochMillis * 1000 + e.created_at.microsecond % 1000} AS episode,
        2 * vector.similarity.cosine(e.embedding, $embedding) - 1 AS similarity

@@ -14,4 +14,6 @@ WHERE e.persona_id = $persona_id
 WITH e
 ORDER BY e.persona_id DESC, e.seq DESC
 LIMIT $limit
-RETURN e {.*, embedding: null} AS episode
+RETURN e {.*, embedding: null, created_at: null, thinker_created_at: null,
+         thinker_updated_at: null,
+         created_at_us: e.created_at.epochMillis * 1000 + e.created_at.microsecond % 1000} AS episode

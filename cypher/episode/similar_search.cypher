@@ -19,7 +19,8 @@ MATCH (e:Episode)
 WITH e, 2 * vector.similarity.cosine(e.embedding, $embedding) - 1 AS similarity
 ORDER BY similarity DESC, e.seq DESC
 LIMIT $k
-RETURN e {.*, embedding: null, created_at: null,
+RETURN e {.*, embedding: null, created_at: null, thinker_created_at: null,
+          thinker_updated_at: null,
           created_at_us: e.created_at.epochMillis * 1000 + e.created_at.microsecond % 1000}
        AS episode,
        similarity

@@ -14,7 +14,8 @@ CALL () {
   WITH e
   ORDER BY e.persona_id DESC, e.conversation_id DESC, e.seq DESC
   LIMIT $window
-  RETURN collect(e {.*, embedding: null, created_at: null,
+  RETURN collect(e {.*, embedding: null, created_at: null, thinker_created_at: null,
+                    thinker_updated_at: null,
                      created_at_us: e.created_at.epochMillis * 1000 + e.created_at.microsecond % 1000}) AS newest
 }
 CALL () {
@@ -26,7 +27,8 @@ CALL () {
   WITH e
   ORDER BY e.persona_id, e.conversation_id, e.seq
   LIMIT 1
-  RETURN collect(e {.*, embedding: null, created_at: null,
+  RETURN collect(e {.*, embedding: null, created_at: null, thinker_created_at: null,
+                    thinker_updated_at: null,
                      created_at_us: e.created_at.epochMillis * 1000 + e.created_at.microsecond % 1000}) AS first
 }
 CALL () {

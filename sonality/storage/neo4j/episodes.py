@@ -47,6 +47,10 @@ __all__ = [
 
 
 def episode_from(props: Any) -> Episode:
+    """An episode as read: its ``created_at`` as a ``DateTime`` or, where the statement
+    projects it so (the hot reads: the driver builds each ``DateTime`` in Python), as
+    ``created_at_us`` (:func:`codec.times_from_micros`)."""
+    props = codec.times_from_micros(props, "created_at")
     return Episode.model_validate(codec.decode(shapes.episode(props), Episode))
 
 
@@ -401,8 +405,9 @@ class Neo4jEpisodes(Neo4jAggregate):
             query, seek = Query.EPISODE_LIST_CONVERSATION, {"conversation_id": conversation_id}
         elif user_id is not None:
             query, seek = Query.EPISODE_LIST_USER, {"user_id": user_id}
-        rows = await self._db.fetch(
+        rows = await self._db.read_statements(
             "list_episodes",
+            fetch_plain,
             query,
             persona_id=persona_id,
             **seek,
