@@ -29,7 +29,7 @@ from sonality.storage import checks
 from sonality.storage.neo4j import codec
 from sonality.storage.neo4j.cypher import Query
 from sonality.storage.neo4j.episodes import Neo4jEpisodes, episode_from, search_candidates
-from sonality.storage.neo4j.executor import Reader, count, fetch_one, fetch_plain
+from sonality.storage.neo4j.executor import Reader, count, fetch_plain
 from sonality.storage.neo4j.personas import persona_from, snapshot_from
 from sonality.storage.neo4j.runtime import _affect_from, _mind_from
 
@@ -201,7 +201,8 @@ class Neo4jContext(Neo4jEpisodes):
         window: int,
     ) -> TalkerReads:
         context = await self._reads(tx, persona_id, user_id, vector, similar_k, recent, beliefs)
-        view = await fetch_one(
+        # maps and lists only: decoded as the driver gives them, without Record.data's walk
+        [view] = await fetch_plain(  # CALL subqueries that each return one row
             tx,
             Query.RUNTIME_TALKER_VIEW,
             persona_id=persona_id,
@@ -210,12 +211,9 @@ class Neo4jContext(Neo4jEpisodes):
             before=checks.cursor(None),
             window=window,
         )
-        assert view is not None  # CALL subqueries that each return one row
-        episodes = [
-            episode_from(codec.times_from_micros(e, "created_at")) for e in reversed(view["newest"])
-        ]
+        episodes = [episode_from(e) for e in reversed(view["newest"])]
         if view["first"] and (not episodes or episodes[0].id != view["first"][0]["id"]):
-            head = episode_from(codec.times_from_micros(view["first"][0], "created_at"))
+            head = episode_from(view["first"][0])
             episodes = [head, *(e for e in episodes if e.id != head.id)]
         affect = view["affect"]
         return TalkerReads(
