@@ -1,7 +1,8 @@
 """Benchmark Sonality against a model with real latency: an OpenAI-compatible fake over
 real HTTP (``sonality.testing.openai_server.FakeOpenAI``, in its own process so its CPU is
 not Sonality's), reached through the real ``LiteLLM`` adapter that ``Sonality.open`` wires
-from settings, on the embedded SQLite store. Prints one table.
+from settings, on the embedded SQLite store (``respond`` and ``server`` on Neo4j as well).
+Prints one table.
 
     python tools/bench_model_latency.py                  # 0.5 s per model call
     python tools/bench_model_latency.py --latency 1.0 --personas 16 --per-persona 100
