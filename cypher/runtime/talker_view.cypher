@@ -1,22 +1,16 @@
 // What the Talker reads about its conversation besides the context, in one round trip
-// (it runs on every reply): the newest $window episodes (newest first) and the first one,
-// both through the (persona_id, conversation_id, seq) index and stopped at their limit;
-// the persona's affect towards the user; the conversation's Thinker counters with its
-// current narrative (state is null before the first Thinker turn); the newest monologue
-// entry (the Talker shows no older one). Times come as microseconds since the epoch (<name>_us): the driver builds
+// (it runs on every reply): the newest $limit episodes (newest first, episode/list_conversation
+// below the $before cursor with $opt's filters) and the first one, both through the
+// (persona_id, conversation_id, seq) index and stopped at their limit; the persona's affect
+// towards the user; the conversation's Thinker counters with its current narrative (state
+// is null before the first Thinker turn); the newest monologue entry (the Talker shows no
+// older one). Times come as microseconds since the epoch (<name>_us): the driver builds
 // each DateTime in Python, slower than the rest of an entry together.
 CALL () {
-  MATCH (e:Episode)
-  USING INDEX e:Episode(persona_id, conversation_id, seq)
-  WHERE e.persona_id = $persona_id
-    AND e.conversation_id = $conversation_id
-    AND e.seq < $before
-  WITH e
-  ORDER BY e.persona_id DESC, e.conversation_id DESC, e.seq DESC
-  LIMIT $window
-  RETURN collect(e {.*, embedding: null, created_at: null, thinker_created_at: null,
-                    thinker_updated_at: null,
-                     created_at_us: e.created_at.epochMillis * 1000 + e.created_at.microsecond % 1000}) AS newest
+  CALL () {
+    INCLUDE episode/list_conversation
+  }
+  RETURN collect(episode) AS newest
 }
 CALL () {
   MATCH (e:Episode)
@@ -29,7 +23,8 @@ CALL () {
   LIMIT 1
   RETURN collect(e {.*, embedding: null, created_at: null, thinker_created_at: null,
                     thinker_updated_at: null,
-                     created_at_us: e.created_at.epochMillis * 1000 + e.created_at.microsecond % 1000}) AS first
+                    created_at_us: e.created_at.epochMillis * 1000
+                                   + e.created_at.microsecond % 1000}) AS first
 }
 CALL () {
   OPTIONAL MATCH (a:AffectState {persona_id: $persona_id, user_id: $user_id})

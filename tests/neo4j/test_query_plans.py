@@ -56,7 +56,7 @@ def _operators(plan: Any) -> list[tuple[str, int, str]]:
         (Query.EPISODE_LIST_USER, {"user_id": "u1"}),
         (Query.EPISODE_LIST_CONVERSATION, {"conversation_id": "c1"}),
         (Query.CONTEXT_READ, {"user_id": "u1", "recent": 3, **NO_SEARCH}),
-        (Query.RUNTIME_TALKER_VIEW, {"conversation_id": "c1", "user_id": "u1", "window": 3}),
+        (Query.RUNTIME_TALKER_VIEW, {"conversation_id": "c1", "user_id": "u1"}),
     ],
     ids=["persona", "user", "conversation", "context", "talker"],
 )

@@ -209,7 +209,8 @@ class Neo4jContext(Neo4jEpisodes):
             user_id=user_id,
             conversation_id=conversation_id,
             before=checks.cursor(None),
-            window=window,
+            opt={"user_id": None, "since_interaction": None},
+            limit=window,
         )
         episodes = [episode_from(e) for e in reversed(view["newest"])]
         if view["first"] and (not episodes or episodes[0].id != view["first"][0]["id"]):

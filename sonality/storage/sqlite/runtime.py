@@ -203,7 +203,7 @@ def _mind(
     entries = conn.execute(
         f"SELECT {', '.join(_ENTRY_FIELDS)} FROM monologue_entries WHERE persona_id = ? "
         "AND conversation_id = ? ORDER BY turn DESC LIMIT ?",
-        (persona_id, conversation_id, 1 if latest else -1),
+        (persona_id, conversation_id, 1 if latest else -1),  # SQLite: LIMIT -1 is none
     )
     return ConversationMind(
         **ids,
