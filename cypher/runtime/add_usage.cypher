@@ -1,9 +1,10 @@
-// Add per-component usage to turns: one TurnUsage node per (episode, component).
+// Add per-component usage to turns: one TurnUsage node per (episode, component), which
+// takes its conversation and turn from its episode (a row need name only the episode).
 UNWIND $rows AS row
 MATCH (e:Episode {persona_id: $persona_id, id: row.episode_id})
 MERGE (u:TurnUsage {persona_id: $persona_id, episode_id: row.episode_id,
                     component: row.component})
-  ON CREATE SET u.conversation_id = row.conversation_id, u.turn = row.turn, u.calls = 0,
+  ON CREATE SET u.conversation_id = e.conversation_id, u.turn = e.turn, u.calls = 0,
                 u.input_tokens = 0, u.output_tokens = 0, u.cost_usd = 0.0,
                 u.unpriced_calls = 0
 MERGE (e)-[:USAGE]->(u)

@@ -2,10 +2,11 @@
 // the conversation's compare-and-swap counters on the Conversation (0 until first used).
 // No row: the episode is unknown or does not match the turn (nothing written). The
 // turn's usage so far ($rows, runtime/add_usage's rows; the Talker's call) is added in the
-// same statement, one round trip less on every `respond`.
+// same statement, one round trip less on every `respond`. $turn null: the episode's own
+// (runtime/append_turn registers the episode it has just appended).
 MATCH (c:Conversation {persona_id: $persona_id, id: $conversation_id})
       -[:HAS_EPISODE]->(e:Episode {persona_id: $persona_id, id: $episode_id})
-WHERE e.user_id = $user_id AND e.turn = $turn
+WHERE e.user_id = $user_id AND e.turn = coalesce($turn, e.turn)
 SET e.thinker_status = $status,
     e.thinker_attempts = 0,
     e.thinker_error = null,

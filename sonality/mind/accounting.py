@@ -66,27 +66,38 @@ def component_usage(meter: UsageMeter) -> tuple[ComponentUsage, ...]:
 
 
 async def book_usage(store: Store, rows: Sequence[TurnUsage]) -> None:
-    """Store one turn's usage rows and log them as ``turn_usage`` (calls and tokens per
-    component); a store failure is logged, never raised (accounting must not fail a turn)."""
+    """Store turns' usage rows (one persona's, of one turn or several) in one call and log
+    each turn's as ``turn_usage`` (calls and tokens per component). A store failure is
+    logged, never raised (accounting must not fail a turn); when several turns were booked
+    together, each is then tried on its own, so one turn that went away (erased) costs
+    only its own rows."""
     if not rows:
         return
-    first = rows[0]
+    turns: dict[str, list[TurnUsage]] = {}
+    for row in rows:
+        turns.setdefault(row.episode_id, []).append(row)
     try:
         await store.add_turn_usage(rows)
     except SonalityError as exc:
-        log.warning("turn_usage_not_saved", episode_id=first.episode_id, error=exc.message)
+        if len(turns) == 1:
+            log.warning("turn_usage_not_saved", episode_id=rows[0].episode_id, error=exc.message)
+            return
+        for one in turns.values():
+            await book_usage(store, one)
         return
-    log.info(
-        "turn_usage",
-        persona_id=first.persona_id,
-        conversation_id=first.conversation_id,
-        turn=first.turn,
-        **{
-            u.component: {
-                "calls": u.calls,
-                "input_tokens": u.input_tokens,
-                "output_tokens": u.output_tokens,
-            }
-            for u in rows
-        },
-    )
+    for one in turns.values():
+        first = one[0]
+        log.info(
+            "turn_usage",
+            persona_id=first.persona_id,
+            conversation_id=first.conversation_id,
+            turn=first.turn,
+            **{
+                u.component: {
+                    "calls": u.calls,
+                    "input_tokens": u.input_tokens,
+                    "output_tokens": u.output_tokens,
+                }
+                for u in one
+            },
+        )

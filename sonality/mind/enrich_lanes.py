@@ -52,6 +52,7 @@ from sonality.models import (
     EnrichReport,
     Episode,
     Exchange,
+    TurnUsage,
 )
 from sonality.observability import get_logger
 from sonality.ports import Store
@@ -307,18 +308,21 @@ class EnrichLanes:
             self._booked.popitem(last=False)
 
     async def _book(self, spent: Sequence[tuple[Episode, Mapping[str, Usage]]]) -> None:
+        """The usage of a piece's answered turns, in one store call (a piece is one
+        persona's)."""
+        rows: list[TurnUsage] = []
         for episode, usage in spent:
             if episode.id not in self._booked:
                 continue  # recorded by ``record``, not answered by ``respond``
             del self._booked[episode.id]
-            rows = usage_rows(
+            rows += usage_rows(
                 usage,
                 persona_id=episode.persona_id,
                 conversation_id=episode.conversation_id,
                 episode_id=episode.id,
                 turn=episode.turn,
             )
-            await book_usage(self._store, rows)
+        await book_usage(self._store, rows)
 
     # draining and closing ---------------------------------------------------------------------
 

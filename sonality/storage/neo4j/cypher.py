@@ -163,6 +163,7 @@ class Query(StrEnum):
     RUNTIME_ADD_USAGE = "runtime/add_usage"
     RUNTIME_AFFECT_GET = "runtime/affect_get"
     RUNTIME_AFFECT_PUT = "runtime/affect_put"
+    RUNTIME_APPEND_TURN = "runtime/append_turn"
     RUNTIME_BEGIN_TURN = "runtime/begin_turn"
     RUNTIME_COMMIT_THOUGHT = "runtime/commit_thought"
     RUNTIME_LOCK_CONVERSATION = "runtime/lock_conversation"

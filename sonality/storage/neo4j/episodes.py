@@ -93,6 +93,8 @@ async def write_append(
     query: Query,
     draft: EpisodeDraft,
     read: Callable[[list[dict[str, Any]]], A],
+    *,
+    operation: str = "append_episode",
     **extra: Any,
 ) -> A:
     """Run an append statement (``episode/append`` or a query including it) for ``draft``
@@ -102,17 +104,17 @@ async def write_append(
     dimension first. A concurrent append of the same id that won the constraint race is
     answered by running it once more: the retry sees the stored episode and answers
     idempotently (or with the right conflict). ``extra``: the other parameters of a
-    query that includes the append."""
+    query that includes the append; ``operation`` names the unit of work."""
     dims = db.embedding_dimensions
     embedding = None if draft.embedding is None else checks.embedding(draft.embedding, dims)
     params = append_params(draft, embedding) | extra
     retry = {"episode_id": draft.id}  # an outage names it: a retry with it is safe
     try:
-        rows = await db.statement("append_episode", query, retry, **params)
+        rows = await db.statement(operation, query, retry, **params)
     except ConflictError as exc:
         if not isinstance(exc.__cause__, ConstraintError):
             raise
-        rows = await db.statement("append_episode", query, retry, **params)
+        rows = await db.statement(operation, query, retry, **params)
     return read(rows)
 
 

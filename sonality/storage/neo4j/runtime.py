@@ -19,9 +19,8 @@ from datetime import datetime
 from typing import Any
 
 from neo4j import AsyncManagedTransaction
-from neo4j.exceptions import ConstraintError
 
-from sonality.errors import ConflictError, NotFoundError, PersonaNotFound, StoreError
+from sonality.errors import NotFoundError, PersonaNotFound, StoreError
 from sonality.models import (
     AffectPlacement,
     AffectState,
@@ -44,8 +43,8 @@ from sonality.models import (
 from sonality.storage import checks
 from sonality.storage.neo4j import codec
 from sonality.storage.neo4j.cypher import Query
-from sonality.storage.neo4j.episodes import append_params, appended
-from sonality.storage.neo4j.executor import Neo4jAggregate, fetch, fetch_one, fetch_plain
+from sonality.storage.neo4j.episodes import appended, write_append
+from sonality.storage.neo4j.executor import Neo4jAggregate, fetch, fetch_one
 from sonality.storage.neo4j.personas import persona_from
 
 __all__ = ["Neo4jRuntime"]
@@ -165,17 +164,6 @@ async def _begin_turn(
         raise StoreError("registering the turn wrote nothing", **ids)
     _usage_written(turn.persona_id, usage, row["written"])
     return turn
-
-
-async def _append_turn(
-    tx: AsyncManagedTransaction, params: dict[str, Any], draft: EpisodeDraft, start: TurnStart
-) -> tuple[Episode, bool, ThinkerTurn]:
-    """``episode/append`` then the turn's registration, in the caller's transaction."""
-    episode, created = appended(await fetch_plain(tx, Query.EPISODE_APPEND, **params), draft)
-    turn = await _begin_turn(
-        tx, start.turn_of(episode), start.usage_of(episode), new_episode=created
-    )
-    return episode, created, turn
 
 
 async def _mark_failed(
@@ -330,18 +318,38 @@ class Neo4jRuntime(Neo4jAggregate):
     async def append_turn(
         self, draft: EpisodeDraft, start: TurnStart
     ) -> tuple[Episode, bool, ThinkerTurn]:
-        """See :meth:`sonality.ports.RuntimeStore.append_turn`: one write transaction. A
-        concurrent append of the same id that won the constraint race is answered by
-        running it once more (as ``append_episode`` does)."""
-        dims = self._db.embedding_dimensions
-        vector = None if draft.embedding is None else checks.embedding(draft.embedding, dims)
-        params = append_params(draft, vector)
-        try:
-            return await self._db.write("append_turn", _append_turn, params, draft, start)
-        except ConflictError as exc:
-            if not isinstance(exc.__cause__, ConstraintError):
-                raise
-            return await self._db.write("append_turn", _append_turn, params, draft, start)
+        """See :meth:`sonality.ports.RuntimeStore.append_turn`: one auto-commit statement
+        (``runtime/append_turn``, run as the append is: :func:`write_append`) appends the
+        exchange and registers its turn with the Talker's usage, so the conversation's
+        lock is held for the server's work only. An id stored before (a retry, or a
+        concurrent append that won) registers nothing there: its stored turn is read, or
+        registered in a transaction of its own (as :meth:`begin_turn`)."""
+        usage = [{**u.model_dump(mode="python"), "episode_id": draft.id} for u in start.usage]
+        registration = codec.encode(start, exclude={"usage"})
+        registration |= {
+            "updated_at": registration["created_at"],
+            "episode_id": draft.id,
+            "turn": None,  # the one the append gives (runtime/begin_turn)
+            "rows": usage,
+        }
+
+        def read(rows: list[dict[str, Any]]) -> tuple[Episode, bool, int]:
+            episode, created = appended(rows, draft)
+            return episode, created, rows[0]["written"]
+
+        episode, created, written = await write_append(
+            self._db,
+            Query.RUNTIME_APPEND_TURN,
+            draft,
+            read,
+            operation="append_turn",
+            **registration,
+        )
+        if created:
+            _usage_written(draft.persona_id, start.usage_of(episode), written)
+            return episode, True, start.turn_of(episode)
+        turn = await self.begin_turn(start.turn_of(episode), start.usage_of(episode))
+        return episode, False, turn
 
     async def get_thinker_turn(self, persona_id: str, episode_id: str) -> ThinkerTurn:
         """``NotFoundError`` when the episode was not answered by ``respond``."""
