@@ -265,7 +265,7 @@ class Thinker:
         narrative: Narrative | None = None
         affect: AffectState | None = None
         if mode.monologue:
-            entry, dropped = await self._monologue(persona, turn, mind)
+            entry, dropped = await self._monologue(persona, turn, episode, mind)
         if mode.controller:
             if entry is not None:
                 source = "\n\n".join(
@@ -323,12 +323,11 @@ class Thinker:
 
     # the inner monologue ------------------------------------------------------------------
 
-    async def _excerpt(self, turn: ThinkerTurn, budget: int) -> str:
-        """The latest exchanges up to ``turn`` (newest first to fit, shown oldest first);
-        the turn itself always, clipped if it must be."""
-        # two index reads whatever the conversation's length: the turn's episode, then
-        # the ones before it in the conversation (by ``seq``, the order turns are taken in)
-        last = await self._store.get_episode(turn.persona_id, turn.episode_id)
+    async def _excerpt(self, turn: ThinkerTurn, last: Episode, budget: int) -> str:
+        """The latest exchanges up to ``turn`` (its episode ``last``; newest first to fit,
+        shown oldest first); the turn itself always, clipped if it must be."""
+        # one index read whatever the conversation's length: the episodes before the
+        # turn's in its conversation (by ``seq``, the order turns are taken in)
         before = await self._store.list_episodes(
             turn.persona_id,
             conversation_id=turn.conversation_id,
@@ -345,7 +344,7 @@ class Thinker:
         return "\n\n".join([*reversed(older), newest])
 
     async def _monologue(
-        self, persona: Persona, turn: ThinkerTurn, mind: ConversationMind
+        self, persona: Persona, turn: ThinkerTurn, episode: Episode, mind: ConversationMind
     ) -> tuple[MonologueEntry, tuple[int, ...]]:
         b = self._budget
         narrative_tokens = mind.narrative.tokens if mind.narrative is not None else 0
@@ -354,7 +353,7 @@ class Thinker:
         room = cap - self._static_tokens(Prompt.MONOLOGUE) - self._count(identity) - _MARGIN
         # the conversation and the monologue's own history share MIRROR's 10k input: the
         # conversation up to half of it, the history the rest
-        excerpt = await self._excerpt(turn, min(b.excerpt_tokens, max(room // 2, 100)))
+        excerpt = await self._excerpt(turn, episode, min(b.excerpt_tokens, max(room // 2, 100)))
         room -= self._count(excerpt)
         view: list[MonologueEntry] = []
         for earlier in reversed(mind.monologue):
