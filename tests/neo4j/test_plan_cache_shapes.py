@@ -21,9 +21,12 @@ import neo4j
 import pytest
 
 from sonality.models import (
+    ComponentUsage,
     InsightStatus,
     ReflectionCommit,
+    RuntimeMode,
     Snapshot,
+    TurnStart,
 )
 from sonality.storage.neo4j.cypher import Query, load
 from tests.contract.factories import (
@@ -133,6 +136,7 @@ HOT = (
     Query.EPISODE_LIST,
     Query.EPISODE_LIST_USER,
     Query.EPISODE_LIST_CONVERSATION,
+    Query.RUNTIME_APPEND_TURN,
     Query.ENRICHMENT_COMMIT,
     Query.STAGED_LIST,
     Query.INSIGHT_LIST,
@@ -143,7 +147,8 @@ HOT = (
 async def test_hot_statements_keep_one_parameter_shape(
     neo4j_store: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Appends with and without an embedding, context reads without a vector, with a cold
+    """Appends (plain, with the backlog, and respond's with its turn) with and without an
+    embedding or usage, context reads without a vector, with a cold
     and with a warm similarity cache, episode lists with and without each filter, commits
     with and without facts, staged and insight lists with and without their filter, and
     reflection commits with and without a new snapshot, consumed insights and retention:
@@ -156,6 +161,13 @@ async def test_hot_statements_keep_one_parameter_shape(
         await store.append_episode_with_backlog(make_draft("e3", minute=3), influence_window=5)
         await store.append_episode_with_backlog(
             make_draft("e4", minute=4, embedding=vector(1.0, 1.0)), influence_window=5
+        )
+        talker = ComponentUsage(component="talker", calls=1, input_tokens=9, output_tokens=2)
+        start = TurnStart(mode=RuntimeMode.FULL, created_at=at(5), usage=(talker,))
+        await store.append_turn(make_draft("t1", minute=5), start)
+        await store.append_turn(
+            make_draft("t2", minute=6, embedding=vector(1.0)),
+            start.model_copy(update={"usage": ()}),
         )
         await store.commit_enrichment(make_commit(e1, expected=0))
         e2 = await store.get_episode("p1", "e2")
