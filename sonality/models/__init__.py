@@ -64,6 +64,7 @@ from sonality.models.episode import (
     EpisodeDraft,
     EvidenceAssessment,
     Exchange,
+    ExchangeRef,
     ScoredEpisode,
 )
 from sonality.models.erasure import (
@@ -165,6 +166,7 @@ __all__ = [
     "ErasureState",
     "EvidenceAssessment",
     "Exchange",
+    "ExchangeRef",
     "FactKind",
     "Frozen",
     "Generation",

@@ -20,6 +20,7 @@ __all__ = [
     "EpisodeDraft",
     "EvidenceAssessment",
     "Exchange",
+    "ExchangeRef",
     "ScoredEpisode",
 ]
 
@@ -105,6 +106,18 @@ class Exchange:
     embedding: Sequence[float] | None = None
     """The message's embedding when the caller has it already (``respond`` read its
     context with it); else the recorder embeds the message."""
+
+
+@dataclass(frozen=True, slots=True)
+class ExchangeRef:
+    """A stored exchange by its ids and texts, without its enrichment: what a chat
+    client's history is matched against (``EpisodeStore.recent_exchanges``)."""
+
+    id: str
+    conversation_id: str
+    turn: int
+    user_message: str
+    agent_response: str
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from typing import Protocol, runtime_checkable
 from sonality.models import (
     Episode,
     EpisodeDraft,
+    ExchangeRef,
     OldestPending,
 )
 
@@ -61,6 +62,14 @@ class EpisodeStore(Protocol):
         with ``interaction_index`` greater than it; ``before`` (a cursor: the ``seq`` of
         the last episode of the previous page) keeps those with a smaller ``seq``. Read
         through an index from the cursor on: a page costs its length, wherever it is."""
+        ...
+
+    async def recent_exchanges(
+        self, persona_id: str, user_id: str, *, limit: int = 20
+    ) -> list[ExchangeRef]:
+        """The user's newest exchanges, most recent first (by ``seq``), as ids and texts
+        only (the episodes ``list_episodes(user_id=...)`` gives, without decoding their
+        enrichment): read through the user's index, stopping at ``limit``."""
         ...
 
     async def list_pending_episodes(self, persona_id: str, *, limit: int = 100) -> list[Episode]:

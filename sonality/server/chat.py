@@ -187,7 +187,7 @@ async def _conversation(
         return derived_conversation(user_id, f"key\x00{idempotency}")
     replies = [i for i, m in enumerate(messages[:last]) if m.role == "assistant"]
     asked = [i for i in turns if not replies or i < replies[-1]]
-    recent = await app.store.list_episodes(persona_id, user_id=user_id, limit=RETRY_LOOKBACK)
+    recent = await app.store.recent_exchanges(persona_id, user_id, limit=RETRY_LOOKBACK)
     if replies and asked:
         said, answered = _text(messages[asked[-1]].content), _text(messages[replies[-1]].content)
         matches = [

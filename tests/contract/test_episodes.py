@@ -176,6 +176,32 @@ async def test_list_episodes_filters_and_limits(store: Any) -> None:
     assert await ids(user_id="nobody") == []
 
 
+async def test_recent_exchanges_are_the_users_episodes_as_ids_and_texts(store: Any) -> None:
+    """recent_exchanges gives what list_episodes(user_id=...) gives, newest first and up to
+    the limit, as ids, conversation, turn and the two texts (an answer given later
+    included); another user's and another persona's episodes never appear."""
+    await add_persona(store)
+    await add_persona(store, "p2")
+    for i, (user, conversation) in enumerate([("u1", "c1"), ("u2", "c3"), ("u1", "c2")], 1):
+        await add_episode(store, f"e{i}", user_id=user, conversation_id=conversation, minute=i)
+    await add_episode(store, "e4", user_id="u1", conversation_id="c1", minute=4)
+    await add_episode(store, "o1", persona_id="p2", user_id="u1", minute=5)
+    await store.append_episode(make_draft("e5", user_id="u1", agent_response="", minute=6))
+    await store.answer_episode("p1", "e5", "answered later")
+
+    def shown(e: Any) -> tuple[Any, ...]:
+        return (e.id, e.conversation_id, e.turn, e.user_message, e.agent_response)
+
+    listed = await store.list_episodes("p1", user_id="u1")
+    recent = await store.recent_exchanges("p1", "u1")
+    assert [shown(e) for e in recent] == [shown(e) for e in listed]
+    assert [e.id for e in recent] == ["e5", "e4", "e3", "e1"]
+    assert recent[0].agent_response == "answered later"
+    assert [e.id for e in await store.recent_exchanges("p1", "u1", limit=2)] == ["e5", "e4"]
+    assert await store.recent_exchanges("p1", "nobody") == []
+    assert [e.id for e in await store.recent_exchanges("p2", "u1")] == ["o1"]
+
+
 async def test_list_episodes_since_interaction_keeps_later_enriched(store: Any) -> None:
     """since_interaction keeps only enriched episodes with a greater interaction index."""
     await add_persona(store)

@@ -57,8 +57,9 @@ def _operators(plan: Any) -> list[tuple[str, int, str]]:
         (Query.EPISODE_LIST_CONVERSATION, {"conversation_id": "c1"}),
         (Query.CONTEXT_READ, {"user_id": "u1", "recent": 3, **NO_SEARCH}),
         (Query.RUNTIME_TALKER_VIEW, {"conversation_id": "c1", "user_id": "u1"}),
+        (Query.EPISODE_RECENT_EXCHANGES, {"user_id": "u1"}),
     ],
-    ids=["persona", "user", "conversation", "context", "talker"],
+    ids=["persona", "user", "conversation", "context", "talker", "exchanges"],
 )
 @pytest.mark.parametrize(
     "page",

@@ -98,6 +98,7 @@ class Query(StrEnum):
     EPISODE_COUNT_UNEMBEDDED = "episode/count_unembedded"
     EPISODE_MARK_ATTEMPT = "episode/mark_attempt"
     EPISODE_OLDEST_PENDING = "episode/oldest_pending"
+    EPISODE_RECENT_EXCHANGES = "episode/recent_exchanges"
     EPISODE_REQUEUE_FAILED = "episode/requeue_failed"
     EPISODE_SET_EMBEDDING = "episode/set_embedding"
     EPISODE_SIMILAR = "episode/similar"

@@ -19,7 +19,7 @@ from neo4j import AsyncManagedTransaction
 from neo4j.exceptions import ConstraintError
 
 from sonality.errors import ConfigError, ConflictError, PersonaNotFound
-from sonality.models import EnrichmentStatus, Episode, EpisodeDraft, OldestPending
+from sonality.models import EnrichmentStatus, Episode, EpisodeDraft, ExchangeRef, OldestPending
 from sonality.storage import checks, shapes
 from sonality.storage.neo4j import codec
 from sonality.storage.neo4j.cypher import Query
@@ -418,6 +418,22 @@ class Neo4jEpisodes(Neo4jAggregate):
             limit=checks.limit(limit),
         )
         return [episode_from(r["episode"]) for r in rows]
+
+    async def recent_exchanges(
+        self, persona_id: str, user_id: str, *, limit: int = 20
+    ) -> list[ExchangeRef]:
+        """See :meth:`sonality.ports.EpisodeStore.recent_exchanges` (one auto-commit
+        statement answering one row)."""
+        [row] = await self._db.read_statements(
+            "recent_exchanges",
+            fetch_plain,
+            Query.EPISODE_RECENT_EXCHANGES,
+            persona_id=persona_id,
+            user_id=user_id,
+            before=checks.cursor(None),
+            limit=checks.limit(limit),
+        )
+        return [ExchangeRef(*values) for values in row["exchanges"]]
 
     async def list_pending_episodes(self, persona_id: str, *, limit: int = 100) -> list[Episode]:
         """Episodes still pending, oldest first (by ``seq``)."""

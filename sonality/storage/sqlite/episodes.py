@@ -8,7 +8,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Mapping, Sequence
 
-from sonality.models import EnrichmentStatus, Episode, EpisodeDraft, OldestPending
+from sonality.models import EnrichmentStatus, Episode, EpisodeDraft, ExchangeRef, OldestPending
 from sonality.storage import checks, shapes
 from sonality.storage.sqlite import codec
 from sonality.storage.sqlite.executor import (
@@ -209,6 +209,20 @@ def _list(
     params += [since_interaction, since_interaction, checks.limit(limit)]
     sql = _LIST_EPISODES[(user_id is not None, conversation_id is not None)]
     return [episode_from(row) for row in conn.execute(sql, params)]
+
+
+_RECENT_EXCHANGES = (
+    "SELECT id, conversation_id, turn, user_message, agent_response FROM episodes"
+    " WHERE persona_id = ? AND user_id = ? ORDER BY seq DESC LIMIT ?"
+)
+"""A user's newest exchanges, ids and texts only (through ``episodes_by_user``)."""
+
+
+def _recent_exchanges(
+    conn: sqlite3.Connection, persona_id: str, user_id: str, limit: int
+) -> list[ExchangeRef]:
+    rows = conn.execute(_RECENT_EXCHANGES, (persona_id, user_id, checks.limit(limit)))
+    return [ExchangeRef(*row) for row in rows]
 
 
 def _pending(conn: sqlite3.Connection, persona_id: str, limit: int) -> list[Episode]:
@@ -414,6 +428,12 @@ class SqliteEpisodes(SqliteAggregate):
         return await self._db.read(
             _list, persona_id, user_id, conversation_id, limit, since_interaction, before
         )
+
+    async def recent_exchanges(
+        self, persona_id: str, user_id: str, *, limit: int = 20
+    ) -> list[ExchangeRef]:
+        """See :meth:`sonality.ports.EpisodeStore.recent_exchanges`."""
+        return await self._db.read(_recent_exchanges, persona_id, user_id, limit)
 
     async def list_pending_episodes(self, persona_id: str, *, limit: int = 100) -> list[Episode]:
         """Episodes still pending, oldest first (by ``seq``)."""
