@@ -915,11 +915,11 @@ def _print_errors(result: Result) -> None:
 
 NEO4J_SETTINGS = {"dbms.cypher.min_replan_interval": "1h"}
 """The dev server as docker-compose.yml configures Neo4j for Sonality: a cached plan is
-kept (Sonality's statements name their indexes, so a replan finds the same plan, and a
-replan of the context read or the enrichment commit costs tens to hundreds of ms of the
-server's CPU; with the default, at most every 10 s per statement once the statistics
-drift, which a growing store's always do, the Bolt workers spent 12-18 ms of CPU per
-request instead of 5-6, README "Load figures")."""
+kept (Sonality's statements name the indexes they seek, so a plan made on an empty store
+is the plan for a full one, and a replan of the context read or the enrichment commit
+costs tens to hundreds of ms of the server's CPU; with the default, at most every 10 s per
+statement once the statistics drift, which a growing store's always do, the Bolt workers
+spent 12-18 ms of CPU per request instead of 5-6, README "Load figures")."""
 
 
 @contextlib.contextmanager

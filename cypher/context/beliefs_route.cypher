@@ -26,7 +26,7 @@ UNION
   // (an UNWIND, not a WHERE: the planner would run the seek and filter its rows)
   UNWIND CASE WHEN size(found) < $beliefs AND size($embedding) > 0 THEN [1] ELSE [] END AS scan
   MATCH (b:Belief)
-  USING INDEX b:Belief(persona_id, status, strength)
+  USING INDEX SEEK b:Belief(persona_id, status, strength)
   WHERE b.persona_id = $persona_id AND b.status = 'active' AND b.strength IS NOT NULL
     AND b.topic_embedding IS NOT NULL
   RETURN b

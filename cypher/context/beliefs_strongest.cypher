@@ -6,7 +6,7 @@
 // in Python, slower than the rest of a belief together, and the context shows up to
 // three sets of beliefs on every read.
 MATCH (b:Belief)
-USING INDEX b:Belief(persona_id, status, strength)
+USING INDEX SEEK b:Belief(persona_id, status, strength)
 WHERE b.persona_id = $persona_id AND b.status = 'active' AND b.strength IS NOT NULL
 WITH b
 ORDER BY b.persona_id DESC, b.status DESC, b.strength DESC

@@ -6,7 +6,7 @@
 // in Python, slower than the rest of a belief together, and the context shows up to
 // three sets of beliefs on every read.
 MATCH (b:Belief)
-USING INDEX b:Belief(persona_id, embed_pending)
+USING INDEX SEEK b:Belief(persona_id, embed_pending)
 WHERE b.persona_id = $persona_id AND b.embed_pending = true AND b.status = 'active'
 WITH b
 LIMIT $beliefs

@@ -39,7 +39,7 @@ CALL () {
   WITH 1 AS asked
   WHERE $opt.since IS NOT NULL
   MATCH (e:Episode)
-  USING INDEX e:Episode(persona_id, user_id, embedding_rev)
+  USING INDEX SEEK e:Episode(persona_id, user_id, embedding_rev)
   WHERE e.persona_id = $persona_id AND e.user_id = $user_id AND e.embedding_rev IS NOT NULL
   RETURN count(e) AS embedded
 }
@@ -47,7 +47,7 @@ CALL (embedded) {
   WITH embedded
   WHERE embedded <= $admit
   MATCH (e:Episode)
-  USING INDEX e:Episode(persona_id, user_id, embedding_rev)
+  USING INDEX SEEK e:Episode(persona_id, user_id, embedding_rev)
   WHERE e.persona_id = $persona_id AND e.user_id = $user_id AND e.embedding_rev > $opt.since
     AND coalesce($known[e.id] <> e.embedding_rev, true)
   // with $props, each row's episode and similarity as episode/by_ids reads them

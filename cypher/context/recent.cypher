@@ -3,7 +3,7 @@
 // embedding_rev) index and sort the user's history); created_at comes as microseconds since
 // the epoch (created_at_us), which the driver reads faster than a DateTime.
 OPTIONAL MATCH (e:Episode)
-USING INDEX e:Episode(persona_id, user_id, seq)
+USING INDEX SEEK e:Episode(persona_id, user_id, seq)
 WHERE e.persona_id = $persona_id AND e.user_id = $user_id AND e.seq IS NOT NULL
 WITH e
 ORDER BY e.persona_id DESC, e.user_id DESC, e.seq DESC

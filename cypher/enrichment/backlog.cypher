@@ -21,7 +21,7 @@ WITH p, episodes, [e IN episodes | e.user_id] AS user_ids,
      p.interaction_count + 1 - $influence_window AS since
 CALL (p) {
   MATCH (s:StagedUpdate {persona_id: $persona_id})
-  USING INDEX s:StagedUpdate(persona_id, due_at)
+  USING INDEX SEEK s:StagedUpdate(persona_id, due_at)
   WHERE s.due_at IS NOT NULL AND s.committed_at IS NULL
   WITH s
   ORDER BY s.due_at, s.staged_at, s.id

@@ -4,7 +4,7 @@
 // matches, instead of sorting the persona's whole history. $opt's null filters are ignored (a
 // user or a conversation is read through episode/list_user or episode/list_conversation).
 MATCH (e:Episode)
-USING INDEX e:Episode(persona_id, seq)
+USING INDEX SEEK e:Episode(persona_id, seq)
 WHERE e.persona_id = $persona_id
   AND e.seq < $before
   AND ($opt.user_id IS NULL OR e.user_id = $opt.user_id)

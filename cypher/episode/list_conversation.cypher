@@ -3,7 +3,7 @@
 // $limit matches: the Talker reads a conversation's newest turns on every reply, whatever
 // the conversation's length. $opt's null filters are ignored.
 MATCH (e:Episode)
-USING INDEX e:Episode(persona_id, conversation_id, seq)
+USING INDEX SEEK e:Episode(persona_id, conversation_id, seq)
 WHERE e.persona_id = $persona_id
   AND e.conversation_id = $conversation_id
   AND e.seq < $before

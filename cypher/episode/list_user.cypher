@@ -3,7 +3,7 @@
 // matches, so the cost follows neither the persona's history nor the user's (the hint
 // keeps the planner on that index). $opt's null filters are ignored.
 MATCH (e:Episode)
-USING INDEX e:Episode(persona_id, user_id, seq)
+USING INDEX SEEK e:Episode(persona_id, user_id, seq)
 WHERE e.persona_id = $persona_id
   AND e.user_id = $user_id
   AND e.seq < $before

@@ -5,7 +5,7 @@
 // an episode's enrichment is sent or decoded, and the driver decodes one record, not one
 // per episode.
 MATCH (e:Episode)
-USING INDEX e:Episode(persona_id, user_id, seq)
+USING INDEX SEEK e:Episode(persona_id, user_id, seq)
 WHERE e.persona_id = $persona_id
   AND e.user_id = $user_id
   AND e.seq < $before

@@ -8,7 +8,7 @@
 // embeds the same subqueries (keep them in step).
 CALL () {
   MATCH (e:Episode)
-  USING INDEX e:Episode(persona_id, user_id, embedding_rev)
+  USING INDEX SEEK e:Episode(persona_id, user_id, embedding_rev)
   WHERE e.persona_id = $persona_id AND e.user_id = $user_id AND e.embedding_rev IS NOT NULL
   RETURN count(e) AS embedded
 }
@@ -16,7 +16,7 @@ CALL (embedded) {
   WITH embedded
   WHERE embedded <= $admit
   MATCH (e:Episode)
-  USING INDEX e:Episode(persona_id, user_id, embedding_rev)
+  USING INDEX SEEK e:Episode(persona_id, user_id, embedding_rev)
   WHERE e.persona_id = $persona_id AND e.user_id = $user_id AND e.embedding_rev > $since
     AND coalesce($known[e.id] <> e.embedding_rev, true)
   RETURN collect({id: e.id, rev: e.embedding_rev, seq: e.seq, embedding: e.embedding}) AS rows

@@ -14,7 +14,7 @@ CALL () {
 }
 CALL () {
   MATCH (e:Episode)
-  USING INDEX e:Episode(persona_id, conversation_id, seq)
+  USING INDEX SEEK e:Episode(persona_id, conversation_id, seq)
   WHERE e.persona_id = $persona_id
     AND e.conversation_id = $conversation_id
     AND e.seq IS NOT NULL

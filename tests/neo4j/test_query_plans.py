@@ -4,12 +4,14 @@ order, stopping at the limit, with no sort of the whole history."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
 
 from sonality.storage.checks import NO_CURSOR
 from sonality.storage.neo4j.cypher import Query, load
+from tests.conftest import TEST_SERVER_JAVA_OPTS, _load_devserver
 from tests.contract.factories import add_persona, make_draft, vector
 
 pytestmark = pytest.mark.neo4j
@@ -178,6 +180,97 @@ async def test_context_reads_hits_by_id_and_new_rows_through_indexes(neo4j_store
         ("e60", row["rows"][0]["episode"]["user_message"])
     ]
     assert row["rows"][0]["similarity"] == pytest.approx(1.0, abs=1e-6)
+
+
+PRODUCTION_DIMENSIONS = 256
+"""docker-compose.yml's embedding size (the plan below depends on the vector's length)."""
+
+
+def _wide(*head: float) -> tuple[float, ...]:
+    """:func:`vector` padded with zeros to ``PRODUCTION_DIMENSIONS`` (still of length 1)."""
+    short = vector(*head)
+    return short + (0.0,) * (PRODUCTION_DIMENSIONS - len(short))
+
+
+@pytest.fixture(scope="module")
+def production_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A dev server of its own, configured as docker-compose.yml configures Neo4j: plans
+    kept, and planned with the parameters' sizes, which the suite's server leaves out
+    (``TEST_SERVER_SETTINGS``), so a plan chosen for a list's length shows here."""
+    server = _load_devserver().DevServer.start(
+        log_path=tmp_path_factory.mktemp("neo4j-production") / "devserver.log",
+        timeout=600,
+        config={"dbms.cypher.min_replan_interval": "1h"},
+        java_opts=TEST_SERVER_JAVA_OPTS,
+    )
+    try:
+        yield server.bolt_uri
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+async def production_store(production_uri: str) -> AsyncIterator[Any]:
+    from sonality.storage.neo4j.store import Neo4jStore
+
+    store = await Neo4jStore.open(production_uri, embedding_dimensions=PRODUCTION_DIMENSIONS)
+    await store.migrate()
+    await store.delete_all()
+    try:
+        yield store
+    finally:
+        await store.close()
+
+
+@pytest.mark.parametrize("planned", ["on an empty store", "on the data"])
+async def test_a_context_read_on_a_production_server_reads_one_users_episodes_by_seeks(
+    production_store: Any, planned: str
+) -> None:
+    """On a server set up as for production, context/read planned when the store was empty
+    (a new deployment's first read; the plan is kept) or on its data reads, over 600
+    episodes, only the user's 300, each hit by id with one unique-index seek, and scans
+    nothing. Before its hints said SEEK, planned on the empty store it read the user's
+    embedded episodes once per id (8 x 300 rows) through the (persona_id, user_id,
+    embedding_rev) index; by hand, planned on a bench's data, it scanned that index whole
+    (every user's episodes) for the count and once per id."""
+    store = production_store
+    await add_persona(store)
+    query = list(_wide(1.0, 3.0))
+    async with store._driver.session(database="neo4j") as session:
+        await _fresh_statistics(session)  # the statistics of an empty store, no plan cached
+    if planned == "on an empty store":
+        await store.context_reads("p1", "u1", query, similar_k=3, recent=2)
+    await store.append_episodes(
+        [
+            make_draft(f"e{i}", user_id=f"u{i % 2}", minute=i, embedding=_wide(1.0, float(i)))
+            for i in range(600)
+        ]
+    )
+    if planned == "on the data":
+        async with store._driver.session(database="neo4j") as session:
+            await _fresh_statistics(session)
+    await store.context_reads("p1", "u1", query, similar_k=3, recent=2)
+    ids = store.vectors.ranked("p1", "u1", query, 3)
+    arguments = {
+        "persona_id": "p1",
+        "user_id": "u1",
+        "recent": 2,
+        **NO_SEARCH,
+        "embedding": query,
+        **_catch_up(store, ids),
+        "props": True,
+    }
+    async with store._driver.session(database="neo4j") as session:
+        result = await session.run("PROFILE " + load(Query.CONTEXT_READ), arguments)
+        [row] = [record.data() async for record in result]
+        plan = (await result.consume()).profile
+    assert len(row["hits"]) == len(ids) == 8 and row["embedded"] == 300
+    operators = _operators(plan)
+    assert not [o for o in operators if "Scan" in o[0]], operators
+    episodes = [rows for _, rows, details in operators if "e:Episode" in details]
+    assert episodes and max(episodes) <= 300, operators  # one user's, at most
+    by_id = [(name, rows) for name, rows, details in operators if "id = id" in details]
+    assert by_id == [("NodeUniqueIndexSeek", len(ids))], operators
 
 
 @pytest.mark.parametrize(
