@@ -71,12 +71,14 @@ def _operators(plan: Any) -> list[tuple[str, int, str]]:
     ],
 )
 async def test_latest_episodes_stop_at_the_limit(
-    neo4j_store: Any, query: Query, params: dict[str, Any], page: str
+    either_store: Any, query: Query, params: dict[str, Any], page: str
 ) -> None:
     """Over 600 episodes (enough rows that the planner reads the index from the cursor rather
     than filtering a short scan), a page of 3 (the first, or one far back behind a seq cursor) is
     read from an ordered index seek that yields at most 3 rows, and nothing sorts the
-    history by seq."""
+    history by seq: on the suite's server and on one set up as for production (which plans
+    with the parameters' sizes)."""
+    neo4j_store = either_store
     await add_persona(neo4j_store)
     await neo4j_store.append_episodes(
         [
@@ -220,6 +222,14 @@ async def production_store(production_uri: str) -> AsyncIterator[Any]:
         yield store
     finally:
         await store.close()
+
+
+@pytest.fixture(params=["suite", "production"])
+def either_store(request: pytest.FixtureRequest) -> Any:
+    """The suite's store, then one on the server set up as for production."""
+    return request.getfixturevalue(
+        "neo4j_store" if request.param == "suite" else "production_store"
+    )
 
 
 @pytest.mark.parametrize("planned", ["on an empty store", "on the data"])
