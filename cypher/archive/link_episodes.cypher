@@ -1,6 +1,7 @@
 // NEXT edges and topic mentions of the imported episodes.
 UNWIND $episodes AS row
 MATCH (e:Episode {persona_id: $persona_id, id: row.id})
+USING INDEX SEEK e:Episode(persona_id, id)
 CALL (e, row) {
   MATCH (previous:Episode {persona_id: $persona_id, id: row.prev_episode_id})
   CREATE (previous)-[:NEXT]->(e)

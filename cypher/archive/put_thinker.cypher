@@ -1,6 +1,7 @@
 // Turns answered by `respond`: the Thinker's bookkeeping lives on their episodes.
 UNWIND $turns AS row
 MATCH (e:Episode {persona_id: $persona_id, id: row.episode_id})
+USING INDEX SEEK e:Episode(persona_id, id)
 SET e.thinker_status = row.status,
     e.thinker_attempts = row.attempts,
     e.thinker_error = row.error,

@@ -3,6 +3,7 @@ UNWIND $edges AS edge
 WITH edge
 WHERE edge.delta >= 0
 MATCH (e:Episode {persona_id: $persona_id, id: edge.episode_id})
+USING INDEX SEEK e:Episode(persona_id, id)
 MATCH (b:Belief {persona_id: $persona_id, topic: edge.topic})
 CREATE (e)-[:SUPPORTS {
   delta: edge.delta,

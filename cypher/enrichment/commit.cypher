@@ -31,6 +31,7 @@ CALL (p) {
 CALL (p) {
   UNWIND $commits AS c
   MATCH (e:Episode {persona_id: $persona_id, id: c.episode_id})
+  USING INDEX SEEK e:Episode(persona_id, id)
   WITH DISTINCT e.conversation_id AS conversation_id
   ORDER BY conversation_id
   MATCH (conversation:Conversation {persona_id: $persona_id, id: conversation_id})
@@ -41,6 +42,7 @@ UNWIND range(0, size($commits) - 1) AS index
 CALL (p, index) {
   WITH p, $commits[index] AS c
   OPTIONAL MATCH (e:Episode {persona_id: $persona_id, id: c.episode_id})
+  USING INDEX SEEK e:Episode(persona_id, id)
   WITH p, c, e, p.interaction_count AS found_count, e.enrichment_status AS found_status,
        coalesce(p.last_reflection_at, 0) AS found_reflection_at
   WITH p, c, e, found_count, found_status, found_reflection_at,

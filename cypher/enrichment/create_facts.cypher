@@ -3,6 +3,7 @@
 UNWIND $facts AS fact
 MATCH (u:User {persona_id: $persona_id, id: fact.user_id})
 MATCH (e:Episode {persona_id: $persona_id, id: fact.episode_id})
+USING INDEX SEEK e:Episode(persona_id, id)
 CREATE (f:UserFact)
 SET f = fact
 FOREACH (_ IN CASE WHEN fact.kind = 'constraint' THEN [1] ELSE [] END | SET f:Constraint)

@@ -3,6 +3,7 @@
 // NEXT, MENTIONS, FROM, provenance and Thinker edges.
 UNWIND $ids AS episode_id
 MATCH (e:Episode {persona_id: $persona_id, id: episode_id})
+USING INDEX SEEK e:Episode(persona_id, id)
 CALL (e) {
   OPTIONAL MATCH (e)-[:YIELDED]->(i:Insight)
   DETACH DELETE i

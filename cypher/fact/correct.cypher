@@ -14,6 +14,7 @@ WITH f
 CALL (f) {
   UNWIND f.also_from AS other
   MATCH (e:Episode {persona_id: $persona_id, id: other})
+  USING INDEX SEEK e:Episode(persona_id, id)
   MERGE (f)-[:FROM]->(e)
 }
 RETURN f {.*} AS fact

@@ -2,6 +2,7 @@
 // takes its conversation and turn from its episode (a row need name only the episode).
 UNWIND $rows AS row
 MATCH (e:Episode {persona_id: $persona_id, id: row.episode_id})
+USING INDEX SEEK e:Episode(persona_id, id)
 MERGE (u:TurnUsage {persona_id: $persona_id, episode_id: row.episode_id,
                     component: row.component})
   ON CREATE SET u.conversation_id = e.conversation_id, u.turn = e.turn, u.calls = 0,
