@@ -407,3 +407,24 @@ async def test_a_warm_context_read_is_one_statement(
         [cosine(stored[i], query) for i in expected], abs=1e-6
     )
     assert reads.similar[0][0].user_message == "message 6"
+
+
+async def test_a_warm_talker_read_is_one_statement(
+    neo4j_store: Any, statements: Statements
+) -> None:
+    """respond's read (talker_reads: the context and the Talker's view of its conversation)
+    is one auto-commit statement once the similarity cache holds the user
+    (runtime/talker_read), and answers what the separate reads answer."""
+    await add_persona(neo4j_store)
+    for i in range(6):
+        await neo4j_store.append_episode(_draft(i))
+    await neo4j_store.context_reads("p1", "u1", vector(1.0), similar_k=3, recent=2)
+    with statements.counting() as sent:
+        reads = await neo4j_store.talker_reads(
+            "p1", "u1", "c1", vector(1.0), similar_k=3, recent=2, window=3
+        )
+    assert len(sent) == 1 and statements.auto_commit == sent, sent
+    assert reads.context == await neo4j_store.context_reads(
+        "p1", "u1", vector(1.0), similar_k=3, recent=2
+    )
+    assert [e.id for e in reads.window] == ["c1-e0", "c1-e3", "c1-e4", "c1-e5"]

@@ -137,6 +137,7 @@ HOT = (
     Query.EPISODE_LIST_USER,
     Query.EPISODE_LIST_CONVERSATION,
     Query.RUNTIME_APPEND_TURN,
+    Query.RUNTIME_TALKER_READ,
     Query.ENRICHMENT_COMMIT,
     Query.STAGED_LIST,
     Query.INSIGHT_LIST,
@@ -148,7 +149,7 @@ async def test_hot_statements_keep_one_parameter_shape(
     neo4j_store: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Appends (plain, with the backlog, and respond's with its turn) with and without an
-    embedding or usage, context reads without a vector, with a cold
+    embedding or usage, context and Talker reads without a vector, with a cold
     and with a warm similarity cache, episode lists with and without each filter, commits
     with and without facts, staged and insight lists with and without their filter, and
     reflection commits with and without a new snapshot, consumed insights and retention:
@@ -177,6 +178,8 @@ async def test_hot_statements_keep_one_parameter_shape(
         await store.context_reads("p1", "u1", None, similar_k=3, recent=2)
         await store.context_reads("p1", "u1", vector(1.0), similar_k=3, recent=2)
         await store.context_reads("p1", "u1", vector(1.0, 0.5), similar_k=3, recent=2)
+        for embedding in (None, vector(1.0), vector(1.0, 0.25)):
+            await store.talker_reads("p1", "u1", "c1", embedding, similar_k=3, recent=2)
         await store.list_episodes("p1")
         await store.list_episodes("p1", since_interaction=1)
         await store.list_episodes("p1", user_id="u1")

@@ -16,6 +16,10 @@ Two forms, chosen by the plan the store made at connect time
   exact fallback (``context/beliefs_route``) and the similarity cache's catch-up, then the
   similar episodes from the process's cache (one more statement: the hits by id), or the
   server's scan when the cache cannot hold the user.
+
+``talker_reads`` (``respond``'s read) adds the Talker's view of its conversation
+(``runtime/talker_view``) to the same statement in the second form
+(``runtime/talker_read``), and runs it as a statement of its own in the first.
 """
 
 from __future__ import annotations
@@ -68,7 +72,7 @@ def _belief(props: Mapping[str, Any]) -> Belief:
 class Neo4jContext(Neo4jEpisodes):
     """The ``ContextStore`` part of the Neo4j store (it searches like ``Neo4jEpisodes``)."""
 
-    async def _reads(
+    async def _context(
         self,
         tx: Reader,
         persona_id: str,
@@ -78,6 +82,24 @@ class Neo4jContext(Neo4jEpisodes):
         recent: int,
         beliefs: int,
     ) -> ContextReads:
+        context, _ = await self._reads(tx, persona_id, user_id, vector, similar_k, recent, beliefs)
+        return context
+
+    async def _reads(
+        self,
+        tx: Reader,
+        persona_id: str,
+        user_id: str,
+        vector: list[float] | None,
+        similar_k: int,
+        recent: int,
+        beliefs: int,
+        view: Mapping[str, Any] | None = None,
+    ) -> tuple[ContextReads, Mapping[str, Any] | None]:
+        """The context, and with ``view`` (runtime/talker_view's parameters but its
+        persona and user) the Talker's view of its conversation read in the same statement
+        (runtime/talker_read; its row is returned for the caller to decode) where the
+        similarity form reads the context with context/read; otherwise ``None``."""
         searching = vector is not None and similar_k > 0
         form = self.similarity_form
         params: dict[str, Any] = {
@@ -112,12 +134,12 @@ class Neo4jContext(Neo4jEpisodes):
                     **given,
                     "props": bool(ids),
                 }
+            query, extra = Query.CONTEXT_READ, catch_up
+            if view is not None:  # $opt carries both parts' keys
+                query = Query.RUNTIME_TALKER_READ
+                extra = {**catch_up, **view, "opt": {**catch_up["opt"], **view["opt"]}}
             rows = await fetch_plain(
-                tx,
-                Query.CONTEXT_READ,
-                belief_candidates=beliefs * BELIEF_CANDIDATES,
-                **params,
-                **catch_up,
+                tx, query, belief_candidates=beliefs * BELIEF_CANDIDATES, **params, **extra
             )
         if not rows:
             raise PersonaNotFound("no such persona", persona_id=persona_id)
@@ -147,7 +169,7 @@ class Neo4jContext(Neo4jEpisodes):
         for props in (*row["strongest"], *row["unembedded"]):
             belief = _belief(props)
             shown.setdefault(belief.topic, belief)
-        return ContextReads(
+        context = ContextReads(
             persona=persona_from(row["persona"]),
             snapshot=snapshot_from(row["snapshot"]),
             facts=tuple(
@@ -164,6 +186,7 @@ class Neo4jContext(Neo4jEpisodes):
                 episode_from(codec.times_from_micros(e, "created_at")) for e in row["recent"]
             ),
         )
+        return context, (row if view is not None and not one_statement else None)
 
     async def context_reads(
         self,
@@ -179,7 +202,7 @@ class Neo4jContext(Neo4jEpisodes):
         vector = None if embedding is None else self._vector(embedding)
         return await self._db.read_statements(
             "context_reads",
-            self._reads,
+            self._context,
             persona_id,
             user_id,
             vector,
@@ -200,18 +223,20 @@ class Neo4jContext(Neo4jEpisodes):
         beliefs: int,
         window: int,
     ) -> TalkerReads:
-        context = await self._reads(tx, persona_id, user_id, vector, similar_k, recent, beliefs)
-        # maps and lists only: decoded as the driver gives them, without Record.data's walk
-        [view] = await fetch_plain(  # CALL subqueries that each return one row
-            tx,
-            Query.RUNTIME_TALKER_VIEW,
-            persona_id=persona_id,
-            user_id=user_id,
-            conversation_id=conversation_id,
-            before=checks.cursor(None),
-            opt={"user_id": None, "since_interaction": None},
-            limit=window,
+        asked = {
+            "conversation_id": conversation_id,
+            "before": checks.cursor(None),
+            "opt": {"user_id": None, "since_interaction": None},
+            "limit": window,
+        }
+        context, view = await self._reads(
+            tx, persona_id, user_id, vector, similar_k, recent, beliefs, view=asked
         )
+        if view is None:  # the search form's context statement: the view on its own
+            # maps and lists only: decoded as the driver gives them, without Record.data's walk
+            [view] = await fetch_plain(  # CALL subqueries that each return one row
+                tx, Query.RUNTIME_TALKER_VIEW, persona_id=persona_id, user_id=user_id, **asked
+            )
         episodes = [episode_from(e) for e in reversed(view["newest"])]
         if view["first"] and (not episodes or episodes[0].id != view["first"][0]["id"]):
             head = episode_from(view["first"][0])

@@ -174,6 +174,7 @@ class Query(StrEnum):
     RUNTIME_RETRIES = "runtime/retries"
     RUNTIME_SET_PERSONA = "runtime/set_persona"
     RUNTIME_STATE = "runtime/state"
+    RUNTIME_TALKER_READ = "runtime/talker_read"
     RUNTIME_TALKER_VIEW = "runtime/talker_view"
     RUNTIME_TURN = "runtime/turn"
     RUNTIME_TURNS = "runtime/turns"
