@@ -72,17 +72,9 @@ def _belief(props: Mapping[str, Any]) -> Belief:
 class Neo4jContext(Neo4jEpisodes):
     """The ``ContextStore`` part of the Neo4j store (it searches like ``Neo4jEpisodes``)."""
 
-    async def _context(
-        self,
-        tx: Reader,
-        persona_id: str,
-        user_id: str,
-        vector: list[float] | None,
-        similar_k: int,
-        recent: int,
-        beliefs: int,
-    ) -> ContextReads:
-        context, _ = await self._reads(tx, persona_id, user_id, vector, similar_k, recent, beliefs)
+    async def _context(self, tx: Reader, *args: Any) -> ContextReads:
+        """:meth:`_reads` without the Talker's view (``context_reads``)."""
+        context, _ = await self._reads(tx, *args)
         return context
 
     async def _reads(
