@@ -43,8 +43,10 @@ UNION
     // in the enrichment commit (which locks the persona, then users, then conversations):
     // the relationships lock the user, so joining appends queue behind the persona's
     // enrichment and each other instead of deadlocking (tests/neo4j/test_enrichment_locks.py,
-    // tests/reliability/test_busy_conversation.py). A member's later appends lock only
-    // the conversation, as above.
+    // tests/reliability/test_busy_conversation.py). A new conversation needs it too:
+    // without it, conversations opened at once beside the enrichment lane deadlocked
+    // (tests/neo4j/test_enrichment_locks.py). A member's later appends lock only the
+    // conversation, as above.
     OPTIONAL MATCH (known_user:User {persona_id: $persona_id, id: $user_id})
     WITH p, known_user IS NULL OR known IS NULL
             OR NOT EXISTS { (known_user)-[:HAD]->(known) } AS joins

@@ -5,6 +5,7 @@ the driver retries nothing."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -52,4 +53,52 @@ async def test_background_enrichment_and_appends_never_deadlock(neo4j_store: Any
     for c in range(CONVERSATIONS):
         chain = await neo4j_store.conversation_chain("p1", f"c{c}")
         assert chain == [f"e{i}" for i in range(c, RECORDS, CONVERSATIONS)]
+    await app.close()
+
+
+async def test_conversations_opened_at_once_beside_enrichment_never_deadlock(
+    neo4j_store: Any,
+) -> None:
+    """Waves of 12 records at once, each opening a conversation (new users at first, then
+    the same users again), while the lane enriches behind them: no driver retry, every
+    episode enriched, each conversation one turn, each user linked once to the persona.
+    An opening append takes the persona's lock first for this: without it (tried on 29 Nov
+    2026, to let conversations opened at once stop queueing on the persona) the server
+    reported DeadlockDetected on a node's exclusive lock, held by one transaction and
+    awaited by the appends, in 2 of 3 runs."""
+    llm = ScriptedLLM()
+    llm.default("assess_evidence", scripts.evidence_reply)
+    llm.default("extract_insight", scripts.insight_reply)
+    app = Sonality(store=neo4j_store, llm=llm, embedder=HashEmbedder(EMBEDDING_DIMENSIONS))
+    await app.create_persona("p1", name="Ada", core_identity="I follow evidence.")
+    before = neo4j_store.transaction_stats.retries
+    waves, width = 8, 12
+
+    async def opened(i: int) -> None:
+        t = scripts.turn(i % 30 + 1)
+        await app.record(
+            "p1",
+            user_id=f"u{i % 18}",
+            conversation_id=f"c{i}",
+            message=t.message,
+            response=t.response,
+            episode_id=f"e{i}",
+            enrich="background",
+        )
+
+    for wave in range(waves):
+        await asyncio.gather(*(opened(wave * width + k) for k in range(width)))
+    assert await app.drain("p1", max_seconds=120)
+    assert neo4j_store.transaction_stats.retries == before
+    counts = await neo4j_store.count_episodes("p1")
+    assert counts[EnrichmentStatus.ENRICHED.value] == waves * width
+    for i in (0, 17, waves * width - 1):
+        assert await neo4j_store.conversation_chain("p1", f"c{i}") == [f"e{i}"]
+    async with neo4j_store._driver.session(database="neo4j") as session:
+        result = await session.run(
+            "MATCH (:Persona {id: 'p1'})-[t:TALKS_WITH]->(u:User) "
+            "RETURN count(DISTINCT u) AS users, count(t) AS links"
+        )
+        row = await result.single()
+    assert (row["users"], row["links"]) == (18, 18)
     await app.close()
