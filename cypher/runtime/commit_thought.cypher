@@ -6,8 +6,8 @@
 // the conversation. Only when all hold ($ok below) does anything get written: the affect
 // state (user created if new), the monologue entry and the entries the history bound
 // drops, the new narrative version PREVIOUS to the one it replaces and the retention
-// prune, the conversation's counters and the turn marked done. No row: the conversation
-// has no Thinker state. (The parts that may be null travel in $opt: see
+// prune, the conversation's counters, the turn marked done and its usage ($rows). No row:
+// the conversation has no Thinker state. (The parts that may be null travel in $opt: see
 // sonality/storage/neo4j/cypher.py.)
 OPTIONAL MATCH (p:Persona {id: $persona_id})
 CALL (p) {
@@ -87,5 +87,19 @@ CALL (c, e, ok) {
       e.thinker_error = null,
       e.thinker_updated_at = $at
 }
+// the turn's usage by the Thinker's calls ($rows, runtime/add_usage's rows), added only with
+// the thought (a refused thought's usage is booked on its own by the caller)
+CALL (ok) {
+  WITH ok
+  WHERE ok
+  CALL () {
+    INCLUDE runtime/add_usage
+  }
+  RETURN written
+UNION
+  WITH ok
+  WHERE NOT ok
+  RETURN 0 AS written
+}
 RETURN ok, e IS NOT NULL AS turn_found, e.thinker_status AS status, thought_turn,
-       narrative_version, affect_version, p IS NOT NULL AS persona_found, linked
+       narrative_version, affect_version, p IS NOT NULL AS persona_found, linked, written

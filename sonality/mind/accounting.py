@@ -4,7 +4,8 @@ The runtime wraps each turn's model calls in ``sonality.llm.usage.metering()``; 
 port's meter books every reply made inside the block on the block's meter as well (see
 ``sonality.llm.usage``). The enrichment pipeline meters each episode's calls the same way.
 :func:`usage_rows` turns such a meter (or its totals) into the rows the store keeps per
-turn and component, and :func:`book_usage` stores and logs them.
+turn and component, and :func:`book_usage` stores and logs them (a Thinker's commit stores
+its turn's rows itself; :func:`log_usage` then logs them).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from sonality.models import ComponentUsage, TurnUsage
 from sonality.observability import get_logger
 from sonality.ports import Store
 
-__all__ = ["book_usage", "component_usage", "usage_rows"]
+__all__ = ["book_usage", "component_usage", "log_usage", "usage_rows"]
 
 log = get_logger("sonality.runtime")
 
@@ -86,18 +87,26 @@ async def book_usage(store: Store, rows: Sequence[TurnUsage]) -> None:
             await book_usage(store, one)
         return
     for one in turns.values():
-        first = one[0]
-        log.info(
-            "turn_usage",
-            persona_id=first.persona_id,
-            conversation_id=first.conversation_id,
-            turn=first.turn,
-            **{
-                u.component: {
-                    "calls": u.calls,
-                    "input_tokens": u.input_tokens,
-                    "output_tokens": u.output_tokens,
-                }
-                for u in one
-            },
-        )
+        log_usage(one)
+
+
+def log_usage(rows: Sequence[TurnUsage]) -> None:
+    """Log one turn's stored usage rows as ``turn_usage`` (calls and tokens per component;
+    nothing when there are none)."""
+    if not rows:
+        return
+    first = rows[0]
+    log.info(
+        "turn_usage",
+        persona_id=first.persona_id,
+        conversation_id=first.conversation_id,
+        turn=first.turn,
+        **{
+            u.component: {
+                "calls": u.calls,
+                "input_tokens": u.input_tokens,
+                "output_tokens": u.output_tokens,
+            }
+            for u in rows
+        },
+    )

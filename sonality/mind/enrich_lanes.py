@@ -52,7 +52,6 @@ from sonality.models import (
     EnrichReport,
     Episode,
     Exchange,
-    TurnUsage,
 )
 from sonality.observability import get_logger
 from sonality.ports import Store
@@ -308,21 +307,21 @@ class EnrichLanes:
             self._booked.popitem(last=False)
 
     async def _book(self, spent: Sequence[tuple[Episode, Mapping[str, Usage]]]) -> None:
-        """The usage of a piece's answered turns, in one store call (a piece is one
-        persona's)."""
-        rows: list[TurnUsage] = []
+        """The usage of a piece's answered turns, each turn in a call of its own: one call
+        for all of them locks several episodes on Neo4j, and beside the Thinkers' commits
+        (which lock theirs) it deadlocked."""
         for episode, usage in spent:
             if episode.id not in self._booked:
                 continue  # recorded by ``record``, not answered by ``respond``
             del self._booked[episode.id]
-            rows += usage_rows(
+            rows = usage_rows(
                 usage,
                 persona_id=episode.persona_id,
                 conversation_id=episode.conversation_id,
                 episode_id=episode.id,
                 turn=episode.turn,
             )
-        await book_usage(self._store, rows)
+            await book_usage(self._store, rows)
 
     # draining and closing ---------------------------------------------------------------------
 

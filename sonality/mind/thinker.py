@@ -43,7 +43,7 @@ from sonality.core.budget import clip_text, fit_items, truncate_history
 from sonality.errors import ConfigError, ConflictError, LLMError, LLMUnavailable, SonalityError
 from sonality.llm.prompts import Prompt
 from sonality.llm.usage import UsageMeter, metering
-from sonality.mind.accounting import book_usage, usage_rows
+from sonality.mind.accounting import book_usage, component_usage, log_usage, usage_rows
 from sonality.mind.affect import AffectStages, initial_state
 from sonality.mind.enrich_lanes import EnrichLanes
 from sonality.models import (
@@ -192,10 +192,15 @@ class Thinker:
         for a retry (later turns of the conversation must wait too)."""
         for _ in range(_CONFLICT_RETRIES):
             started = time.perf_counter()
+            booked = False
             with metering() as meter:
                 try:
                     commit = await self._deliberate(turn)
+                    # the turn's usage rides in the commit: one write less per turn
+                    commit = commit.model_copy(update={"usage": component_usage(meter)})
                     await self._store.commit_thought(commit)
+                    booked = True
+                    log_usage(commit.usage_rows())
                 except ConflictError:
                     current = await self._store.get_thinker_turn(turn.persona_id, turn.episode_id)
                     if current.status in (ThinkerStatus.DONE, ThinkerStatus.ABANDONED):
@@ -211,7 +216,8 @@ class Thinker:
                     log.exception("thinker_crashed", episode_id=turn.episode_id)
                     return await self._failed(turn, exc, give_up=True)
                 finally:
-                    await self._save_usage(turn, meter)
+                    if not booked:  # a thought not committed: its calls are booked alone
+                        await self._save_usage(turn, meter)
             log.info(
                 "thought_committed",
                 persona_id=turn.persona_id,

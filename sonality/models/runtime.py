@@ -260,6 +260,22 @@ class ThoughtCommit(Frozen):
     """Narrative versions kept per conversation (older ones are pruned)."""
     affect: AffectState | None = None
     committed_at: datetime
+    usage: tuple[ComponentUsage, ...] = ()
+    """The turn's model calls by component (the Thinker's), added to the turn's totals in
+    the same transaction (written only when the thought is)."""
+
+    def usage_rows(self) -> list[TurnUsage]:
+        """:attr:`usage` as the rows ``RuntimeStore.add_turn_usage`` takes."""
+        return [
+            TurnUsage(
+                persona_id=self.persona_id,
+                conversation_id=self.conversation_id,
+                episode_id=self.episode_id,
+                turn=self.turn,
+                **u.model_dump(),
+            )
+            for u in self.usage
+        ]
 
     @model_validator(mode="after")
     def _one_turn(self) -> Self:

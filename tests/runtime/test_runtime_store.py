@@ -205,6 +205,29 @@ async def test_commit_thought_writes_everything_and_is_compare_and_swap(store: A
     assert (await store.conversation_mind("p1", "c1")).narrative_version == 2
 
 
+async def test_a_thought_commit_adds_its_usage_with_it_and_a_refused_one_adds_none(
+    store: Any,
+) -> None:
+    """The usage a commit carries is added to its turn's totals in the same transaction
+    (beside what the turn booked before); a refused commit adds none of it."""
+    await _persona(store)
+    [t1, t2] = await _turns(store, 2)
+    await store.add_turn_usage([_usage(t1, "monologue", 1, 10)])
+    spent = (
+        ComponentUsage(component="monologue", calls=1, input_tokens=40, output_tokens=8),
+        ComponentUsage(component="controller", calls=2, input_tokens=30, output_tokens=6),
+    )
+    await store.commit_thought(_commit(t1, 0, 0, monologue=_entry(t1), usage=spent))
+    with pytest.raises(ConflictError):  # expected thought_turn moved: nothing written
+        await store.commit_thought(_commit(t2, 0, 0, monologue=_entry(t2), usage=spent))
+    table = {
+        (u.turn, u.component): (u.calls, u.input_tokens, u.output_tokens)
+        for u in await store.turn_usage("p1", "c1")
+        if u.component != "talker"
+    }
+    assert table == {(1, "monologue"): (2, 50, 13), (1, "controller"): (2, 30, 6)}
+
+
 async def test_dropped_entries_and_old_narratives_go_in_the_same_commit(store: Any) -> None:
     """drop_monologue_turns deletes those entries and keep_narratives prunes older
     versions, in the commit that appends."""

@@ -226,6 +226,7 @@ async def _commit_thought(tx: AsyncManagedTransaction, c: ThoughtCommit) -> None
     checks.thought_is_new(c)
     ids = {"persona_id": c.persona_id, "conversation_id": c.conversation_id}
     version = c.expected_narrative_version if c.narrative is None else c.narrative.version
+    usage = c.usage_rows()
     row = await fetch_one(
         tx,
         Query.RUNTIME_COMMIT_THOUGHT,
@@ -244,10 +245,12 @@ async def _commit_thought(tx: AsyncManagedTransaction, c: ThoughtCommit) -> None
         narrative_version=version,
         turn=c.turn,
         at=codec.time_in(c.committed_at, field="committed_at"),
+        rows=_usage_rows(c.persona_id, usage),
     )
     if row is None:
         raise NotFoundError("the conversation has no Thinker state", **ids)
     if row["ok"]:
+        _usage_written(c.persona_id, usage, row["written"])
         return
     if not row["turn_found"]:
         raise NotFoundError("no Thinker turn", persona_id=c.persona_id, episode_id=c.episode_id)

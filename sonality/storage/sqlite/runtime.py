@@ -254,6 +254,7 @@ def _commit(conn: sqlite3.Connection, c: ThoughtCommit) -> None:
         "WHERE persona_id = ? AND episode_id = ?",
         (at, c.persona_id, c.episode_id),
     )
+    _add_usage(conn, c.usage_rows())
 
 
 def _narratives(conn: sqlite3.Connection, persona_id: str, conversation_id: str) -> list[Narrative]:
