@@ -34,25 +34,21 @@ def usage_rows(
     """The meter's totals (or totals by component) as one :class:`TurnUsage` per
     component."""
     totals = meter.snapshot() if isinstance(meter, UsageMeter) else dict(sorted(meter.items()))
-    return [
-        TurnUsage(
-            persona_id=persona_id,
-            conversation_id=conversation_id,
-            episode_id=episode_id,
-            turn=turn,
-            component=component,
-            calls=usage.calls,
-            input_tokens=usage.input_tokens,
-            output_tokens=usage.output_tokens,
-            cost_usd=usage.cost_usd,
-            unpriced_calls=usage.unpriced_calls,
-        )
-        for component, usage in totals.items()
-    ]
+    return TurnUsage.rows(
+        _by_component(totals),
+        persona_id=persona_id,
+        conversation_id=conversation_id,
+        episode_id=episode_id,
+        turn=turn,
+    )
 
 
 def component_usage(meter: UsageMeter) -> tuple[ComponentUsage, ...]:
     """The meter's totals by component, before the turn they belong to is known."""
+    return _by_component(meter.snapshot())
+
+
+def _by_component(totals: Mapping[str, Usage]) -> tuple[ComponentUsage, ...]:
     return tuple(
         ComponentUsage(
             component=component,
@@ -62,7 +58,7 @@ def component_usage(meter: UsageMeter) -> tuple[ComponentUsage, ...]:
             cost_usd=usage.cost_usd,
             unpriced_calls=usage.unpriced_calls,
         )
-        for component, usage in meter.snapshot().items()
+        for component, usage in totals.items()
     )
 
 

@@ -3,6 +3,7 @@ goals, lag."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from enum import StrEnum
 from typing import Self
@@ -266,16 +267,13 @@ class ThoughtCommit(Frozen):
 
     def usage_rows(self) -> list[TurnUsage]:
         """:attr:`usage` as the rows ``RuntimeStore.add_turn_usage`` takes."""
-        return [
-            TurnUsage(
-                persona_id=self.persona_id,
-                conversation_id=self.conversation_id,
-                episode_id=self.episode_id,
-                turn=self.turn,
-                **u.model_dump(),
-            )
-            for u in self.usage
-        ]
+        return TurnUsage.rows(
+            self.usage,
+            persona_id=self.persona_id,
+            conversation_id=self.conversation_id,
+            episode_id=self.episode_id,
+            turn=self.turn,
+        )
 
     @model_validator(mode="after")
     def _one_turn(self) -> Self:
@@ -311,6 +309,25 @@ class TurnUsage(Frozen):
     output_tokens: int = Field(default=0, ge=0)
     cost_usd: float = Field(default=0.0, ge=0)
     unpriced_calls: int = Field(default=0, ge=0)
+
+    @classmethod
+    def rows(
+        cls,
+        usage: Iterable[ComponentUsage],
+        *,
+        persona_id: str,
+        conversation_id: str,
+        episode_id: str,
+        turn: int,
+    ) -> list[TurnUsage]:
+        """Usage by component as one turn's rows."""
+        ids = {
+            "persona_id": persona_id,
+            "conversation_id": conversation_id,
+            "episode_id": episode_id,
+            "turn": turn,
+        }
+        return [cls(**ids, **u.model_dump()) for u in usage]
 
 
 class ComponentUsage(Frozen):
@@ -352,16 +369,13 @@ class TurnStart(Frozen):
         )
 
     def usage_of(self, episode: Episode) -> list[TurnUsage]:
-        return [
-            TurnUsage(
-                persona_id=episode.persona_id,
-                conversation_id=episode.conversation_id,
-                episode_id=episode.id,
-                turn=episode.turn,
-                **u.model_dump(),
-            )
-            for u in self.usage
-        ]
+        return TurnUsage.rows(
+            self.usage,
+            persona_id=episode.persona_id,
+            conversation_id=episode.conversation_id,
+            episode_id=episode.id,
+            turn=episode.turn,
+        )
 
 
 class Reply(BaseModel):
