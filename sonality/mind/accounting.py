@@ -63,27 +63,16 @@ def _by_component(totals: Mapping[str, Usage]) -> tuple[ComponentUsage, ...]:
 
 
 async def book_usage(store: Store, rows: Sequence[TurnUsage]) -> None:
-    """Store turns' usage rows (one persona's, of one turn or several) in one call and log
-    each turn's as ``turn_usage`` (calls and tokens per component). A store failure is
-    logged, never raised (accounting must not fail a turn); when several turns were booked
-    together, each is then tried on its own, so one turn that went away (erased) costs
-    only its own rows."""
+    """Store one turn's usage rows and log them (:func:`log_usage`); a store failure is
+    logged, never raised (accounting must not fail a turn)."""
     if not rows:
         return
-    turns: dict[str, list[TurnUsage]] = {}
-    for row in rows:
-        turns.setdefault(row.episode_id, []).append(row)
     try:
         await store.add_turn_usage(rows)
     except SonalityError as exc:
-        if len(turns) == 1:
-            log.warning("turn_usage_not_saved", episode_id=rows[0].episode_id, error=exc.message)
-            return
-        for one in turns.values():
-            await book_usage(store, one)
+        log.warning("turn_usage_not_saved", episode_id=rows[0].episode_id, error=exc.message)
         return
-    for one in turns.values():
-        log_usage(one)
+    log_usage(rows)
 
 
 def log_usage(rows: Sequence[TurnUsage]) -> None:

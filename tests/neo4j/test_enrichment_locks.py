@@ -25,27 +25,38 @@ CONVERSATIONS = 2
 and the one before it, the case that deadlocked."""
 
 
+async def _lane_app(store: Any) -> Sonality:
+    """A facade on ``store`` with a scripted model and persona p1."""
+    llm = ScriptedLLM()
+    llm.default("assess_evidence", scripts.evidence_reply)
+    llm.default("extract_insight", scripts.insight_reply)
+    app = Sonality(store=store, llm=llm, embedder=HashEmbedder(EMBEDDING_DIMENSIONS))
+    await app.create_persona("p1", name="Ada", core_identity="I follow evidence.")
+    return app
+
+
+async def _record(app: Sonality, i: int, user_id: str, conversation_id: str) -> None:
+    """Record exchange ``e<i>``, enriched in the background."""
+    t = scripts.turn(i % 30 + 1)
+    await app.record(
+        "p1",
+        user_id=user_id,
+        conversation_id=conversation_id,
+        message=t.message,
+        response=t.response,
+        episode_id=f"e{i}",
+        enrich="background",
+    )
+
+
 async def test_background_enrichment_and_appends_never_deadlock(neo4j_store: Any) -> None:
     """150 background records in two conversations (new users among them) while the lane
     enriches behind them: no driver retry, every episode enriched, one NEXT chain per
     conversation with consecutive turns."""
-    llm = ScriptedLLM()
-    llm.default("assess_evidence", scripts.evidence_reply)
-    llm.default("extract_insight", scripts.insight_reply)
-    app = Sonality(store=neo4j_store, llm=llm, embedder=HashEmbedder(EMBEDDING_DIMENSIONS))
-    await app.create_persona("p1", name="Ada", core_identity="I follow evidence.")
+    app = await _lane_app(neo4j_store)
     before = neo4j_store.transaction_stats.retries
     for i in range(RECORDS):
-        t = scripts.turn(i % 30 + 1)
-        await app.record(
-            "p1",
-            user_id=f"u{i % 12}",
-            conversation_id=f"c{i % CONVERSATIONS}",
-            message=t.message,
-            response=t.response,
-            episode_id=f"e{i}",
-            enrich="background",
-        )
+        await _record(app, i, f"u{i % 12}", f"c{i % CONVERSATIONS}")
     assert await app.drain("p1", max_seconds=120)
     assert neo4j_store.transaction_stats.retries == before
     counts = await neo4j_store.count_episodes("p1")
@@ -66,28 +77,12 @@ async def test_conversations_opened_at_once_beside_enrichment_never_deadlock(
     2026, to let conversations opened at once stop queueing on the persona) the server
     reported DeadlockDetected on a node's exclusive lock, held by one transaction and
     awaited by the appends, in 2 of 3 runs."""
-    llm = ScriptedLLM()
-    llm.default("assess_evidence", scripts.evidence_reply)
-    llm.default("extract_insight", scripts.insight_reply)
-    app = Sonality(store=neo4j_store, llm=llm, embedder=HashEmbedder(EMBEDDING_DIMENSIONS))
-    await app.create_persona("p1", name="Ada", core_identity="I follow evidence.")
+    app = await _lane_app(neo4j_store)
     before = neo4j_store.transaction_stats.retries
     waves, width = 8, 12
-
-    async def opened(i: int) -> None:
-        t = scripts.turn(i % 30 + 1)
-        await app.record(
-            "p1",
-            user_id=f"u{i % 18}",
-            conversation_id=f"c{i}",
-            message=t.message,
-            response=t.response,
-            episode_id=f"e{i}",
-            enrich="background",
-        )
-
     for wave in range(waves):
-        await asyncio.gather(*(opened(wave * width + k) for k in range(width)))
+        opened = range(wave * width, (wave + 1) * width)
+        await asyncio.gather(*(_record(app, i, f"u{i % 18}", f"c{i}") for i in opened))
     assert await app.drain("p1", max_seconds=120)
     assert neo4j_store.transaction_stats.retries == before
     counts = await neo4j_store.count_episodes("p1")

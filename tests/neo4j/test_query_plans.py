@@ -35,6 +35,20 @@ def _catch_up(store: Any, ids: list[str] | None = None) -> dict[str, Any]:
     return {"opt": {"since": given.pop("since"), "ids": ids or []}, **given}
 
 
+def _searched(store: Any, query: list[float], ids: list[str]) -> dict[str, Any]:
+    """context/read's parameters for u1 searched with ``query``: the cache's best ``ids``
+    and its catch-up, with the caught-up rows' episodes (``$props``)."""
+    return {
+        "persona_id": "p1",
+        "user_id": "u1",
+        "recent": 2,
+        **NO_SEARCH,
+        "embedding": query,
+        **_catch_up(store, ids),
+        "props": True,
+    }
+
+
 async def _fresh_statistics(session: Any) -> None:
     """Resample every index and empty the plan cache, so the next statement is planned on
     the statistics of the data the test just wrote (the suite's server keeps plans:
@@ -157,15 +171,7 @@ async def test_context_reads_hits_by_id_and_new_rows_through_indexes(neo4j_store
     await neo4j_store.append_episodes(
         [make_draft("e60", user_id="u1", minute=60, embedding=vector(1.0, 3.0))]
     )
-    arguments = {
-        "persona_id": "p1",
-        "user_id": "u1",
-        "recent": 2,
-        **NO_SEARCH,
-        "embedding": query,
-        **_catch_up(neo4j_store, ids),
-        "props": True,
-    }
+    arguments = _searched(neo4j_store, query, ids)
     async with neo4j_store._driver.session(database="neo4j") as session:
         await _fresh_statistics(session)
         result = await session.run("PROFILE " + load(Query.CONTEXT_READ), arguments)
@@ -261,15 +267,7 @@ async def test_a_context_read_on_a_production_server_reads_one_users_episodes_by
             await _fresh_statistics(session)
     await store.context_reads("p1", "u1", query, similar_k=3, recent=2)
     ids = store.vectors.ranked("p1", "u1", query, 3)
-    arguments = {
-        "persona_id": "p1",
-        "user_id": "u1",
-        "recent": 2,
-        **NO_SEARCH,
-        "embedding": query,
-        **_catch_up(store, ids),
-        "props": True,
-    }
+    arguments = _searched(store, query, ids)
     async with store._driver.session(database="neo4j") as session:
         result = await session.run("PROFILE " + load(Query.CONTEXT_READ), arguments)
         [row] = [record.data() async for record in result]

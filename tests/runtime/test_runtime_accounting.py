@@ -11,8 +11,6 @@ from typing import Any
 import structlog
 from structlog.testing import capture_logs
 
-from sonality.llm.usage import Usage
-from sonality.mind.accounting import book_usage, usage_rows
 from sonality.service import Sonality
 from sonality.testing import ScriptedLLM
 from tests.runtime import script
@@ -87,49 +85,3 @@ async def test_usage_is_logged_as_structured_events(app: Sonality) -> None:
     [thought] = [e for e in usage if "monologue" in e]
     assert thought["monologue"]["calls"] == 1 and thought["controller"]["input_tokens"] > 0
     assert all("Here is my argument" not in str(e) for e in logs if e["log_level"] == "info")
-
-
-async def test_usage_of_several_turns_is_booked_in_one_call_and_a_lost_turn_costs_its_own(
-    app: Sonality,
-) -> None:
-    """book_usage stores the rows of several turns in one store call; when that call
-    fails (one turn's episode went away), each turn is booked on its own, so the others
-    keep their rows and only the lost one is logged as not saved."""
-    for i in (1, 2):
-        await app.respond("ada", user_id="u1", conversation_id="c1", message=script.message(i))
-    await app.drain("ada")
-    before = _by_turn(await app.turn_usage("ada", conversation_id="c1"))
-    turns = {t.turn: t for t in await app.store.thinker_turns("ada", "c1")}
-    spent = {"enrichment": Usage(calls=1, input_tokens=7, output_tokens=3)}
-
-    def rows(episode_id: str, turn: int) -> list[Any]:
-        return usage_rows(
-            spent, persona_id="ada", conversation_id="c1", episode_id=episode_id, turn=turn
-        )
-
-    calls: list[int] = []
-    add = app.store.add_turn_usage
-
-    async def counted(usage: Any) -> None:
-        calls.append(len(usage))
-        await add(usage)
-
-    app.store.add_turn_usage = counted  # type: ignore[method-assign]
-    both = rows(turns[1].episode_id, 1) + rows(turns[2].episode_id, 2)
-    await book_usage(app.store, both)
-    assert calls == [2]
-    after = _by_turn(await app.turn_usage("ada", conversation_id="c1"))
-    assert {t: after[t]["enrichment"] - before[t]["enrichment"] for t in (1, 2)} == {1: 1, 2: 1}
-    calls.clear()
-    saved = structlog.get_config()
-    structlog.reset_defaults()
-    try:
-        with capture_logs() as logs:
-            await book_usage(app.store, rows(turns[1].episode_id, 1) + rows("gone", 9))
-    finally:
-        structlog.configure(**saved)
-    assert calls == [2, 1, 1]  # the batch, then each turn alone
-    lost = [e for e in logs if e["event"] == "turn_usage_not_saved"]
-    assert [e["episode_id"] for e in lost] == ["gone"]
-    final = _by_turn(await app.turn_usage("ada", conversation_id="c1"))
-    assert final[1]["enrichment"] - before[1]["enrichment"] == 2
