@@ -23,10 +23,12 @@ the same run where one makes sense):
   recorded backlog / episodes; the fake's CPU is in its own process), with the litellm
   transport for comparison;
 - ``respond``: 8 conversations x 10 turns (``--conversations``, ``--turns``, a user pause
-  of ``--pause`` s between turns) on one persona: respond's overhead over the Talker's
-  call (p50/p95), the Talker's p50, and how long after the last reply the Thinker (and
-  the enrichment it handed on) drained, on SQLite and on Neo4j (``--respond-backends``),
-  after the same conversations on another persona without the pause, unmeasured;
+  of ``--pause`` s between turns) on one persona, twice (:data:`ARRIVALS`: users who
+  write independently, then all in lockstep, the worst case): respond's overhead over the
+  Talker's call (p50/p95) beside one store round trip under the same load, the Talker's
+  p50, and how long after the last reply the Thinker (and the enrichment it handed on)
+  drained, on SQLite and on Neo4j (``--respond-backends``), after the same conversations
+  on another persona without the pause, unmeasured;
 - ``server``: ``sonality serve`` under load (``tools/bench_server.py``'s pieces): 32
   clients (``--server-clients``) record + context on SQLite and Neo4j
   (``--server-backends``) with 1 and 2 processes, req/s and p50/p95/p99 beside the
@@ -43,6 +45,7 @@ import argparse
 import asyncio
 import multiprocessing
 import os
+import random
 import statistics
 import sys
 import tempfile
@@ -438,15 +441,26 @@ async def respond(bench: Bench) -> list[Row]:
     return rows
 
 
+ARRIVALS = ("independent", "lockstep")
+"""How the measured conversations' users time their messages. ``independent``: each user
+starts at a random moment within one turn's cycle and pauses 0.5-1.5 x ``--pause``
+between turns (seeded, the same draws every run), as people chatting at the same time do.
+``lockstep``: all start at once and pause exactly ``--pause``, so every turn of the eight
+conversations reaches the store in the same few milliseconds (the worst case)."""
+
+
 async def _respond_on(bench: Bench, store: str, settings: Settings) -> list[Row]:
     app = await Sonality.open(settings, migrate=True)
     run = uuid.uuid4().hex[:8]  # a server given by SONALITY_BENCH_NEO4J_URI may hold earlier runs
-    overheads: list[float] = []
-    talkers: list[float] = []
+    rows: list[Row] = []
     try:
-        last: list[float] = []
 
-        async def conversation(persona: str, c: int, pause: float, measured: bool) -> None:
+        async def conversation(
+            persona: str, c: int, pauses: Sequence[float], measured: list[float] | None
+        ) -> float:
+            """The conversation's turns after ``pauses[0]`` (its start), ``pauses[t]``
+            between turns; the moment of its last reply."""
+            await asyncio.sleep(pauses[0])
             for t in range(bench.args.turns):
                 reply = await app.respond(
                     persona,
@@ -454,57 +468,100 @@ async def _respond_on(bench: Bench, store: str, settings: Settings) -> list[Row]
                     conversation_id=f"conv{c}",
                     message=message(c, t),
                 )
-                if measured:
-                    overheads.append((reply.latency_ms - reply.talker_ms) / 1000)
+                if measured is not None:
+                    measured.append((reply.latency_ms - reply.talker_ms) / 1000)
                     talkers.append(reply.talker_ms / 1000)
                 if t < bench.args.turns - 1:
-                    await asyncio.sleep(pause)
-            last.append(time.perf_counter())
+                    await asyncio.sleep(pauses[t + 1])
+            return time.perf_counter()
 
         # warm up as a server is warm (first-use imports, schema builds, pools; Neo4j's
         # plans and JIT): the same conversations on another persona, without the pause,
         # thought through
-        warm, ada = f"warm-{run}", f"ada-{run}"
+        talkers: list[float] = []
+        warm = f"warm-{run}"
         await app.create_persona(warm, name="Ada", core_identity=IDENTITY)
+        idle = [0.0] * bench.args.turns
         await asyncio.gather(
-            *(conversation(warm, c, 0.0, False) for c in range(bench.args.conversations))
+            *(conversation(warm, c, idle, None) for c in range(bench.args.conversations))
         )
         assert await app.drain(warm, max_seconds=300)
-        await app.create_persona(ada, name="Ada", core_identity=IDENTITY)
-        last.clear()
-        probes: list[float] = []
-        lags: list[float] = []
-        talking = asyncio.Event()
-
-        async def probe() -> None:
-            """The floor, under the same load: one store round trip, and how late the
-            event loop wakes a 10 ms sleep."""
-            while not talking.is_set():
-                started = time.perf_counter()
-                await app.store.get_persona(ada)
-                probes.append(time.perf_counter() - started)
-                started = time.perf_counter()
-                await asyncio.sleep(0.01)
-                lags.append(time.perf_counter() - started - 0.01)
-
-        prober = asyncio.create_task(probe())
-        await asyncio.gather(
-            *(conversation(ada, c, bench.args.pause, True) for c in range(bench.args.conversations))
+        talkers.clear()
+        for arrivals in ARRIVALS:
+            rows += await _respond_measured(bench, app, store, arrivals, run, conversation)
+        talker = statistics.median(talkers)
+        rows.append(
+            Row(
+                "respond",
+                f"{store}, {_who(bench)}: Talker call p50",
+                ms(talker),
+                f"{talker / bench.latency:.2f}x model",
+            )
         )
-        talking.set()
-        await prober
-        assert await app.drain(ada, max_seconds=600)
-        drained = time.perf_counter() - max(last)
-        left = await app.pending(ada)
     finally:
         await app.close()
-    who = f"{store}, {bench.args.conversations} conversations x {bench.args.turns} turns"
-    talker = statistics.median(talkers)
+    return rows
+
+
+def _who(bench: Bench) -> str:
+    return f"{bench.args.conversations} conversations x {bench.args.turns} turns"
+
+
+def _pauses(bench: Bench, arrivals: str, c: int) -> list[float]:
+    """Conversation ``c``'s start delay, then its pauses between turns."""
+    pause, turns = bench.args.pause, bench.args.turns
+    if arrivals == "lockstep":
+        return [0.0] + [pause] * (turns - 1)
+    draw = random.Random(f"respond-{c}")
+    cycle = pause + bench.latency
+    return [draw.uniform(0, cycle)] + [draw.uniform(0.5, 1.5) * pause for _ in range(turns - 1)]
+
+
+async def _respond_measured(
+    bench: Bench,
+    app: Sonality,
+    store: str,
+    arrivals: str,
+    run: str,
+    conversation: Callable[[str, int, Sequence[float], list[float] | None], Awaitable[float]],
+) -> list[Row]:
+    """One measured round of the conversations on a persona of its own."""
+    persona = f"ada-{arrivals}-{run}"
+    await app.create_persona(persona, name="Ada", core_identity=IDENTITY)
+    overheads: list[float] = []
+    probes: list[float] = []
+    lags: list[float] = []
+    talking = asyncio.Event()
+
+    async def probe() -> None:
+        """The floor, under the same load: one store round trip, and how late the event
+        loop wakes a 10 ms sleep."""
+        while not talking.is_set():
+            started = time.perf_counter()
+            await app.store.get_persona(persona)
+            probes.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            await asyncio.sleep(0.01)
+            lags.append(time.perf_counter() - started - 0.01)
+
+    prober = asyncio.create_task(probe())
+    last = await asyncio.gather(
+        *(
+            conversation(persona, c, _pauses(bench, arrivals, c), overheads)
+            for c in range(bench.args.conversations)
+        )
+    )
+    talking.set()
+    await prober
+    assert await app.drain(persona, max_seconds=600)
+    drained = time.perf_counter() - max(last)
+    left = await app.pending(persona)
+    who = f"{store}, {_who(bench)}, {arrivals}"
     trip = pct(probes, 0.95)
     return [
         Row(
             "respond",
-            f"{store}, floor: one store round trip p50 / p95 (same run)",
+            f"{who}: floor, one store round trip p50 / p95",
             f"{ms(pct(probes, 0.5))} / {ms(trip)}",
             f"loop wake-up lag p95 {ms(pct(lags, 0.95))}",
         ),
@@ -513,13 +570,7 @@ async def _respond_on(bench: Bench, store: str, settings: Settings) -> list[Row]
             f"{who}: overhead over the Talker p50 / p95",
             f"{ms(pct(overheads, 0.5))} / {ms(pct(overheads, 0.95))}",
             f"p95 {pct(overheads, 0.95) / trip:.1f}x a round trip's p95",
-            "p95 <= 30 ms",
-        ),
-        Row(
-            "respond",
-            f"{who}: Talker call p50",
-            ms(talker),
-            f"{talker / bench.latency:.2f}x model",
+            "p95 <= 30 ms" if arrivals == "independent" else "",
         ),
         Row(
             "respond",
