@@ -6,9 +6,12 @@
 // the conversation. Only when all hold ($ok below) does anything get written: the affect
 // state (user created if new), the monologue entry and the entries the history bound
 // drops, the new narrative version PREVIOUS to the one it replaces and the retention
-// prune, the conversation's counters, the turn marked done and its usage ($rows). No row:
-// the conversation has no Thinker state. (The parts that may be null travel in $opt: see
-// sonality/storage/neo4j/cypher.py.)
+// prune, the conversation's counters, the turn marked done by $commit_id and its usage
+// ($rows). A refused commit whose turn is done by its own $commit_id is this commit, run
+// again by the driver after a connection lost once the server had committed it: the
+// adapter answers it as done (storage.checks.thought_landed). No row: the conversation has
+// no Thinker state.
+// (The parts that may be null travel in $opt: see sonality/storage/neo4j/cypher.py.)
 OPTIONAL MATCH (p:Persona {id: $persona_id})
 CALL (p) {
   WITH p
@@ -85,7 +88,8 @@ CALL (c, e, ok) {
       c.mind_updated_at = $at,
       e.thinker_status = 'done',
       e.thinker_error = null,
-      e.thinker_updated_at = $at
+      e.thinker_updated_at = $at,
+      e.thinker_commit_id = $commit_id
 }
 // the turn's usage by the Thinker's calls ($rows, runtime/add_usage's rows), added only with
 // the thought (a refused thought's usage is booked on its own by the caller)
@@ -101,5 +105,6 @@ UNION
   WHERE NOT ok
   RETURN 0 AS written
 }
-RETURN ok, e IS NOT NULL AS turn_found, e.thinker_status AS status, thought_turn,
-       narrative_version, affect_version, p IS NOT NULL AS persona_found, linked, written
+RETURN ok, e IS NOT NULL AS turn_found, e.thinker_status AS status,
+       e.thinker_commit_id AS commit_id, thought_turn, narrative_version, affect_version,
+       p IS NOT NULL AS persona_found, linked, written

@@ -3,6 +3,7 @@ goals, lag."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable
 from datetime import datetime
 from enum import StrEnum
@@ -243,6 +244,9 @@ class ThoughtCommit(Frozen):
     still the expected ones, that the turn is not done already and (when ``affect`` is
     set) that the stored affect version is ``affect.version - 1``; otherwise it raises
     ``ConflictError`` and writes nothing. A late Thinker never overwrites newer state.
+    The same commit applied again (its ``commit_id`` stored on the done turn) writes nothing
+    and succeeds: a driver that lost its connection after the server committed runs it
+    again.
     """
 
     persona_id: Identifier
@@ -264,6 +268,9 @@ class ThoughtCommit(Frozen):
     usage: tuple[ComponentUsage, ...] = ()
     """The turn's model calls by component (the Thinker's), added to the turn's totals in
     the same transaction (written only when the thought is)."""
+    commit_id: str = Field(default_factory=lambda: uuid.uuid4().hex, min_length=1, max_length=64)
+    """This commit's identity, stored on its turn: how a run of the same commit after a lost
+    connection knows that it landed already (``storage.checks.thought_landed``)."""
 
     def usage_rows(self) -> list[TurnUsage]:
         """:attr:`usage` as the rows ``RuntimeStore.add_turn_usage`` takes."""

@@ -612,6 +612,15 @@ def thought_is_new(commit: ThoughtCommit) -> None:
         raise ConflictError("the turn was thought about already", turn=commit.turn)
 
 
+def thought_landed(commit: ThoughtCommit, status: ThinkerStatus, commit_id: str | None) -> bool:
+    """Whether ``commit`` itself is stored already: its turn is done by a commit of its
+    ``commit_id``. Neo4j's driver runs a transaction again when the connection drops after
+    the server committed it; that second run finds its own thought and is answered as done,
+    where it was refused as a conflict and the Thinker then booked the turn's usage a
+    second time beside the copy the commit had carried."""
+    return status is ThinkerStatus.DONE and commit_id == commit.commit_id
+
+
 def thought_may_commit(
     commit: ThoughtCommit, status: ThinkerStatus, thought_turn: int, narrative_version: int
 ) -> None:

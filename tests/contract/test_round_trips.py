@@ -307,6 +307,34 @@ async def test_thought_commit_is_one_statement(neo4j_store: Any, statements: Sta
     assert len(sent) == 1, sent
     assert [n.version for n in await neo4j_store.narrative_history("p1", "c1")] == [1]
 
+    # the Thinker reads the conversation's mind on every turn: one auto-commit statement
+    # (runtime/mind), the counters, the current narrative and the monologue in turn order
+    second, _ = await neo4j_store.append_episode(_draft(2))
+    await neo4j_store.begin_turn(turn.model_copy(update={"episode_id": second.id, "turn": 2}), [])
+    await neo4j_store.commit_thought(
+        commit.model_copy(
+            update={
+                "episode_id": second.id,
+                "turn": 2,
+                "expected_thought_turn": 1,
+                "expected_narrative_version": 1,
+                "monologue": commit.monologue.model_copy(
+                    update={"turn": 2, "episode_id": second.id, "reasoning": "r2"}
+                ),
+                "narrative": None,
+            }
+        )
+    )
+    with statements.counting() as sent:
+        mind = await neo4j_store.conversation_mind("p1", "c1")
+    assert len(sent) == 1 and statements.auto_commit == sent, sent
+    assert (mind.thought_turn, mind.narrative_version) == (2, 1)
+    assert mind.narrative is not None and mind.narrative.text == "n"
+    assert [(m.turn, m.reasoning) for m in mind.monologue] == [(1, "r"), (2, "r2")]
+    with statements.counting() as sent:
+        empty = await neo4j_store.conversation_mind("p1", "no-such-conversation")
+    assert len(sent) == 1 and (empty.thought_turn, empty.monologue) == (0, ())
+
 
 @pytest.fixture
 async def indexed(

@@ -228,6 +228,25 @@ async def test_a_thought_commit_adds_its_usage_with_it_and_a_refused_one_adds_no
     assert table == {(1, "monologue"): (2, 50, 13), (1, "controller"): (2, 30, 6)}
 
 
+async def test_the_same_thought_commit_run_again_is_done_and_adds_nothing(store: Any) -> None:
+    """A commit run a second time (Neo4j's driver does so when the connection drops after
+    the server committed) finds its own thought on the turn: it succeeds and writes nothing
+    more, its usage counted once. Another commit of the closed turn, at the same instant
+    and with the same expectations, is still refused."""
+    await _persona(store)
+    [t1, _] = await _turns(store, 2)
+    spent = (ComponentUsage(component="monologue", calls=1, input_tokens=40, output_tokens=8),)
+    commit = _commit(t1, 0, 0, monologue=_entry(t1), narrative=_narrative(t1, 1), usage=spent)
+    await store.commit_thought(commit)
+    mind = await store.conversation_mind("p1", "c1")
+    await store.commit_thought(commit)
+    assert await store.conversation_mind("p1", "c1") == mind
+    usage = [u for u in await store.turn_usage("p1", "c1") if u.component == "monologue"]
+    assert [(u.turn, u.calls, u.input_tokens) for u in usage] == [(1, 1, 40)]
+    with pytest.raises(ConflictError):
+        await store.commit_thought(commit.model_copy(update={"commit_id": "another"}))
+
+
 async def test_dropped_entries_and_old_narratives_go_in_the_same_commit(store: Any) -> None:
     """drop_monologue_turns deletes those entries and keep_narratives prunes older
     versions, in the commit that appends."""

@@ -44,7 +44,7 @@ from sonality.storage import checks
 from sonality.storage.neo4j import codec
 from sonality.storage.neo4j.cypher import Query
 from sonality.storage.neo4j.episodes import appended, write_append
-from sonality.storage.neo4j.executor import Neo4jAggregate, fetch, fetch_one
+from sonality.storage.neo4j.executor import Neo4jAggregate, fetch, fetch_one, fetch_plain
 from sonality.storage.neo4j.personas import persona_from
 
 __all__ = ["Neo4jRuntime"]
@@ -245,6 +245,7 @@ async def _commit_thought(tx: AsyncManagedTransaction, c: ThoughtCommit) -> None
         narrative_version=version,
         turn=c.turn,
         at=codec.time_in(c.committed_at, field="committed_at"),
+        commit_id=c.commit_id,
         rows=_usage_rows(c.persona_id, usage),
     )
     if row is None:
@@ -254,9 +255,10 @@ async def _commit_thought(tx: AsyncManagedTransaction, c: ThoughtCommit) -> None
         return
     if not row["turn_found"]:
         raise NotFoundError("no Thinker turn", persona_id=c.persona_id, episode_id=c.episode_id)
-    checks.thought_may_commit(
-        c, ThinkerStatus(row["status"]), row["thought_turn"], row["narrative_version"]
-    )
+    status = ThinkerStatus(row["status"])
+    if checks.thought_landed(c, status, row["commit_id"]):
+        return
+    checks.thought_may_commit(c, status, row["thought_turn"], row["narrative_version"])
     if c.affect is not None:
         if not row["persona_found"]:
             raise PersonaNotFound("no such persona", persona_id=c.persona_id)
@@ -264,15 +266,12 @@ async def _commit_thought(tx: AsyncManagedTransaction, c: ThoughtCommit) -> None
     raise checks.episode_not_found(c.persona_id, c.episode_id)
 
 
-async def _conversation_mind(
-    tx: AsyncManagedTransaction, persona_id: str, conversation_id: str
+def _conversation_mind(
+    persona_id: str, conversation_id: str, rows: Sequence[Mapping[str, Any]]
 ) -> ConversationMind:
-    ids = {"persona_id": persona_id, "conversation_id": conversation_id}
-    head = await fetch_one(tx, Query.RUNTIME_STATE, **ids)
-    if head is None:
-        return ConversationMind(**ids)
-    entries = await fetch(tx, Query.RUNTIME_MONOLOGUE, **ids)
-    return _mind_from(persona_id, conversation_id, head, [r["entry"] for r in entries])
+    """The mind from ``runtime/mind``'s row (none: no such conversation)."""
+    head = rows[0] if rows else None
+    return _mind_from(persona_id, conversation_id, head, head["entries"] if head else ())
 
 
 def _mind_from(
@@ -398,9 +397,14 @@ class Neo4jRuntime(Neo4jAggregate):
 
     async def conversation_mind(self, persona_id: str, conversation_id: str) -> ConversationMind:
         """Current narrative, last thought-about turn and monologue history."""
-        return await self._db.read(
-            "conversation_mind", _conversation_mind, persona_id, conversation_id
+        rows = await self._db.read_statements(
+            "conversation_mind",
+            fetch_plain,
+            Query.RUNTIME_MIND,
+            persona_id=persona_id,
+            conversation_id=conversation_id,
         )
+        return _conversation_mind(persona_id, conversation_id, rows)
 
     async def commit_thought(self, commit: ThoughtCommit) -> None:
         """Apply one Thinker turn in one transaction (compare-and-swap)."""

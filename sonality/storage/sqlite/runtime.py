@@ -226,6 +226,12 @@ def _commit(conn: sqlite3.Connection, c: ThoughtCommit) -> None:
             persona_id=c.persona_id,
             conversation_id=c.conversation_id,
         )
+    done_by = conn.execute(
+        "SELECT commit_id FROM thinker_turns WHERE persona_id = ? AND episode_id = ?",
+        (c.persona_id, c.episode_id),
+    ).fetchone()[0]
+    if checks.thought_landed(c, turn.status, done_by):
+        return
     checks.thought_may_commit(c, turn.status, head["thought_turn"], head["narrative_version"])
     at = codec.encode_time(c.committed_at)
     if c.affect is not None:
@@ -250,9 +256,9 @@ def _commit(conn: sqlite3.Connection, c: ThoughtCommit) -> None:
         (version, c.turn, at, c.persona_id, c.conversation_id),
     )
     conn.execute(
-        "UPDATE thinker_turns SET status = 'done', error = NULL, updated_at = ? "
+        "UPDATE thinker_turns SET status = 'done', error = NULL, updated_at = ?, commit_id = ? "
         "WHERE persona_id = ? AND episode_id = ?",
-        (at, c.persona_id, c.episode_id),
+        (at, c.commit_id, c.persona_id, c.episode_id),
     )
     _add_usage(conn, c.usage_rows())
 
