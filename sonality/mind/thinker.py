@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, field_validator
@@ -262,16 +262,18 @@ class Thinker:
         await book_usage(self._store, rows)
 
     async def _deliberate(self, turn: ThinkerTurn) -> ThoughtCommit:
-        persona = await self._store.get_persona(turn.persona_id)
-        episode = await self._store.get_episode(turn.persona_id, turn.episode_id)
-        mind = await self._store.conversation_mind(turn.persona_id, turn.conversation_id)
+        # one read unit of work for all of it (on Neo4j one statement where it was four)
+        reads = await self._store.thinker_reads(
+            turn.persona_id, turn.conversation_id, turn.episode_id, excerpt=_EXCERPT_TURNS - 1
+        )
+        persona, episode, mind = reads.persona, reads.episode, reads.mind
         mode = turn.mode
         entry: MonologueEntry | None = None
         dropped: tuple[int, ...] = ()
         narrative: Narrative | None = None
         affect: AffectState | None = None
         if mode.monologue:
-            entry, dropped = await self._monologue(persona, turn, episode, mind)
+            entry, dropped = await self._monologue(persona, turn, episode, reads.before, mind)
         if mode.controller:
             if entry is not None:
                 source = "\n\n".join(
@@ -329,17 +331,10 @@ class Thinker:
 
     # the inner monologue ------------------------------------------------------------------
 
-    async def _excerpt(self, turn: ThinkerTurn, last: Episode, budget: int) -> str:
-        """The latest exchanges up to ``turn`` (its episode ``last``; newest first to fit,
-        shown oldest first); the turn itself always, clipped if it must be."""
-        # one index read whatever the conversation's length: the episodes before the
-        # turn's in its conversation (by ``seq``, the order turns are taken in)
-        before = await self._store.list_episodes(
-            turn.persona_id,
-            conversation_id=turn.conversation_id,
-            before=last.seq,
-            limit=_EXCERPT_TURNS - 1,
-        )
+    def _excerpt(self, last: Episode, before: Sequence[Episode], budget: int) -> str:
+        """The latest exchanges up to the turn (its episode ``last``, the conversation's
+        episodes ``before`` it newest first; newest first to fit, shown oldest first); the
+        turn itself always, clipped if it must be."""
         episodes = [*reversed(before), last]
         newest = clip_text(_exchange(episodes[-1]), max(budget, 50), self._count)
         older = fit_items(
@@ -350,7 +345,12 @@ class Thinker:
         return "\n\n".join([*reversed(older), newest])
 
     async def _monologue(
-        self, persona: Persona, turn: ThinkerTurn, episode: Episode, mind: ConversationMind
+        self,
+        persona: Persona,
+        turn: ThinkerTurn,
+        episode: Episode,
+        before: Sequence[Episode],
+        mind: ConversationMind,
     ) -> tuple[MonologueEntry, tuple[int, ...]]:
         b = self._budget
         narrative_tokens = mind.narrative.tokens if mind.narrative is not None else 0
@@ -359,7 +359,7 @@ class Thinker:
         room = cap - self._static_tokens(Prompt.MONOLOGUE) - self._count(identity) - _MARGIN
         # the conversation and the monologue's own history share MIRROR's 10k input: the
         # conversation up to half of it, the history the rest
-        excerpt = await self._excerpt(turn, episode, min(b.excerpt_tokens, max(room // 2, 100)))
+        excerpt = self._excerpt(episode, before, min(b.excerpt_tokens, max(room // 2, 100)))
         room -= self._count(excerpt)
         view: list[MonologueEntry] = []
         for earlier in reversed(mind.monologue):

@@ -15,7 +15,7 @@ from sonality import errors
 from sonality.models.common import Frozen, Identifier
 from sonality.models.context import ContextReads
 from sonality.models.episode import Episode
-from sonality.models.persona import AffectPlacement, RuntimeMode
+from sonality.models.persona import AffectPlacement, Persona, RuntimeMode
 
 __all__ = [
     "AffectState",
@@ -31,6 +31,7 @@ __all__ = [
     "Reply",
     "SoftGoal",
     "TalkerReads",
+    "ThinkerReads",
     "ThinkerStatus",
     "ThinkerTurn",
     "ThoughtCommit",
@@ -51,6 +52,20 @@ class TalkerReads(Frozen):
     that is not among them."""
     affect: AffectState | None = None
     """The persona's affect state towards the user (None: none stored)."""
+
+
+class ThinkerReads(Frozen):
+    """What the Thinker reads before it deliberates on a turn, in one read unit of work
+    (``RuntimeStore.thinker_reads``)."""
+
+    persona: Persona
+    episode: Episode
+    """The turn's episode."""
+    mind: ConversationMind
+    """The conversation's mind with its whole monologue history."""
+    before: tuple[Episode, ...] = ()
+    """Up to the asked number of the conversation's episodes before the turn's (by
+    ``seq``), newest first: the monologue's excerpt."""
 
 
 class ThinkerStatus(StrEnum):

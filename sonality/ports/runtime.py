@@ -16,6 +16,7 @@ from sonality.models import (
     Persona,
     RuntimeMode,
     TalkerReads,
+    ThinkerReads,
     ThinkerTurn,
     ThoughtCommit,
     TurnStart,
@@ -108,6 +109,16 @@ class RuntimeStore(Protocol):
     async def conversation_mind(self, persona_id: str, conversation_id: str) -> ConversationMind:
         """Current narrative, last thought-about turn and monologue history (oldest first);
         empty for a conversation the Thinker has not touched."""
+        ...
+
+    async def thinker_reads(
+        self, persona_id: str, conversation_id: str, episode_id: str, *, excerpt: int
+    ) -> ThinkerReads:
+        """What the Thinker reads on a turn, in one read unit of work: the persona, the
+        turn's episode, the conversation's ``conversation_mind`` and up to ``excerpt`` of
+        its episodes before the turn's (``list_episodes(conversation_id=…,
+        before=episode.seq, limit=excerpt)``). ``PersonaNotFound`` or ``NotFoundError``
+        when the persona or the episode is unknown."""
         ...
 
     async def commit_thought(self, commit: ThoughtCommit) -> None:

@@ -334,6 +334,11 @@ async def test_thought_commit_is_one_statement(neo4j_store: Any, statements: Sta
     with statements.counting() as sent:
         empty = await neo4j_store.conversation_mind("p1", "no-such-conversation")
     assert len(sent) == 1 and (empty.thought_turn, empty.monologue) == (0, ())
+    # and all the Thinker reads on a turn is one statement too (runtime/thinker_read)
+    with statements.counting() as sent:
+        reads = await neo4j_store.thinker_reads("p1", "c1", second.id, excerpt=9)
+    assert len(sent) == 1 and statements.auto_commit == sent, sent
+    assert (reads.mind, [e.id for e in reads.before]) == (mind, [episode.id])
 
 
 @pytest.fixture

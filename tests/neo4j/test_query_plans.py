@@ -74,8 +74,14 @@ def _operators(plan: Any) -> list[tuple[str, int, str]]:
         (Query.CONTEXT_READ, {"user_id": "u1", "recent": 3, **NO_SEARCH}),
         (Query.RUNTIME_TALKER_VIEW, {"conversation_id": "c1", "user_id": "u1"}),
         (Query.EPISODE_RECENT_EXCHANGES, {"user_id": "u1"}),
+        # the Thinker's excerpt: below the turn's own episode (the newest of c0, or one far
+        # back), not below $before
+        (
+            Query.RUNTIME_THINKER_READ,
+            {"conversation_id": "c0", "episode_id": {"first": "e598", "deep": "e100"}},
+        ),
     ],
-    ids=["persona", "user", "conversation", "context", "talker", "exchanges"],
+    ids=["persona", "user", "conversation", "context", "talker", "exchanges", "thinker"],
 )
 @pytest.mark.parametrize(
     "page",
@@ -108,7 +114,7 @@ async def test_latest_episodes_stop_at_the_limit(
         "opt": {"user_id": None, "conversation_id": None, "since_interaction": None},
         "limit": 3,
         "before": before,
-        **params,
+        **{k: v[page] if isinstance(v, dict) and page in v else v for k, v in params.items()},
     }
     async with neo4j_store._driver.session(database="neo4j") as session:
         await _fresh_statistics(session)

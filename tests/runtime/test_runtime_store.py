@@ -247,6 +247,45 @@ async def test_the_same_thought_commit_run_again_is_done_and_adds_nothing(store:
         await store.commit_thought(commit.model_copy(update={"commit_id": "another"}))
 
 
+async def test_the_thinkers_reads_are_the_separate_reads_together(store: Any) -> None:
+    """thinker_reads answers what get_persona, get_episode, conversation_mind and the
+    conversation's episodes before the turn's (list_episodes below its seq) answer, before
+    and after a thought; an unknown persona or episode raises as those reads do."""
+    await _persona(store)
+    turns = await _turns(store, 5)
+    await _turns(store, 2, cid="c2")  # another conversation's episodes stay out
+    t4 = turns[3]
+
+    async def separate(excerpt: int) -> tuple[Any, ...]:
+        episode = await store.get_episode("p1", t4.episode_id)
+        before = await store.list_episodes(
+            "p1", conversation_id="c1", before=episode.seq, limit=excerpt
+        )
+        return (
+            await store.get_persona("p1"),
+            episode,
+            await store.conversation_mind("p1", "c1"),
+            tuple(before),
+        )
+
+    reads = await store.thinker_reads("p1", "c1", t4.episode_id, excerpt=2)
+    assert (reads.persona, reads.episode, reads.mind, reads.before) == await separate(2)
+    assert [e.id for e in reads.before] == ["c1-e3", "c1-e2"]
+    assert reads.mind.thought_turn == 0 and reads.mind.monologue == ()
+    await store.commit_thought(
+        _commit(turns[0], 0, 0, monologue=_entry(turns[0]), narrative=_narrative(turns[0], 1))
+    )
+    reads = await store.thinker_reads("p1", "c1", t4.episode_id, excerpt=9)
+    assert (reads.persona, reads.episode, reads.mind, reads.before) == await separate(9)
+    assert len(reads.before) == 3 and reads.mind.narrative == _narrative(turns[0], 1)
+    first = await store.thinker_reads("p1", "c1", turns[0].episode_id, excerpt=9)
+    assert first.before == ()
+    with pytest.raises(PersonaNotFound):
+        await store.thinker_reads("nobody", "c1", t4.episode_id, excerpt=9)
+    with pytest.raises(NotFoundError):
+        await store.thinker_reads("p1", "c1", "no-such-episode", excerpt=9)
+
+
 async def test_dropped_entries_and_old_narratives_go_in_the_same_commit(store: Any) -> None:
     """drop_monologue_turns deletes those entries and keep_narratives prunes older
     versions, in the commit that appends."""

@@ -175,6 +175,7 @@ class Query(StrEnum):
     RUNTIME_SET_PERSONA = "runtime/set_persona"
     RUNTIME_TALKER_READ = "runtime/talker_read"
     RUNTIME_TALKER_VIEW = "runtime/talker_view"
+    RUNTIME_THINKER_READ = "runtime/thinker_read"
     RUNTIME_TURN = "runtime/turn"
     RUNTIME_TURNS = "runtime/turns"
     RUNTIME_USAGE = "runtime/usage"

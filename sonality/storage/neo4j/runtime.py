@@ -34,6 +34,7 @@ from sonality.models import (
     Persona,
     RuntimeMode,
     SoftGoal,
+    ThinkerReads,
     ThinkerStatus,
     ThinkerTurn,
     ThoughtCommit,
@@ -43,7 +44,7 @@ from sonality.models import (
 from sonality.storage import checks
 from sonality.storage.neo4j import codec
 from sonality.storage.neo4j.cypher import Query
-from sonality.storage.neo4j.episodes import appended, write_append
+from sonality.storage.neo4j.episodes import appended, episode_from, write_append
 from sonality.storage.neo4j.executor import Neo4jAggregate, fetch, fetch_one, fetch_plain
 from sonality.storage.neo4j.personas import persona_from
 
@@ -274,6 +275,10 @@ def _conversation_mind(
     return _mind_from(persona_id, conversation_id, head, head["entries"] if head else ())
 
 
+def _episode(props: Mapping[str, Any]) -> Episode:
+    return episode_from(codec.times_from_micros(props, "created_at"))
+
+
 def _mind_from(
     persona_id: str,
     conversation_id: str,
@@ -405,6 +410,32 @@ class Neo4jRuntime(Neo4jAggregate):
             conversation_id=conversation_id,
         )
         return _conversation_mind(persona_id, conversation_id, rows)
+
+    async def thinker_reads(
+        self, persona_id: str, conversation_id: str, episode_id: str, *, excerpt: int
+    ) -> ThinkerReads:
+        """See :meth:`sonality.ports.RuntimeStore.thinker_reads` (``runtime/thinker_read``:
+        one auto-commit statement)."""
+        [row] = await self._db.read_statements(
+            "thinker_reads",
+            fetch_plain,
+            Query.RUNTIME_THINKER_READ,
+            persona_id=persona_id,
+            conversation_id=conversation_id,
+            episode_id=episode_id,
+            limit=checks.limit(excerpt),
+        )
+        if row["persona"] is None:
+            raise PersonaNotFound("no such persona", persona_id=persona_id)
+        if row["episode"] is None:
+            raise checks.episode_not_found(persona_id, episode_id)
+        head = row if row["thought_turn"] is not None else None
+        return ThinkerReads(
+            persona=persona_from(row["persona"]),
+            episode=_episode(row["episode"]),
+            mind=_mind_from(persona_id, conversation_id, head, row["entries"] or ()),
+            before=tuple(_episode(e) for e in row["before"]),
+        )
 
     async def commit_thought(self, commit: ThoughtCommit) -> None:
         """Apply one Thinker turn in one transaction (compare-and-swap)."""

@@ -26,6 +26,7 @@ from sonality.models import (
     Narrative,
     Persona,
     RuntimeMode,
+    ThinkerReads,
     ThinkerTurn,
     ThoughtCommit,
     TurnStart,
@@ -33,7 +34,7 @@ from sonality.models import (
 )
 from sonality.storage import checks
 from sonality.storage.sqlite import codec
-from sonality.storage.sqlite.episodes import append_tx
+from sonality.storage.sqlite.episodes import _get, _list, append_tx
 from sonality.storage.sqlite.executor import SqliteAggregate, insert_statement, persona_counters
 from sonality.storage.sqlite.personas import get_persona
 from sonality.storage.sqlite.vectors import encode_embedding
@@ -215,6 +216,19 @@ def _mind(
     )
 
 
+def _thinker_reads(
+    conn: sqlite3.Connection, persona_id: str, conversation_id: str, episode_id: str, excerpt: int
+) -> ThinkerReads:
+    persona = get_persona(conn, persona_id)
+    episode = _get(conn, persona_id, episode_id)
+    return ThinkerReads(
+        persona=persona,
+        episode=episode,
+        mind=_mind(conn, persona_id, conversation_id),
+        before=tuple(_list(conn, persona_id, None, conversation_id, excerpt, None, episode.seq)),
+    )
+
+
 def _commit(conn: sqlite3.Connection, c: ThoughtCommit) -> None:
     """Checks first, then every write of the thought."""
     checks.thought_is_new(c)
@@ -362,6 +376,14 @@ class SqliteRuntime(SqliteAggregate):
     async def conversation_mind(self, persona_id: str, conversation_id: str) -> ConversationMind:
         """Current narrative, last thought-about turn and monologue history."""
         return await self._db.read(_mind, persona_id, conversation_id)
+
+    async def thinker_reads(
+        self, persona_id: str, conversation_id: str, episode_id: str, *, excerpt: int
+    ) -> ThinkerReads:
+        """See :meth:`sonality.ports.RuntimeStore.thinker_reads`."""
+        return await self._db.read(
+            _thinker_reads, persona_id, conversation_id, episode_id, checks.limit(excerpt)
+        )
 
     async def commit_thought(self, commit: ThoughtCommit) -> None:
         """Apply one Thinker turn in one transaction (compare-and-swap)."""
