@@ -11,6 +11,8 @@ from typing import Any
 import structlog
 from structlog.testing import capture_logs
 
+from sonality.llm.usage import Usage
+from sonality.mind.accounting import book_usage, usage_rows
 from sonality.service import Sonality
 from sonality.testing import ScriptedLLM
 from tests.runtime import script
@@ -85,3 +87,32 @@ async def test_usage_is_logged_as_structured_events(app: Sonality) -> None:
     [thought] = [e for e in usage if "monologue" in e]
     assert thought["monologue"]["calls"] == 1 and thought["controller"]["input_tokens"] > 0
     assert all("Here is my argument" not in str(e) for e in logs if e["log_level"] == "info")
+
+
+async def test_usage_the_store_refuses_is_logged_and_never_raised(app: Sonality) -> None:
+    """Booking usage for a turn whose episode went away (erased meanwhile) fails in the
+    store: book_usage logs ``turn_usage_not_saved`` and returns (accounting must not fail
+    a turn), and the rows of a turn that is there are still stored."""
+    await app.respond("ada", user_id="u1", conversation_id="c1", message=script.message(1))
+    await app.drain("ada")
+    [turn] = await app.store.thinker_turns("ada", "c1")
+    before = _by_turn(await app.turn_usage("ada", conversation_id="c1"))
+
+    def rows(episode_id: str, turn: int) -> list[Any]:
+        spent = {"enrichment": Usage(calls=1, input_tokens=7, output_tokens=3)}
+        return usage_rows(
+            spent, persona_id="ada", conversation_id="c1", episode_id=episode_id, turn=turn
+        )
+
+    saved = structlog.get_config()
+    structlog.reset_defaults()
+    try:
+        with capture_logs() as logs:
+            await book_usage(app.store, rows("gone", 9))
+            await book_usage(app.store, rows(turn.episode_id, turn.turn))
+    finally:
+        structlog.configure(**saved)
+    lost = [e for e in logs if e["event"] == "turn_usage_not_saved"]
+    assert [e["episode_id"] for e in lost] == ["gone"]
+    after = _by_turn(await app.turn_usage("ada", conversation_id="c1"))
+    assert after[1]["enrichment"] == before[1]["enrichment"] + 1

@@ -275,10 +275,6 @@ def _conversation_mind(
     return _mind_from(persona_id, conversation_id, head, head["entries"] if head else ())
 
 
-def _episode(props: Mapping[str, Any]) -> Episode:
-    return episode_from(codec.times_from_micros(props, "created_at"))
-
-
 def _mind_from(
     persona_id: str,
     conversation_id: str,
@@ -429,12 +425,13 @@ class Neo4jRuntime(Neo4jAggregate):
             raise PersonaNotFound("no such persona", persona_id=persona_id)
         if row["episode"] is None:
             raise checks.episode_not_found(persona_id, episode_id)
-        head = row if row["thought_turn"] is not None else None
+        # runtime/mind's columns are null when the conversation has no row there
+        mind_rows = [row] if row["thought_turn"] is not None else []
         return ThinkerReads(
             persona=persona_from(row["persona"]),
-            episode=_episode(row["episode"]),
-            mind=_mind_from(persona_id, conversation_id, head, row["entries"] or ()),
-            before=tuple(_episode(e) for e in row["before"]),
+            episode=episode_from(row["episode"]),
+            mind=_conversation_mind(persona_id, conversation_id, mind_rows),
+            before=tuple(episode_from(e) for e in row["before"]),
         )
 
     async def commit_thought(self, commit: ThoughtCommit) -> None:

@@ -27,6 +27,7 @@ from sonality.models import (
     Persona,
     RuntimeMode,
     ThinkerReads,
+    ThinkerStatus,
     ThinkerTurn,
     ThoughtCommit,
     TurnStart,
@@ -240,12 +241,13 @@ def _commit(conn: sqlite3.Connection, c: ThoughtCommit) -> None:
             persona_id=c.persona_id,
             conversation_id=c.conversation_id,
         )
-    done_by = conn.execute(
-        "SELECT commit_id FROM thinker_turns WHERE persona_id = ? AND episode_id = ?",
-        (c.persona_id, c.episode_id),
-    ).fetchone()[0]
-    if checks.thought_landed(c, turn.status, done_by):
-        return
+    if turn.status is ThinkerStatus.DONE:  # refused below, unless it is this very commit
+        done_by = conn.execute(
+            "SELECT commit_id FROM thinker_turns WHERE persona_id = ? AND episode_id = ?",
+            (c.persona_id, c.episode_id),
+        ).fetchone()[0]
+        if checks.thought_landed(c, turn.status, done_by):
+            return
     checks.thought_may_commit(c, turn.status, head["thought_turn"], head["narrative_version"])
     at = codec.encode_time(c.committed_at)
     if c.affect is not None:
