@@ -266,8 +266,10 @@ class EnrichLanes:
                         return None, self._leave_to_lane(episode)
                     future = self.later(pid)  # the lane is at it already: wait, bounded
                 else:
-                    future = self._lanes.submit(
-                        _key(pid), partial(self._pass, pid, 1, episode, backlog, passes)
+                    future = self._lanes.submit(  # the caller waits: not background work
+                        _key(pid),
+                        partial(self._pass, pid, 1, episode, backlog, passes),
+                        behind=False,
                     )
                 result: _Pass | ConfigError | None = await asyncio.shield(future)
         except TimeoutError:

@@ -8,6 +8,10 @@ by the next job, so idle conversations cost nothing.
 
 Jobs should handle their own errors; an exception escaping a job is logged and the lane
 goes on with the next job (one broken turn never stops a conversation's deliberation).
+
+A job runs as background work (:func:`sonality.ports.priority.background`): its store
+calls give way to those of callers waiting on an answer, unless it was submitted with
+``background=False`` (a job a caller waits on, as an inline ``record``'s enrichment).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sonality.observability import get_logger
+from sonality.ports.priority import background
 
 __all__ = ["Lanes"]
 
@@ -29,7 +34,7 @@ Job = Callable[[], Awaitable[Any]]
 
 @dataclass
 class _Lane:
-    queue: deque[tuple[Job, asyncio.Future[Any]]] = field(default_factory=deque)
+    queue: deque[tuple[Job, bool, asyncio.Future[Any]]] = field(default_factory=deque)
     task: asyncio.Task[None] | None = None
 
 
@@ -39,12 +44,13 @@ class Lanes:
     def __init__(self) -> None:
         self._lanes: dict[Hashable, _Lane] = {}
 
-    def submit(self, key: Hashable, job: Job) -> asyncio.Future[Any]:
+    def submit(self, key: Hashable, job: Job, *, behind: bool = True) -> asyncio.Future[Any]:
         """Queue ``job`` on ``key``'s lane; the future resolves with its result (None if
-        the job raised, which is logged)."""
+        the job raised, which is logged). ``behind``: it runs as background work (see the
+        module docstring)."""
         lane = self._lanes.setdefault(key, _Lane())
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        lane.queue.append((job, future))
+        lane.queue.append((job, behind, future))
         if lane.task is None:
             lane.task = asyncio.create_task(self._run(key, lane), name=f"sonality-lane-{key}")
         return future
@@ -64,9 +70,10 @@ class Lanes:
     async def _run(self, key: Hashable, lane: _Lane) -> None:
         try:
             while lane.queue:
-                job, future = lane.queue[0]
+                job, behind, future = lane.queue[0]
                 try:
-                    result = await job()
+                    with background(behind):
+                        result = await job()
                 except asyncio.CancelledError:
                     raise
                 except Exception:
@@ -78,7 +85,7 @@ class Lanes:
         finally:
             if self._lanes.get(key) is lane:
                 del self._lanes[key]
-            for _, future in lane.queue:
+            for _, _, future in lane.queue:
                 if not future.done():
                     future.cancel()
 

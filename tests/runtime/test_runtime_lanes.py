@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from sonality.mind.lanes import Lanes
+from sonality.ports.priority import background, in_background
 
 
 async def test_jobs_of_one_lane_run_in_order_and_lanes_run_side_by_side() -> None:
@@ -66,3 +67,20 @@ async def test_drain_waits_for_matching_lanes_and_close_cancels_after_its_limit(
     assert not await lanes.close(max_seconds=0.05)
     assert lanes.keys() == []
     assert await lanes.close()
+
+
+async def test_lane_jobs_run_as_background_work_unless_a_caller_waits_on_them() -> None:
+    """A job runs marked background (its store calls give way to foreground ones); one
+    submitted with ``behind=False`` runs as foreground; the submitter's own mark is left
+    as it was."""
+    lanes = Lanes()
+
+    async def mark() -> bool:
+        return in_background()
+
+    assert await lanes.submit("a", mark) is True
+    assert await lanes.submit("a", mark, behind=False) is False
+    with background():
+        assert await lanes.submit("b", mark, behind=False) is False
+        assert in_background()
+    assert not in_background()

@@ -47,6 +47,10 @@ checks a connection idle for longer than ``liveness_check_timeout`` (``store.py`
 before it hands it out, so the first unit after a restart gets a live one instead of a
 failed attempt and a retry.
 
+A unit marked background (the lanes' work: :mod:`sonality.ports.priority`) first gives way
+to the foreground units running, for at most 50 ms, so a Thinker's commit or an
+enrichment pass does not share the server's CPU with a reply a user waits on.
+
 The helpers below (:func:`fetch`, :func:`fetch_one`, :func:`lock_persona` …) are what
 transaction functions use inside the transaction. Writers that move persona state take the
 persona's write lock first (``persona/lock``), then read what they check, so concurrent
@@ -87,6 +91,7 @@ from sonality.errors import (
     StoreUnavailable,
 )
 from sonality.observability import get_logger
+from sonality.ports.priority import Gate
 from sonality.storage.checks import PING_SECONDS
 from sonality.storage.neo4j.cypher import Query, load
 from sonality.storage.vectors import DEFAULT_CACHE_MB
@@ -414,6 +419,8 @@ class Neo4jExecutor:
         """The readiness round trip in flight, shared by concurrent :meth:`ping` calls."""
         self._hot: dict[str, _Hot] = {}
         """The units this process ran, by operation, for the warm-up after an outage."""
+        self.gate = Gate()
+        """Foreground units first (:mod:`sonality.ports.priority`)."""
         self.stats = TransactionStats()
         """Units of work and driver retries, for benchmarks and diagnostics."""
         self.vector_index = False
@@ -442,6 +449,7 @@ class Neo4jExecutor:
             await self._await_warm_up(operation, context)
         try:
             async with (
+                self.gate.unit(),
                 translate_errors(operation, **context),
                 _Watch(health, self.retry_seconds),
             ):

@@ -13,7 +13,9 @@ thread (every unit of work of this process would queue behind it): the connectio
 busy timeout is a few milliseconds, and past it the executor gives the thread back and
 tries again after a short sleep on the event loop, for at most the store's busy timeout,
 so this process's reads go on meanwhile. sqlite3 errors become :mod:`sonality.errors`
-types in :func:`translate`.
+types in :func:`translate`. A unit marked background (the lanes' work,
+:mod:`sonality.ports.priority`) gives way to the foreground units running first, for at
+most 50 ms, so a user's read does not queue on the worker thread behind a Thinker's commit.
 
 Statements use ``?`` or ``:name`` parameters only; the few SQL strings the aggregates
 assemble combine constants (column lists), never values.
@@ -39,6 +41,7 @@ from sonality.errors import (
     StoreUnavailable,
     ValidationError,
 )
+from sonality.ports.priority import Gate
 from sonality.storage.sqlite.vectors import EmbeddingCache, TopicCache
 from sonality.storage.vectors import DEFAULT_CACHE_MB
 
@@ -139,6 +142,8 @@ class SqliteExecutor:
         self.topics = TopicCache(embedding_dimensions, max_bytes=cache_bytes // 4)
         """The belief topics' cache (``context``'s relevant beliefs), likewise; a quarter of
         the budget."""
+        self.gate = Gate()
+        """Foreground units first (:mod:`sonality.ports.priority`)."""
         self._conn = conn
         self._thread = thread
         self._check_schema = check_schema
@@ -188,22 +193,23 @@ class SqliteExecutor:
         """``work`` on the worker thread: after the schema check (unless ``schema`` is
         off), inside one transaction (unless ``transaction`` is off: ``work`` manages its
         own, as the migration runner does)."""
-        if self._closed:
-            raise StoreUnavailable("the SQLite store is closed", path=str(self.path))
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.busy_timeout
-        for attempt in itertools.count():
-            try:
-                return await loop.run_in_executor(
-                    self._thread, self._in_worker, work, write, schema, transaction
-                )
-            except _Locked:
-                if loop.time() >= deadline:
-                    raise StoreUnavailable(
-                        "the SQLite database is busy", path=str(self.path)
-                    ) from None
-                pause = _LOCK_RETRY_SECONDS[min(attempt, len(_LOCK_RETRY_SECONDS) - 1)]
-                await asyncio.sleep(pause)
+        async with self.gate.unit():
+            if self._closed:  # (a background unit may have waited while it closed)
+                raise StoreUnavailable("the SQLite store is closed", path=str(self.path))
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + self.busy_timeout
+            for attempt in itertools.count():
+                try:
+                    return await loop.run_in_executor(
+                        self._thread, self._in_worker, work, write, schema, transaction
+                    )
+                except _Locked:
+                    if loop.time() >= deadline:
+                        raise StoreUnavailable(
+                            "the SQLite database is busy", path=str(self.path)
+                        ) from None
+                    pause = _LOCK_RETRY_SECONDS[min(attempt, len(_LOCK_RETRY_SECONDS) - 1)]
+                    await asyncio.sleep(pause)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _in_worker(
