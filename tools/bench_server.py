@@ -905,7 +905,21 @@ def _cpu(result: Result) -> str:
             )
             + ")"
         )
+    busy = _cores_busy(result)
+    if busy is not None:
+        text += f"; {busy:.2f} of {os.cpu_count()} cores busy"
     return text
+
+
+def _cores_busy(result: Result) -> float | None:
+    """The CPU the servers, this process and the helpers (the fake model, Neo4j) spent
+    together per second of the measured rounds: how close the machine was to its cores (a
+    second process cannot add throughput to a machine one already keeps busy)."""
+    if result.cpu_seconds is None or not result.seconds or not result.others:
+        return None
+    # "neo4j bolt" and the like are threads of "neo4j", already counted
+    helpers = sum(v for name, v in result.others.items() if not name.startswith("neo4j "))
+    return (result.cpu_seconds + helpers) / result.seconds
 
 
 def _print_errors(result: Result) -> None:
