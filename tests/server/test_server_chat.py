@@ -5,6 +5,9 @@ header or derived from the history, and retries that do not record a turn twice.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
 import openai
 import pytest
 
@@ -259,10 +262,28 @@ def test_litellm_as_a_client(client: openai.OpenAI) -> None:
         "num_retries": 0,
         "max_retries": 0,
     }
-    with pytest.raises(litellm.BadRequestError) as dropped:
-        litellm.completion(messages=[{"role": "user", "content": "Lite"}], user="lite", **common)
-    assert "name the user" in str(dropped.value) and "safety_identifier" in str(dropped.value)
-    done = litellm.completion(
-        messages=[{"role": "user", "content": "Lite"}], safety_identifier="lite", **common
-    )
-    assert done.choices[0].message.content == "You said: Lite"
+
+    def complete(**kwargs: Any) -> Any:
+        # on a thread of its own: on the main thread litellm's service logging asks
+        # asyncio.get_event_loop(), which makes a loop there and leaves it open (the
+        # suite's warnings then fail a run of this test alone); elsewhere it uses asyncio.run
+        with ThreadPoolExecutor(1) as thread:
+            return thread.submit(litellm.completion, **kwargs, **common).result()
+
+    cached = set(litellm.in_memory_llm_clients_cache.cache_dict)
+    try:
+        with pytest.raises(litellm.BadRequestError) as dropped:
+            complete(messages=[{"role": "user", "content": "Lite"}], user="lite")
+        assert "name the user" in str(dropped.value) and "safety_identifier" in str(dropped.value)
+        done = complete(messages=[{"role": "user", "content": "Lite"}], safety_identifier="lite")
+        assert done.choices[0].message.content == "You said: Lite"
+    finally:
+        # litellm keeps the OpenAI client it made in a process-wide cache, its keep-alive
+        # connection to this session's server open until the process exits (an unclosed
+        # socket at the worker's end): close what this test added
+        clients = litellm.in_memory_llm_clients_cache
+        for key in set(clients.cache_dict) - cached:
+            made = clients.cache_dict.pop(key)
+            clients.ttl_dict.pop(key, None)
+            if isinstance(made, openai.OpenAI):
+                made.close()
