@@ -11,7 +11,7 @@ goes on with the next job (one broken turn never stops a conversation's delibera
 
 A job runs as background work (:func:`sonality.ports.priority.background`): its store
 calls give way to those of callers waiting on an answer, unless it was submitted with
-``background=False`` (a job a caller waits on, as an inline ``record``'s enrichment).
+``behind=False`` (a job a caller waits on, as an inline ``record``'s enrichment).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ busy timeout is a few milliseconds, and past it the executor gives the thread ba
 tries again after a short sleep on the event loop, for at most the store's busy timeout,
 so this process's reads go on meanwhile. sqlite3 errors become :mod:`sonality.errors`
 types in :func:`translate`. A unit marked background (the lanes' work,
-:mod:`sonality.ports.priority`) gives way to the foreground units running first, for at
+:mod:`sonality.ports.priority`) first gives way to the foreground units running, for at
 most 50 ms, so a user's read does not queue on the worker thread behind a Thinker's commit.
 
 Statements use ``?`` or ``:name`` parameters only; the few SQL strings the aggregates
