@@ -262,9 +262,13 @@ class Thinker:
         await book_usage(self._store, rows)
 
     async def _deliberate(self, turn: ThinkerTurn) -> ThoughtCommit:
-        # one read unit of work for all of it (on Neo4j one statement where it was four)
+        # one read unit of work for all of it (on Neo4j one statement where it was four);
+        # the excerpt's earlier episodes only for a mode that writes a monologue
         reads = await self._store.thinker_reads(
-            turn.persona_id, turn.conversation_id, turn.episode_id, excerpt=_EXCERPT_TURNS - 1
+            turn.persona_id,
+            turn.conversation_id,
+            turn.episode_id,
+            excerpt=_EXCERPT_TURNS - 1 if turn.mode.monologue else 0,
         )
         persona, episode, mind = reads.persona, reads.episode, reads.mind
         mode = turn.mode

@@ -60,7 +60,8 @@ class Gate:
         """Foreground units running now."""
         self._waiting: list[asyncio.Future[None]] = []
         self.waits = 0
-        """Background units that found foreground work running (for benchmarks)."""
+        """Background units that found foreground work running (for tests and
+        diagnostics)."""
 
     @contextlib.asynccontextmanager
     async def unit(self) -> AsyncIterator[None]:
