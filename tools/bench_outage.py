@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import datetime
 import os
 import signal
 import sqlite3
@@ -95,6 +96,10 @@ class Outage:
     """(when, how long, status) of each /readyz poll."""
     down: tuple[float, float] = (0.0, 0.0)
     back: float = 0.0
+    listening: float = 0.0
+    """Seconds from the restarted server listening (its start returned) to it answering."""
+    answered_at: float = 0.0
+    """Wall-clock time the store answered again (to read the kept logs against)."""
 
 
 @contextlib.contextmanager
@@ -197,8 +202,11 @@ async def outage_run(
         await asyncio.to_thread(go_down)
         await asyncio.sleep(seconds)
         await asyncio.to_thread(come_back)
+        listening = time.monotonic()
         await asyncio.to_thread(wait_until, is_back)
+        outage.listening = time.monotonic() - listening
         outage.down = (down, time.monotonic() - t0)
+        outage.answered_at = time.time()
         back_at = len(outage.calls)
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline:
@@ -232,7 +240,11 @@ async def stored_ids(url: str, token: str, writers: int) -> set[str]:
 
 
 def report_outage(
-    store: str, outage: Outage, stored: set[str], bound: float, floor: float | None
+    store: str,
+    outage: Outage,
+    stored: set[str],
+    bound: float,
+    floor: tuple[float, float] | None,
 ) -> None:
     acked = {c.episode_id for c in outage.calls if c.status == 200}
     failed = [c for c in outage.calls if c.status != 200]
@@ -279,11 +291,20 @@ def report_outage(
         f"  recovery: first acknowledged record {outage.back:.2f} s after the store answered"
         f" [{check(outage.back <= 2.0, f'{store}: slow recovery')}]"
     )
+    answered = datetime.datetime.fromtimestamp(outage.answered_at, datetime.UTC)
+    print(f"  (the store answered again at {answered:%H:%M:%S.%f} UTC)")
     if floor is not None:
+        cold, listening = floor
         print(
             f"  floor: the first record of a quiet process on the server restarted again"
-            f" {floor:.2f} s after it answered (no warm-up); recovery {outage.back / floor:.2f}x"
-            f" the floor, {outage.back - floor:+.2f} s over it"
+            f" {cold:.2f} s after it answered (no warm-up); recovery {outage.back / cold:.2f}x"
+            f" the floor, {outage.back - cold:+.2f} s over it"
+        )
+        since = outage.listening + outage.back
+        print(
+            f"  from the restarted server listening: first acknowledged record {since:.2f} s"
+            f" (it answered {outage.listening:.2f} s after listening); the floor's"
+            f" {listening + cold:.2f} s ({listening:.2f} s + {cold:.2f} s)"
         )
     # /readyz turns 200 once the server can take calls again (on Neo4j: its warm-up done)
     ready = min(
@@ -459,13 +480,14 @@ class WriteLock:
 
 async def cold_record_floor(
     url: str, restart: Callable[[], None], is_back: Callable[[], bool]
-) -> float:
+) -> tuple[float, float]:
     """The recovery's floor, measured on the same server: kill and restart it once more,
     and time the first record (not enriched) from the moment it answers ``RETURN 1``, sent
     by a process that had no outage to recover from (its facade connected and recorded
     before, then idle through the restart: no warm-up, nothing waiting). On a restarted
     JVM that one unit compiles its statement cold, which is what a recovery cannot go
-    under (measured 28 Nov 2026: ``RETURN 1`` about 2 s, a first write 4.3 s)."""
+    under (measured 28 Nov 2026: ``RETURN 1`` about 2 s, a first write 4.3 s). Returns
+    that, and the seconds from the restarted server listening to it answering."""
     from sonality.config import Settings
     from sonality.service import Sonality
 
@@ -484,10 +506,11 @@ async def cold_record_floor(
 
         await one("before the restart")
         await asyncio.to_thread(restart)
+        listening = time.monotonic()
         await asyncio.to_thread(wait_until, is_back)
         started = time.monotonic()
         await one("after the restart")
-        return time.monotonic() - started
+        return time.monotonic() - started, started - listening
     finally:
         await app.close()
 
@@ -535,6 +558,8 @@ async def bench_store(store: str, tmp: Path, opts: argparse.Namespace) -> None:
             floor = await cold_record_floor(url, restart, lambda: bolt_answers(url))
         with fake_model() as (api_base, hang):
             env = server_env(url, api_base)
+            if opts.keep is not None:  # its log is kept: what the warm-up did, step by step
+                env["SONALITY_LOG_LEVEL"] = "INFO"
             server = start_server(env, tmp / f"{store}-server.log", "--key-concurrency", "256")
             try:
                 if neo4j_server is not None:
@@ -599,10 +624,23 @@ async def main() -> int:
     parser.add_argument("--outage", type=float, default=15.0, help="seconds the store is down")
     parser.add_argument("--crowd", type=int, default=200)
     parser.add_argument("--skip", choices=("crowd", "hung"), action="append", default=[])
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        metavar="DIR",
+        help="run in DIR/<store> and keep it (the server's and Neo4j's logs) instead of a"
+        " temporary directory",
+    )
     opts = parser.parse_args()
     stores = ("sqlite", "neo4j") if opts.store == "both" else (opts.store,)
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     for store in stores:
+        if opts.keep is not None:
+            kept = opts.keep / store
+            kept.mkdir(parents=True, exist_ok=False)
+            await bench_store(store, kept, opts)
+            print(f"  (kept in {kept})")
+            continue
         with tempfile.TemporaryDirectory(prefix=f"bench-outage-{store}-") as tmp:
             await bench_store(store, Path(tmp), opts)
     print("\nresult:", "all within the goals" if not failures else "; ".join(failures))

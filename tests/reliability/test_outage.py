@@ -15,10 +15,10 @@ import signal
 import sqlite3
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 import structlog
@@ -29,6 +29,8 @@ from sonality.llm.embedders import HashEmbedder
 from sonality.models import EpisodeDraft
 from sonality.service import Sonality
 from tests.conftest import EMBEDDING_DIMENSIONS, _load_devserver
+
+T = TypeVar("T")
 
 RETRY, CONNECT = 2.0, 2.0
 BOUND = RETRY + CONNECT + 1.0
@@ -207,16 +209,20 @@ async def test_a_neo4j_restart_fails_a_call_within_the_retry_bound(
         assert caught.value.context["episode_id"] == "e1"
 
         await asyncio.to_thread(server.restart)
-        for _ in range(120):  # the server's start-up, then its warm-up: a client retries
-            try:
-                personas = await store.list_personas()
-                break
-            except StoreUnavailable:
-                await asyncio.sleep(0.5)
-        else:
+
+        async def retried(call: Callable[[], Awaitable[T]]) -> T:
+            """The server's start-up, then the warm-up of the call's statement: a client
+            retries (each call goes as soon as its own statement is compiled)."""
+            for _ in range(120):
+                try:
+                    return await call()
+                except StoreUnavailable:
+                    await asyncio.sleep(0.5)
             pytest.fail("the store never answered after the restart")
+
+        personas = await retried(store.list_personas)
         assert [p.id for p in personas] == ["ada"]
-        episode, created = await store.append_episode(draft)
+        episode, created = await retried(lambda: store.append_episode(draft))
         assert created and episode.turn == 1
     finally:
         if server.current.process.poll() is not None:  # leave the next test a server

@@ -28,19 +28,31 @@ query engine, cold, answers nothing for tens of seconds on a loaded machine (mea
 with the handshake as the only probe every unit sent then waited on it (59 s). Nor is it
 back when ``RETURN 1`` answers: its first real statements still compile on a cold JVM
 (eight appends sent just after ``RETURN 1`` answered all finished together 65 s later, at
-a load average of 17; one unit let through alone took 28.4 s). So once the query
-answers, the executor *warms the server up* itself (:meth:`Neo4jExecutor.warm_up`), in
-a task no caller's bound cancels: it runs again the units this process ran most (each
-read and auto-commit statement remembered with its last arguments, :class:`_Hot`), each in
-a transaction it rolls back, so the server compiles what the callers will ask and nothing
-is written. Meanwhile a unit waits for the warm-up until ``retry_seconds`` after it
-began, then fails with ``StoreUnavailable`` ("warming up after a restart"), and
-:meth:`Neo4jExecutor.ping` (``/readyz``) answers unavailable; the warm-up finished, the
-outage is over. A compilation is not cut by a caller's bound because that made it
-worse: a statement whose unit was cancelled while it compiled took 25 s on its next run
-against 1.3 s for a fresh one (11 s against 4.0 s in a second try). The warm-up is cut
-only when the server stops answering ``RETURN 1`` again (its units are watched like any
-other), and the next probe that answers starts another.
+a load average of 17; one unit let through alone took 28.4 s). So the executor *warms
+the server up* itself (:meth:`Neo4jExecutor.warm_up`), in a task no caller's bound
+cancels: it runs again the units this process ran most (each read and auto-commit
+statement remembered with its last arguments, :class:`_Hot`, ranked by the runs that
+succeeded), each in a transaction it rolls back, so the server compiles what the callers
+will ask and nothing is written. It begins as soon as a probe completes a handshake,
+before the probe's query answers: the cold engine then compiles the busiest statement
+while it is still starting up. Two steps run at once: the operation callers wait for, the
+most waited for first, beside the unit this process ran most; anything else (what only the
+lanes wait for, the rest of the plan, the schema check) one at a time while nothing else
+compiles, since a second compilation only slows the one callers wait on. A unit waits
+until its own operation is compiled, then goes (without a probe of its own while a
+warm-up is on), or fails with ``StoreUnavailable`` ("warming up after a restart") at
+``retry_seconds`` after it began; a unit the warm-up cannot run again (a write) waits for
+its end. :meth:`Neo4jExecutor.ping` (``/readyz``) answers unavailable until the warm-up
+finished and the outage is over. Measured 29 Nov 2026 (``tools/bench_outage.py``, 8
+clients over HTTP): the first acknowledged record came 2.3-2.7 s after the restarted
+server answered ``RETURN 1``, 0.89-1.05x the first record of a process that had nothing
+to recover (a cold append compiles for 2.1-2.4 s by itself, 0.6 s on a warm JVM); when
+every caller waited for the whole warm-up, one after another, it came 3.5-5.9 s after. A
+compilation is not cut by a caller's bound because that made it worse: a statement whose
+unit was cancelled while it compiled took 25 s on its next run against 1.3 s for a fresh
+one (11 s against 4.0 s in a second try). The warm-up is cut only when the server stops
+completing handshakes (its steps are watched with those), and the next probe that
+completes one starts another.
 
 A killed server also leaves the pool holding connections to the old process; the driver
 checks a connection idle for longer than ``liveness_check_timeout`` (``store.py``)
@@ -60,6 +72,7 @@ writers serialise per persona; raising inside a function rolls it all back.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import functools
 import math
@@ -67,7 +80,7 @@ import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Concatenate, LiteralString, ParamSpec, TypeVar
 
@@ -91,7 +104,7 @@ from sonality.errors import (
     StoreUnavailable,
 )
 from sonality.observability import get_logger
-from sonality.ports.priority import Gate
+from sonality.ports.priority import Gate, in_background
 from sonality.storage.checks import PING_SECONDS
 from sonality.storage.neo4j.cypher import Query, load
 from sonality.storage.vectors import DEFAULT_CACHE_MB
@@ -231,6 +244,11 @@ class StoreHealth:
         server completes a handshake long before its query engine answers, and answers
         ``RETURN 1`` long before it has compiled a real statement)."""
         self._probes: dict[bool, asyncio.Future[bool]] = {}
+        self._handshake: asyncio.Future[bool] | None = None
+        self.on_listening: Callable[[], object] | None = None
+        """Called when a probe of a server that is down completes a handshake, before it
+        asks its query (the executor starts its warm-up there: see its module
+        docstring)."""
 
     def answered(self) -> None:
         """A unit of work finished (or was refused): the server serves."""
@@ -260,10 +278,31 @@ class StoreHealth:
             probe = self._probes[query] = asyncio.ensure_future(self._ask(query))
         return probe
 
+    def handshake(self) -> asyncio.Future[bool]:
+        """Whether the server completes a Bolt handshake within :attr:`probe_seconds` on
+        a new connection, whatever this process knows of it (the warm-up's watch: a
+        server compiling cold answers it; a dead or frozen one does not)."""
+        if self._handshake is None or self._handshake.done():
+            self._handshake = asyncio.ensure_future(self._shake())
+        return self._handshake
+
+    async def _shake(self) -> bool:
+        if self._reach is None:
+            return False
+        try:
+            async with asyncio.timeout(self.probe_seconds):
+                await self._reach(False)
+        except (TimeoutError, Neo4jError, DriverError, OSError):
+            return False
+        return True
+
     async def _ask(self, query: bool) -> bool:
         if self._reach is not None:
             try:
                 async with asyncio.timeout(self.probe_seconds):
+                    if query and self.on_listening is not None:
+                        await self._reach(False)  # Bolt listens: the warm-up may begin
+                        self.on_listening()
                     await self._reach(query)
             except (TimeoutError, Neo4jError, DriverError, OSError):
                 pass
@@ -280,11 +319,13 @@ class _Watch:
     """Cancels the task running a unit of work when the server stopped answering: no
     answer for ``patience`` seconds since the unit began or since the last answer to any
     unit, then none to the probe either. The cancellation leaves the block as
-    :class:`Unanswered`."""
+    :class:`Unanswered`. With ``handshake``, the probe is always a Bolt handshake (the
+    warm-up's steps: a server compiling cold for long answers it)."""
 
-    def __init__(self, health: StoreHealth, patience: float) -> None:
+    def __init__(self, health: StoreHealth, patience: float, *, handshake: bool = False) -> None:
         self._health = health
         self._patience = patience
+        self._handshake = handshake
         self._expired = False
         self._done = False
 
@@ -302,12 +343,14 @@ class _Watch:
         if self._loop.time() < due:
             self._handle = self._loop.call_at(due, self._check)
             return
-        self._health.probe().add_done_callback(self._probed)
+        probe = self._health.handshake() if self._handshake else self._health.probe()
+        probe.add_done_callback(self._probed)
 
     def _probed(self, probe: asyncio.Future[bool]) -> None:
         if self._done:
             return
         if not probe.cancelled() and probe.result():
+            self._start = self._loop.time()
             self._check()  # it answers: a busy server, wait on
             return
         self._expired = True
@@ -328,6 +371,13 @@ class _Watch:
 
 _WARM_UNITS = 12
 """How many units (the most run ones) the warm-up after an outage runs again."""
+
+_WARM_LANES = 2
+"""How many warm-up steps run at once (on two cores, two statements compile side by side;
+more only queue behind them)."""
+
+_SCHEMA_CHECK = "warm_up:schema_check"
+"""The warm-up's step that checks the schema (not an operation a unit runs)."""
 
 _HOT_LIMIT = 256
 """The most operations remembered for the warm-up (operations are a fixed set of names)."""
@@ -375,6 +425,32 @@ class _Hot:
     replay: _Replay | None = None
 
 
+@dataclass(eq=False)
+class _WarmUp:
+    """One warm-up after an outage (see :meth:`Neo4jExecutor.warm_up`): its task, the
+    operations it has compiled so far (their units go through before it ends), and an
+    event set whenever that or the demand changes (then replaced), which the waiting units
+    and the warm-up's idle lanes wake on."""
+
+    task: asyncio.Future[None] = field(init=False)
+    warmed: set[str] = field(default_factory=set)
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+    over: bool = False
+
+    def stepped(self, operation: str | None) -> None:
+        """A step ended (``operation`` compiled again, or None: the warm-up is over)."""
+        if operation is None:
+            self.over = True
+        else:
+            self.warmed.add(operation)
+        self.poke()
+
+    def poke(self) -> None:
+        """Wake whoever waits on :attr:`changed` (a unit began to wait, a step ended)."""
+        changed, self.changed = self.changed, self.changed if self.over else asyncio.Event()
+        changed.set()
+
+
 @dataclass
 class TransactionStats:
     """What the executor ran since the store opened: units of work, and the extra attempts
@@ -407,6 +483,7 @@ class Neo4jExecutor:
         """The driver's connection timeout, and the longest a probe waits."""
         self._reach = reach
         self.health = StoreHealth(reach, probe_seconds=connect_seconds)
+        self.health.on_listening = self.start_warm_up
         """When the server last answered, and the probe (through ``reach``; without it a
         unit that waits ``retry_seconds`` fails)."""
         self.database = database
@@ -414,7 +491,14 @@ class Neo4jExecutor:
         """Length of every embedding the store accepts (the vector index's dimension)."""
         self._check_schema = check_schema
         self._schema_ok = False
-        self._warming: asyncio.Future[None] | None = None
+        self._warm: _WarmUp | None = None
+        """The warm-up in flight or the last one."""
+        self._wanted: collections.Counter[str] = collections.Counter()
+        """The operations of the callers' units waiting for the warm-up, and how many
+        wait for each: it compiles those first."""
+        self._wanted_behind: collections.Counter[str] = collections.Counter()
+        """The same for background units (:mod:`sonality.ports.priority`): compiled only
+        when no caller waits on a compilation."""
         self._ping_trip: asyncio.Future[None] | None = None
         """The readiness round trip in flight, shared by concurrent :meth:`ping` calls."""
         self._hot: dict[str, _Hot] = {}
@@ -459,29 +543,48 @@ class Neo4jExecutor:
                 health.failed()
             raise
         except SonalityError:  # a refusal is an answer too
-            health.answered()
+            self._answered()
             raise
         else:
-            health.answered()
+            self._answered()
+
+    def _answered(self) -> None:
+        """A unit got its answer: the outage is over, unless a warm-up is still on (a unit
+        of an operation it has compiled went through before it ended; only the warm-up's
+        end lets the others through)."""
+        if self._warm is not None and not self._warm.over:
+            self.health.reached()
+        else:
+            self.health.answered()
 
     async def _await_warm_up(self, operation: str, context: dict[str, Any]) -> None:
         """The gate of a unit while the store is down (see the module docstring): it fails
-        unless the server answers a query; then it waits for the warm-up (starting it),
-        until ``retry_seconds`` after it began, and fails unless the warm-up ended the
-        outage by then."""
+        unless the server answers a query (not asked while a warm-up is on: it watches the
+        server); then it waits for the warm-up (starting it) to compile its operation or
+        to end, until ``retry_seconds`` after it began, and fails unless one of them
+        happened by then."""
         health = self.health
         deadline = asyncio.get_running_loop().time() + self.retry_seconds
-        if not await health.probe():
+        if not self._warming() and not await health.probe() and not self._warming():
             raise StoreUnavailable(
                 "Neo4j is unreachable (no answer since it went down)",
                 operation=operation,
                 **context,
             )
-        warming = self.start_warm_up()
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout_at(deadline):
-                await asyncio.shield(warming)
-        if health.down_since is not None:
+        warm = self.start_warm_up()
+        wanted = self._wanted_behind if in_background() else self._wanted
+        wanted[operation] += 1
+        warm.poke()
+        try:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout_at(deadline):
+                    while not warm.over and not self._let_through(warm, operation):
+                        await warm.changed.wait()
+        finally:
+            wanted[operation] -= 1
+            if wanted[operation] <= 0:
+                del wanted[operation]
+        if not self._let_through(warm, operation):
             raise StoreUnavailable(
                 "Neo4j is warming up after a restart (it answers again, and is compiling"
                 " its statements before it takes calls); retry",
@@ -489,43 +592,125 @@ class Neo4jExecutor:
                 **context,
             )
 
-    def start_warm_up(self) -> asyncio.Future[None]:
-        """The warm-up in flight, or a new one (see :meth:`warm_up`)."""
-        if self._warming is None or self._warming.done():
-            self._warming = asyncio.ensure_future(self.warm_up())
-        return self._warming
+    def _warming(self) -> bool:
+        """Whether a warm-up is on (started by a probe that completed a handshake, by a
+        ping, or by a unit)."""
+        return self._warm is not None and not self._warm.over
 
-    async def warm_up(self) -> None:
+    def _let_through(self, warm: _WarmUp, operation: str) -> bool:
+        """Whether a unit of ``operation`` may go: the outage is over, or the warm-up in
+        flight has compiled its statements (a failed warm-up forgets what it compiled)."""
+        return self.health.down_since is None or (not warm.over and operation in warm.warmed)
+
+    def start_warm_up(self) -> _WarmUp:
+        """The warm-up in flight, or a new one (see :meth:`warm_up`)."""
+        if self._warm is None or self._warm.task.done():
+            warm = self._warm = _WarmUp()
+            warm.task = asyncio.ensure_future(self.warm_up(warm))
+        return self._warm
+
+    async def warm_up(self, warm: _WarmUp) -> None:
         """Warm a server back from an outage before callers use it (see the module
-        docstring): the schema check, then the units this process ran most
-        (:data:`_WARM_UNITS` of them), each again with its last arguments in a transaction
-        rolled back; then the outage is over (:meth:`StoreHealth.answered`). A unit that
-        raises is compiled all the same (its error is dropped); the warm-up fails, and the
-        outage goes on, only when the server stops answering (``StoreUnavailable``)."""
+        docstring): the units this process ran most (:data:`_WARM_UNITS` of them), each
+        again with its last arguments in a transaction rolled back, then the schema check;
+        then the outage is over (:meth:`StoreHealth.answered`). The operations callers
+        wait for go first, the most waited for first, and each is let through as soon as
+        it is compiled (a unit of an operation the warm-up cannot run again, such as a
+        write, waits for its end). :data:`_WARM_LANES` steps run at once: the operation
+        callers wait for beside the one they will ask next. A unit that raises is
+        compiled all the same (its error is dropped); the warm-up fails, and the outage
+        goes on, only when the server stops answering (``StoreUnavailable``)."""
         health = self.health
-        started = asyncio.get_running_loop().time()
-        hot = sorted(self._hot.values(), key=lambda h: -h.runs)[:_WARM_UNITS]
-        steps: list[tuple[str, Callable[[], Awaitable[Any]]]] = [("warm_up", self._check_schema)]
-        steps += [
-            (f"warm_up:{h.operation}", functools.partial(h.replay, self.driver, self.database))
-            for h in hot
-            if h.replay is not None
-        ]
-        for operation, step in steps:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        hot = self._hot
+        planned = [h.operation for h in sorted(hot.values(), key=lambda h: -h.runs)]
+        planned = [op for op in planned[:_WARM_UNITS] if hot[op].replay is not None]
+        planned.append(_SCHEMA_CHECK)
+        log.info("neo4j_warm_up_started", planned=planned, waiting=sorted(self._wanted))
+        claimed: set[str] = set()
+        running: set[str] = set()
+
+        def most_wanted(wanted: collections.Counter[str]) -> str | None:
+            ops = [op for op in wanted if op not in claimed and op in hot and hot[op].replay]
+            return max(ops, key=lambda op: (wanted[op], hot[op].runs), default=None)
+
+        def claim() -> str | None:
+            """The next step: the operation most callers wait for, not yet claimed; else
+            the unit this process ran most (what callers will ask next); else, when no
+            step is running (a second compilation would slow it down), the one most
+            background units wait for, else the next planned one; "" when there is
+            nothing to take now, None when all are taken. So beside a step callers wait
+            for, a second lane compiles only what callers wait for or will ask next."""
+            operation = most_wanted(self._wanted)
+            if operation is None and planned[0] not in claimed:
+                operation = planned[0]
+            elif operation is None:
+                if running:
+                    return ""
+                operation = most_wanted(self._wanted_behind) or next(
+                    (op for op in planned if op not in claimed), None
+                )
+            if operation is not None:
+                claimed.add(operation)
+                running.add(operation)
+            return operation
+
+        async def lane() -> None:
+            while (operation := claim()) is not None:
+                if not operation:
+                    await warm.changed.wait()
+                    continue
+                step: Callable[[], Awaitable[Any]] = self._check_schema
+                if operation != _SCHEMA_CHECK:
+                    replay = hot[operation].replay
+                    assert replay is not None
+                    step = functools.partial(replay, self.driver, self.database)
+                began = loop.time()
+                try:
+                    async with (
+                        translate_errors(f"warm_up:{operation}"),
+                        _Watch(health, self.retry_seconds, handshake=True),
+                    ):
+                        await step()
+                except (_RolledBack, SonalityError) as exc:  # rolled back, or refused
+                    if isinstance(exc, StoreUnavailable):
+                        raise
+                log.info(
+                    "neo4j_warm_up_step",
+                    operation=operation,
+                    waiting=self._wanted.get(operation, 0),
+                    waiting_behind=self._wanted_behind.get(operation, 0),
+                    seconds=round(loop.time() - began, 2),
+                )
+                running.discard(operation)
+                warm.stepped(operation)
+
+        failed = False
+        try:
             try:
-                async with translate_errors(operation), _Watch(health, self.retry_seconds):
-                    await step()
-            except StoreUnavailable:
+                async with asyncio.TaskGroup() as lanes:
+                    for _ in range(_WARM_LANES):
+                        lanes.create_task(lane())
+            except* StoreUnavailable as group:
+                failed = True
+                log.warning(
+                    "neo4j_warm_up_failed",
+                    error=str(group.exceptions[0]),
+                    seconds=round(loop.time() - started, 2),
+                )
+            if failed:
                 health.failed()
-                return
-            except (_RolledBack, SonalityError):  # rolled back, or refused: compiled
-                pass
-        log.info(
-            "neo4j_warmed_up",
-            units=len(steps),
-            seconds=round(asyncio.get_running_loop().time() - started, 2),
-        )
-        health.answered()
+                warm.warmed.clear()
+            else:
+                log.info(
+                    "neo4j_warmed_up",
+                    units=len(claimed),
+                    seconds=round(loop.time() - started, 2),
+                )
+                health.answered()
+        finally:
+            warm.stepped(None)
 
     async def ping(self) -> None:
         """``StoreUnavailable`` unless the server answers a query on a new connection
@@ -567,8 +752,8 @@ class Neo4jExecutor:
 
     def stop(self) -> None:
         """Cancel the warm-up :meth:`ping` or a unit may have started (the store closes)."""
-        if self._warming is not None:
-            self._warming.cancel()
+        if self._warm is not None:
+            self._warm.task.cancel()
         if self._ping_trip is not None:
             self._ping_trip.cancel()
 
@@ -585,12 +770,14 @@ class Neo4jExecutor:
     ) -> T:
         """``work`` in one read transaction."""
         await self.ensure_schema()
-        self._remember(operation, _replay_read(work, args, kwargs))
+        hot = self._remember(operation, _replay_read(work, args, kwargs))
         async with (
             self.unit(operation),
             self.driver.session(database=self.database) as session,
         ):
-            return await session.execute_read(self._counted(work), *args, **kwargs)
+            result = await session.execute_read(self._counted(work), *args, **kwargs)
+        hot.runs += 1
+        return result
 
     async def read_statements(
         self, operation: str, work: ReadFunction[P, T], *args: P.args, **kwargs: P.kwargs
@@ -604,9 +791,11 @@ class Neo4jExecutor:
         :meth:`statement` retries its statement."""
         await self.ensure_schema()
         self.stats.units += 1
-        self._remember(operation, _replay_read(work, args, kwargs))
+        hot = self._remember(operation, _replay_read(work, args, kwargs))
         async with self.unit(operation):
-            return await self._retried(READ_ACCESS, work, *args, **kwargs)
+            result = await self._retried(READ_ACCESS, work, *args, **kwargs)
+        hot.runs += 1
+        return result
 
     async def _retried(
         self, access: str, work: ReadFunction[P, T], *args: P.args, **kwargs: P.kwargs
@@ -664,20 +853,25 @@ class Neo4jExecutor:
         its episode id: whether it landed is then unknown, and a retry with it is safe)."""
         await self.ensure_schema()
         self.stats.units += 1
-        self._remember(operation, _replay_statement(load(query), params))
+        hot = self._remember(operation, _replay_statement(load(query), params))
         async with self.unit(operation, **(context or {})):
-            return await self._retried(WRITE_ACCESS, fetch_plain, query, **params)
+            rows = await self._retried(WRITE_ACCESS, fetch_plain, query, **params)
+        hot.runs += 1
+        return rows
 
-    def _remember(self, operation: str, replay: _Replay) -> None:
-        """Note a unit for the warm-up (see :meth:`warm_up`): its operation, how often it
-        ran, and how to run it again with its last arguments."""
+    def _remember(self, operation: str, replay: _Replay) -> _Hot:
+        """Note a unit for the warm-up (see :meth:`warm_up`): its operation and how to run
+        it again with its last arguments (so a unit that waits for a warm-up can have its
+        statement compiled, even one that never ran before). The caller counts a run once
+        the unit succeeded: failed calls during an outage must not rank an operation
+        first."""
         hot = self._hot.get(operation)
         if hot is None:
-            if len(self._hot) >= _HOT_LIMIT:
-                return
-            hot = self._hot[operation] = _Hot(operation)
-        hot.runs += 1
+            hot = _Hot(operation)
+            if len(self._hot) < _HOT_LIMIT:
+                self._hot[operation] = hot
         hot.replay = replay
+        return hot
 
     def _counted(self, work: TxFunction[P, T]) -> TxFunction[P, T]:
         """``work`` counting its runs in :attr:`stats` (every run after the first is a
