@@ -92,6 +92,8 @@ class Call:
 @dataclass
 class Outage:
     calls: list[Call] = field(default_factory=list)
+    chats: list[Call] = field(default_factory=list)
+    """The ``--chatters``' REST ``respond`` calls."""
     readyz: list[tuple[float, float, int]] = field(default_factory=list)
     """(when, how long, status) of each /readyz poll."""
     down: tuple[float, float] = (0.0, 0.0)
@@ -132,36 +134,67 @@ def fake_model() -> Iterator[tuple[str, Callable[[bool], None]]]:
             process.wait()
 
 
+async def client_loop(
+    client: httpx.AsyncClient,
+    stop: asyncio.Event,
+    calls: list[Call],
+    t0: float,
+    route: str,
+    body_of: Callable[[int], dict[str, Any]],
+) -> None:
+    """POST ``body_of(i)`` to the persona's ``route`` until ``stop``, each call noted in
+    ``calls`` (its ``episode_id``, time, status, body; ``enrich: inline`` marks it
+    inline), a failed one followed by 0.2 s of rest."""
+    i = 0
+    while not stop.is_set():
+        body = body_of(i)
+        started = time.monotonic()
+        try:
+            r = await client.post(f"/v1/personas/{PERSONA}/{route}", json=body)
+            status, payload = r.status_code, r.json()
+        except httpx.HTTPError as exc:
+            status, payload = 0, {"error": type(exc).__name__}
+        ended = time.monotonic()
+        inline = body.get("enrich") == "inline"
+        calls.append(Call(body["episode_id"], ended - started, status, payload, inline, ended - t0))
+        i += 1
+        if status != 200:
+            await asyncio.sleep(0.2)
+
+
 async def writer(
     client: httpx.AsyncClient, n: int, stop: asyncio.Event, outage: Outage, t0: float
 ) -> None:
-    i = 0
-    while not stop.is_set():
-        episode_id = f"w{n}-{i}"
-        body = {
+    """``record`` in a loop, every other call inline."""
+
+    def body(i: int) -> dict[str, Any]:
+        return {
             "user_id": f"u{n}",
             "conversation_id": f"c{n}",
             "message": f"message {i} of writer {n}",
             "response": "Noted.",
-            "episode_id": episode_id,
+            "episode_id": f"w{n}-{i}",
+            **({"enrich": "inline"} if i % 2 == 0 else {}),
         }
-        if i % 2 == 0:
-            body["enrich"] = "inline"
-        started = time.monotonic()
-        try:
-            r = await client.post(f"/v1/personas/{PERSONA}/record", json=body)
-            status, payload = r.status_code, r.json()
-        except httpx.HTTPError as exc:
-            status, payload = 0, {"error": type(exc).__name__}
-        seconds = time.monotonic() - started
-        outage.calls.append(
-            Call(
-                episode_id, seconds, status, payload, inline=i % 2 == 0, ended=time.monotonic() - t0
-            )
-        )
-        i += 1
-        if status != 200:
-            await asyncio.sleep(0.2)
+
+    await client_loop(client, stop, outage.calls, t0, "record", body)
+
+
+async def chatter(
+    client: httpx.AsyncClient, n: int, stop: asyncio.Event, outage: Outage, t0: float
+) -> None:
+    """REST ``respond`` in a loop (the fake model answers at once), each call with an
+    ``episode_id`` of its own."""
+
+    def body(i: int) -> dict[str, Any]:
+        return {
+            "user_id": f"chat{n}",
+            "conversation_id": f"chat{n}",
+            "message": f"question {i} of chatter {n}",
+            "episode_id": f"chat{n}-{i}",
+        }
+
+    await client_loop(client, stop, outage.chats, t0, "respond", body)
 
 
 async def poll_readyz(url: str, stop: asyncio.Event, outage: Outage, t0: float) -> None:
@@ -185,6 +218,7 @@ async def outage_run(
     url: str,
     token: str,
     writers: int,
+    chatters: int,
     seconds: float,
     go_down: Callable[[], None],
     come_back: Callable[[], None],
@@ -196,6 +230,9 @@ async def outage_run(
     headers = {"Authorization": f"Bearer {token}"}
     async with httpx.AsyncClient(base_url=url, headers=headers, timeout=120) as client:
         tasks = [asyncio.create_task(writer(client, n, stop, outage, t0)) for n in range(writers)]
+        tasks += [
+            asyncio.create_task(chatter(client, n, stop, outage, t0)) for n in range(chatters)
+        ]
         tasks.append(asyncio.create_task(poll_readyz(url, stop, outage, t0)))
         await asyncio.sleep(3)
         down = time.monotonic() - t0
@@ -215,20 +252,26 @@ async def outage_run(
                 break
             await asyncio.sleep(0.05)
         outage.back = time.monotonic() - t0 - outage.down[1]
+        chats_at, deadline = len(outage.chats), time.monotonic() + 60
+        while chatters and time.monotonic() < deadline:  # the first respond too
+            if any(c.status == 200 for c in outage.chats[chats_at:]):
+                break
+            await asyncio.sleep(0.05)
         await asyncio.sleep(5)
         stop.set()
         await asyncio.gather(*tasks)
     return outage
 
 
-async def stored_ids(url: str, token: str, writers: int) -> set[str]:
+async def stored_ids(url: str, token: str, writers: int, chatters: int = 0) -> set[str]:
     headers = {"Authorization": f"Bearer {token}"}
     ids: set[str] = set()
     async with httpx.AsyncClient(base_url=url, headers=headers, timeout=120) as client:
-        for n in range(writers):
+        conversations = [f"c{n}" for n in range(writers)] + [f"chat{n}" for n in range(chatters)]
+        for conversation in conversations:
             before: int | None = None
             while True:
-                params: dict[str, Any] = {"conversation_id": f"c{n}", "limit": 1000}
+                params: dict[str, Any] = {"conversation_id": conversation, "limit": 1000}
                 if before is not None:
                     params["before"] = before
                 page = (await client.get(f"/v1/personas/{PERSONA}/episodes", params=params)).json()
@@ -246,6 +289,8 @@ def report_outage(
     bound: float,
     floor: tuple[float, float] | None,
 ) -> None:
+    chats = {c.episode_id for c in outage.chats}
+    chat_stored, stored = stored & chats, stored - chats
     acked = {c.episode_id for c in outage.calls if c.status == 200}
     failed = [c for c in outage.calls if c.status != 200]
     hidden = [
@@ -305,6 +350,20 @@ def report_outage(
             f"  from the restarted server listening: first acknowledged record {since:.2f} s"
             f" (it answered {outage.listening:.2f} s after listening); the floor's"
             f" {listening + cold:.2f} s ({listening:.2f} s + {cold:.2f} s)"
+        )
+    if outage.chats:
+        chat_acked = {c.episode_id for c in outage.chats if c.status == 200}
+        chat_lost = chat_acked - chat_stored
+        first_chat = min(
+            (c.ended for c in outage.chats if c.status == 200 and c.ended >= outage.down[1]),
+            default=None,
+        )
+        after = "none" if first_chat is None else f"{first_chat - outage.down[1]:.2f} s"
+        print(
+            f"  REST respond: {len(outage.chats)} calls, acknowledged {len(chat_acked)},"
+            f" lost {len(chat_lost)} [{check(not chat_lost, f'{store}: respond lost')}],"
+            f" longest {max(c.seconds for c in outage.chats):.2f} s;"
+            f" first acknowledged {after} after the store answered"
         )
     # /readyz turns 200 once the server can take calls again (on Neo4j: its warm-up done)
     ready = min(
@@ -586,9 +645,16 @@ async def bench_store(store: str, tmp: Path, opts: argparse.Namespace) -> None:
                     bound = BUSY
                 print("outage:")
                 outage = await outage_run(
-                    server.url, token, opts.writers, opts.outage, go_down, come_back, is_back
+                    server.url,
+                    token,
+                    opts.writers,
+                    opts.chatters,
+                    opts.outage,
+                    go_down,
+                    come_back,
+                    is_back,
                 )
-                stored = await stored_ids(server.url, token, opts.writers)
+                stored = await stored_ids(server.url, token, opts.writers, opts.chatters)
                 report_outage(store, outage, stored, bound, floor)
                 if "crowd" not in opts.skip:
                     print("busy conversation:")
@@ -621,6 +687,12 @@ async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--store", choices=("sqlite", "neo4j", "both"), default="both")
     parser.add_argument("--writers", type=int, default=8)
+    parser.add_argument(
+        "--chatters",
+        type=int,
+        default=0,
+        help="clients calling REST respond meanwhile (reported on their own)",
+    )
     parser.add_argument("--outage", type=float, default=15.0, help="seconds the store is down")
     parser.add_argument("--crowd", type=int, default=200)
     parser.add_argument("--skip", choices=("crowd", "hung"), action="append", default=[])

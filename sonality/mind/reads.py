@@ -30,6 +30,7 @@ from sonality.models import (
     PendingWork,
     ThinkerStatus,
 )
+from sonality.ports.priority import background
 
 if TYPE_CHECKING:
     from sonality.models import (
@@ -189,15 +190,22 @@ class Reads:
         """How far behind each persona's background work is (every persona by default):
         the age, as of ``now`` (the wall clock by default), of its oldest pending episode
         and of its oldest unthought Thinker turn, 0 for an empty queue. One read of two
-        index entries per persona, whatever the backlog; an unknown id reads as empty."""
-        if persona_ids is None:
-            ids = [p.id for p in await self.store.list_personas()]
-        else:
-            if isinstance(persona_ids, str):
-                raise ValidationError("persona_ids must be a list of ids", field="persona_ids")
-            ids = list(dict.fromkeys(check_id(p, "persona_id") for p in persona_ids))
+        index entries per persona, whatever the backlog; an unknown id reads as empty.
+
+        Its reads are background work (:mod:`sonality.ports.priority`): a monitor asks it
+        (``/readyz`` on every poll, ``/metrics`` on every scrape), so it gives way to the
+        calls users wait on for at most 50 ms, and never ranks first in the store's
+        warm-up after an outage."""
+        if isinstance(persona_ids, str):
+            raise ValidationError("persona_ids must be a list of ids", field="persona_ids")
+        with background():
+            if persona_ids is None:
+                ids = [p.id for p in await self.store.list_personas()]
+            else:
+                ids = list(dict.fromkeys(check_id(p, "persona_id") for p in persona_ids))
+            oldest = await self.store.oldest_pending(ids)
         at = now or datetime.now(UTC)
-        return [Lag.at(oldest, at) for oldest in await self.store.oldest_pending(ids)]
+        return [Lag.at(o, at) for o in oldest]
 
     # the dual-process runtime's state -------------------------------------------------------
     async def pending(self, persona_id: str, *, conversation_id: str | None = None) -> PendingWork:

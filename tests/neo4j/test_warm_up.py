@@ -17,12 +17,17 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+import structlog
 from neo4j import AsyncDriver
+from structlog.testing import capture_logs
 
-from sonality.errors import StoreUnavailable
+from sonality.errors import StoreError, StoreUnavailable
+from sonality.llm.embedders import HashEmbedder
 from sonality.models import Persona, Snapshot
 from sonality.ports.priority import background
+from sonality.service import Sonality
 from sonality.storage.neo4j.executor import Neo4jExecutor, _Hot
+from tests.conftest import EMBEDDING_DIMENSIONS
 
 pytestmark = pytest.mark.neo4j
 
@@ -48,6 +53,8 @@ class Held:
 async def held(neo4j_store: Any) -> AsyncIterator[tuple[Any, Neo4jExecutor, Held]]:
     db: Neo4jExecutor = neo4j_store._db
     step = Held()
+    saved = dict(db._hot)  # what the session's other tests ran: not this test's plan
+    db._hot.clear()
     db._hot[HELD] = _Hot(HELD, runs=10**9, replay=step)
     try:
         yield neo4j_store, db, step
@@ -55,7 +62,8 @@ async def held(neo4j_store: Any) -> AsyncIterator[tuple[Any, Neo4jExecutor, Held
         step.release.set()
         if db._warm is not None:
             await asyncio.wait_for(asyncio.shield(db._warm.task), 30)
-        del db._hot[HELD]
+        db._hot.clear()
+        db._hot.update(saved)
         db.health.answered()  # whatever the test left, the next one finds a served store
 
 
@@ -160,3 +168,64 @@ async def test_a_probe_that_completes_a_handshake_starts_the_warm_up(
     assert await db.health.probe()
     assert db._warm is not None and not db._warm.over
     await asyncio.wait_for(step.entered.wait(), 30)  # the most run unit first
+
+
+async def test_the_plan_puts_the_callers_units_before_background_ones(
+    held: tuple[Any, Neo4jExecutor, Held],
+) -> None:
+    """Units that succeeded for callers rank before those that ran as background work,
+    however often those ran (``/readyz`` polled every quarter second had put its reads
+    before the append), and a unit that failed does not count (an outage's failed calls
+    had put the API-key look-up first)."""
+    _, db, step = held
+    step.release.set()
+
+    async def divide(tx: Any, by: int) -> Any:
+        return await (await tx.run("RETURN 1 / $by AS q", by=by)).single()
+
+    # operations of this test's own: no other test's leftover work can run them
+    with background():
+        for _ in range(5):
+            await db.read("test:behind", divide, 1)
+    await db.read("test:caller", divide, 1)
+    with pytest.raises(StoreError):  # a unit that fails is remembered, not counted
+        await db.read("test:failing", divide, 0)
+    assert db._hot["test:failing"].rank == (0, 0)
+    assert db._hot["test:caller"].rank == (1, 0)
+    assert db._hot["test:behind"].rank == (0, 5)
+    db.health.failed()
+    saved = structlog.get_config()
+    structlog.reset_defaults()  # a logger cached by an earlier test would bypass the capture
+    try:
+        with capture_logs() as events:
+            await asyncio.wait_for(asyncio.shield(db.start_warm_up().task), 30)
+    finally:
+        structlog.configure(**saved)
+    logged = next(e["planned"] for e in events if e["event"] == "neo4j_warm_up_started")
+    assert logged.index("test:caller 1+0") < logged.index("test:behind 0+5")
+    assert logged.index("test:behind 0+5") < logged.index("test:failing 0+0")
+
+
+async def test_a_monitors_lag_read_counts_as_background_work(
+    held: tuple[Any, Neo4jExecutor, Held],
+) -> None:
+    """``Sonality.lag`` (what ``/readyz`` asks on every poll) reads as background work:
+    its reads rank behind every caller's unit in the warm-up's plan."""
+    store, db, _ = held
+    persona = Persona(id="p5", name="p5", core_identity="curious", created_at=T0)
+    await store.create_persona(
+        persona, Snapshot(persona_id="p5", version=1, text="v1", created_at=T0)
+    )
+    ops = ("list_personas", "oldest_pending")
+
+    def ranks() -> list[tuple[int, int]]:
+        return [db._hot[op].rank if op in db._hot else (0, 0) for op in ops]
+
+    before = ranks()
+    app = Sonality(store=store, embedder=HashEmbedder(EMBEDDING_DIMENSIONS), owns_store=False)
+    try:
+        assert [lag.seconds for lag in await app.lag()] == [0.0]
+    finally:
+        await app.close()
+    for (runs, behind), (runs_then, behind_then) in zip(ranks(), before, strict=True):
+        assert runs == runs_then and behind == behind_then + 1

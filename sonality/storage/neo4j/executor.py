@@ -32,27 +32,27 @@ a load average of 17; one unit let through alone took 28.4 s). So the executor *
 the server up* itself (:meth:`Neo4jExecutor.warm_up`), in a task no caller's bound
 cancels: it runs again the units this process ran most (each read and auto-commit
 statement remembered with its last arguments, :class:`_Hot`, ranked by the runs that
-succeeded), each in a transaction it rolls back, so the server compiles what the callers
-will ask and nothing is written. It begins as soon as a probe completes a handshake,
-before the probe's query answers: the cold engine then compiles the busiest statement
-while it is still starting up. Two steps run at once: the operation callers wait for, the
-most waited for first, beside the unit this process ran most; anything else (what only the
-lanes wait for, the rest of the plan, the schema check) one at a time while nothing else
-compiles, since a second compilation only slows the one callers wait on. A unit waits
-until its own operation is compiled, then goes (without a probe of its own while a
-warm-up is on), or fails with ``StoreUnavailable`` ("warming up after a restart") at
-``retry_seconds`` after it began; a unit the warm-up cannot run again (a write) waits for
-its end. :meth:`Neo4jExecutor.ping` (``/readyz``) answers unavailable until the warm-up
-finished and the outage is over. Measured 29 Nov 2026 (``tools/bench_outage.py``, 8
-clients over HTTP): the first acknowledged record came 2.3-2.7 s after the restarted
-server answered ``RETURN 1``, 0.89-1.05x the first record of a process that had nothing
-to recover (a cold append compiles for 2.1-2.4 s by itself, 0.6 s on a warm JVM); when
-every caller waited for the whole warm-up, one after another, it came 3.5-5.9 s after. A
-compilation is not cut by a caller's bound because that made it worse: a statement whose
-unit was cancelled while it compiled took 25 s on its next run against 1.3 s for a fresh
-one (11 s against 4.0 s in a second try). The warm-up is cut only when the server stops
-completing handshakes (its steps are watched with those), and the next probe that
-completes one starts another.
+succeeded for callers, then for background work), each in a transaction it rolls back,
+so the server compiles what the callers will ask and nothing is written. It begins as
+soon as a probe completes a handshake, before the probe's query answers: the cold engine
+then compiles the busiest statement while it is still starting up. Two steps run at
+once: the operations callers wait for, the most waited for first, or one of them beside
+the unit this process ran most; anything else (what only the lanes wait for, the rest of
+the plan, the schema check) one at a time while nothing else compiles, so it never slows
+what callers wait for. A unit waits until its own operation is compiled, then goes
+(without a probe of its own while a warm-up is on), or fails with ``StoreUnavailable``
+("warming up after a restart") at ``retry_seconds`` after it began; a unit the warm-up
+cannot run again (a write) waits for its end. :meth:`Neo4jExecutor.ping` (``/readyz``)
+answers unavailable until the warm-up finished and the outage is over. Measured 29 Nov
+2026 (``tools/bench_outage.py``, 8 clients over HTTP): the first acknowledged record
+came 2.3-2.7 s after the restarted server answered ``RETURN 1``, 0.89-1.05x the first
+record of a process that had nothing to recover (a cold append compiles for 2.1-2.4 s by
+itself, 0.6 s on a warm JVM); when every caller waited for the whole warm-up, one after
+another, it came 4.0-6.5 s after. A compilation is not cut by a caller's bound because
+that made it worse: a statement whose unit was cancelled while it compiled took 25 s on
+its next run against 1.3 s for a fresh one (11 s against 4.0 s in a second try). The
+warm-up is cut only when the server stops completing handshakes (its steps are watched
+with those), and the next probe that completes one starts another.
 
 A killed server also leaves the pool holding connections to the old process; the driver
 checks a connection idle for longer than ``liveness_check_timeout`` (``store.py``)
@@ -418,11 +418,27 @@ def _replay_statement(text: LiteralString, params: dict[str, Any]) -> _Replay:
 
 @dataclass
 class _Hot:
-    """A unit the warm-up may run again: how often it ran, and its last run."""
+    """A unit the warm-up may run again: how often it succeeded for callers and for
+    background work (lanes, health checks: :mod:`sonality.ports.priority`), and its last
+    run."""
 
     operation: str
     runs: int = 0
+    runs_behind: int = 0
     replay: _Replay | None = None
+
+    def ran(self) -> None:
+        """A unit of it succeeded (counted as the caller's or as background work)."""
+        if in_background():
+            self.runs_behind += 1
+        else:
+            self.runs += 1
+
+    @property
+    def rank(self) -> tuple[int, int]:
+        """How the warm-up orders its plan: callers' runs first (a health check polled
+        every quarter second, or a lane, must not put its reads before the append)."""
+        return self.runs, self.runs_behind
 
 
 @dataclass(eq=False)
@@ -624,16 +640,20 @@ class Neo4jExecutor:
         loop = asyncio.get_running_loop()
         started = loop.time()
         hot = self._hot
-        planned = [h.operation for h in sorted(hot.values(), key=lambda h: -h.runs)]
+        planned = [h.operation for h in sorted(hot.values(), key=lambda h: h.rank, reverse=True)]
         planned = [op for op in planned[:_WARM_UNITS] if hot[op].replay is not None]
         planned.append(_SCHEMA_CHECK)
-        log.info("neo4j_warm_up_started", planned=planned, waiting=sorted(self._wanted))
+        log.info(
+            "neo4j_warm_up_started",
+            planned=[f"{op} {hot[op].runs}+{hot[op].runs_behind}" for op in planned[:-1]],
+            waiting=sorted(self._wanted),
+        )
         claimed: set[str] = set()
         running: set[str] = set()
 
         def most_wanted(wanted: collections.Counter[str]) -> str | None:
             ops = [op for op in wanted if op not in claimed and op in hot and hot[op].replay]
-            return max(ops, key=lambda op: (wanted[op], hot[op].runs), default=None)
+            return max(ops, key=lambda op: (wanted[op], hot[op].rank), default=None)
 
         def claim() -> str | None:
             """The next step: the operation most callers wait for, not yet claimed; else
@@ -642,6 +662,9 @@ class Neo4jExecutor:
             background units wait for, else the next planned one; "" when there is
             nothing to take now, None when all are taken. So beside a step callers wait
             for, a second lane compiles only what callers wait for or will ask next."""
+            # two that callers wait for compile side by side: on two cores both are done
+            # sooner (measured: 4 s for the append and the Talker's reads side by side,
+            # 6 s one after the other), though the first one later
             operation = most_wanted(self._wanted)
             if operation is None and planned[0] not in claimed:
                 operation = planned[0]
@@ -776,7 +799,7 @@ class Neo4jExecutor:
             self.driver.session(database=self.database) as session,
         ):
             result = await session.execute_read(self._counted(work), *args, **kwargs)
-        hot.runs += 1
+        hot.ran()
         return result
 
     async def read_statements(
@@ -794,7 +817,7 @@ class Neo4jExecutor:
         hot = self._remember(operation, _replay_read(work, args, kwargs))
         async with self.unit(operation):
             result = await self._retried(READ_ACCESS, work, *args, **kwargs)
-        hot.runs += 1
+        hot.ran()
         return result
 
     async def _retried(
@@ -856,7 +879,7 @@ class Neo4jExecutor:
         hot = self._remember(operation, _replay_statement(load(query), params))
         async with self.unit(operation, **(context or {})):
             rows = await self._retried(WRITE_ACCESS, fetch_plain, query, **params)
-        hot.runs += 1
+        hot.ran()
         return rows
 
     def _remember(self, operation: str, replay: _Replay) -> _Hot:
