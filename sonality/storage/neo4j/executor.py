@@ -286,31 +286,32 @@ class StoreHealth:
             self._handshake = asyncio.ensure_future(self._shake())
         return self._handshake
 
-    async def _shake(self) -> bool:
-        if self._reach is None:
+    async def _within(self, query: bool, *, listening: Callable[[], object] | None = None) -> bool:
+        """Whether a round trip through ``reach`` (a handshake, with ``query`` a query
+        too) answers within :attr:`probe_seconds`; with ``listening``, a handshake of its
+        own first, and ``listening`` called once it answered."""
+        reach = self._reach
+        if reach is None:
             return False
         try:
             async with asyncio.timeout(self.probe_seconds):
-                await self._reach(False)
+                if listening is not None:
+                    await reach(False)
+                    listening()  # Bolt listens: the warm-up may begin
+                await reach(query)
         except (TimeoutError, Neo4jError, DriverError, OSError):
             return False
         return True
 
+    async def _shake(self) -> bool:
+        return await self._within(False)
+
     async def _ask(self, query: bool) -> bool:
-        if self._reach is not None:
-            try:
-                async with asyncio.timeout(self.probe_seconds):
-                    if query and self.on_listening is not None:
-                        await self._reach(False)  # Bolt listens: the warm-up may begin
-                        self.on_listening()
-                    await self._reach(query)
-            except (TimeoutError, Neo4jError, DriverError, OSError):
-                pass
-            else:
-                if not query and self.down_since is not None:
-                    return False  # went down while the handshake was asked
-                self.reached()
-                return True
+        if await self._within(query, listening=self.on_listening if query else None):
+            if not query and self.down_since is not None:
+                return False  # went down while the handshake was asked
+            self.reached()
+            return True
         self.failed()
         return False
 
@@ -696,9 +697,10 @@ class Neo4jExecutor:
                         _Watch(health, self.retry_seconds, handshake=True),
                     ):
                         await step()
-                except (_RolledBack, SonalityError) as exc:  # rolled back, or refused
-                    if isinstance(exc, StoreUnavailable):
-                        raise
+                except StoreUnavailable:
+                    raise  # the server stopped answering: the warm-up fails
+                except (_RolledBack, SonalityError):  # rolled back, or refused: compiled
+                    pass
                 log.info(
                     "neo4j_warm_up_step",
                     operation=operation,
